@@ -1,0 +1,44 @@
+# Conventional entry points. Everything installs itself: a Python virtualenv in
+# .venv and the Go-built control-plane binaries in a cache outside the checkout.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: venv binaries lint typecheck test test-unit cluster-up cluster-down bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(BIN)/.installed
+
+# Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
+# kwok and kwokctl from their Go modules, only when missing from the cache.
+binaries:
+	hack/build-binaries.sh
+
+lint: venv
+	$(BIN)/ruff check .
+
+typecheck: venv
+	$(BIN)/mypy mpi_operator
+
+test-unit: venv
+	$(BIN)/pytest test/unit
+
+test: venv binaries lint typecheck
+	$(BIN)/pytest
+
+cluster-up: venv binaries
+	@$(BIN)/python -m mpi_operator.localcluster up
+
+cluster-down: venv
+	@$(BIN)/python -m mpi_operator.localcluster down
+
+bench: venv
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
