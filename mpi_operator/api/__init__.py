@@ -1,0 +1,1 @@
+"""The MPIJob APIs: models, defaulting and validation. Imports nothing else of ours."""

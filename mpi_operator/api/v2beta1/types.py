@@ -1,0 +1,187 @@
+"""Models of the ``kubeflow.org/v2beta1`` MPIJob API.
+
+Design notes:
+
+* JSON names are the upstream ones (camelCase aliases); Python attributes are
+  snake_case. ``populate_by_name`` lets code build models either way.
+* Every model allows extra fields, and ``metadata`` and pod templates are kept
+  as plain dicts, so any MPIJob JSON survives ``from_dict``/``to_dict``
+  unchanged, including fields of newer Kubernetes versions we don't know.
+* Enumerated fields are typed ``str``, not the enums below: an unknown value
+  must reach validation and come back as a field error naming the field,
+  not fail parsing with an opaque message. The enums name the valid values.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+GROUP = "kubeflow.org"
+VERSION = "v2beta1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "MPIJob"
+PLURAL = "mpijobs"
+
+OPERATOR_NAME = "mpi-operator"
+ENV_KUBEFLOW_NAMESPACE = "KUBEFLOW_NAMESPACE"
+
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+
+
+class CleanPodPolicy(StrEnum):
+    NONE = "None"
+    RUNNING = "Running"
+    ALL = "All"
+
+
+class RestartPolicy(StrEnum):
+    ALWAYS = "Always"
+    ON_FAILURE = "OnFailure"
+    NEVER = "Never"
+    EXIT_CODE = "ExitCode"
+
+
+class MPIImplementation(StrEnum):
+    OPEN_MPI = "OpenMPI"
+    INTEL = "Intel"
+    MPICH = "MPICH"
+
+
+class LauncherCreationPolicy(StrEnum):
+    AT_STARTUP = "AtStartup"
+    WAIT_FOR_WORKERS_READY = "WaitForWorkersReady"
+
+
+class ReplicaType(StrEnum):
+    LAUNCHER = "Launcher"
+    WORKER = "Worker"
+
+
+class ConditionType(StrEnum):
+    CREATED = "Created"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUCCEEDED = "Succeeded"
+    SUSPENDED = "Suspended"
+    FAILED = "Failed"
+
+
+class ManagedBy(StrEnum):
+    KUBEFLOW = "kubeflow.org/mpi-operator"
+    MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        validate_assignment=False,
+    )
+
+
+class SchedulingPolicy(_Model):
+    min_available: int | None = None
+    queue: str | None = None
+    min_resources: dict[str, Any] | None = None
+    priority_class: str | None = None
+    schedule_timeout_seconds: int | None = None
+
+
+class RunPolicy(_Model):
+    clean_pod_policy: str | None = None
+    ttl_seconds_after_finished: int | None = None
+    active_deadline_seconds: int | None = None
+    backoff_limit: int | None = None
+    scheduling_policy: SchedulingPolicy | None = None
+    suspend: bool | None = None
+    managed_by: str | None = None
+
+
+class ReplicaSpec(_Model):
+    replicas: int | None = None
+    template: dict[str, Any] = Field(default_factory=dict)
+    restart_policy: str | None = None
+
+
+class MPIJobSpec(_Model):
+    slots_per_worker: int | None = None
+    run_launcher_as_worker: bool | None = None
+    run_policy: RunPolicy = Field(default_factory=RunPolicy)
+    mpi_replica_specs: dict[str, ReplicaSpec | None] | None = None
+    ssh_auth_mount_path: str | None = None
+    launcher_creation_policy: str | None = None
+    mpi_implementation: str | None = None
+
+
+class JobCondition(_Model):
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_update_time: str | None = None
+    last_transition_time: str | None = None
+
+
+class ReplicaStatus(_Model):
+    active: int | None = None
+    succeeded: int | None = None
+    failed: int | None = None
+    label_selector: dict[str, Any] | None = None
+    selector: str | None = None
+
+
+class JobStatus(_Model):
+    conditions: list[JobCondition] | None = None
+    replica_statuses: dict[str, ReplicaStatus | None] | None = None
+    start_time: str | None = None
+    completion_time: str | None = None
+    last_reconcile_time: str | None = None
+
+
+class MPIJob(_Model):
+    api_version: str | None = API_VERSION
+    kind: str | None = KIND
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: MPIJobSpec = Field(default_factory=MPIJobSpec)
+    status: JobStatus | None = None
+
+    @classmethod
+    def from_dict(cls, obj: dict[str, Any]) -> MPIJob:
+        """Parses wire JSON; raises pydantic.ValidationError on wrong types."""
+        return cls.model_validate(obj)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Wire JSON: only the fields that were given or set by defaulting."""
+        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace", ""))
+
+    @property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid", ""))
+
+    def replica_spec(self, replica_type: ReplicaType) -> ReplicaSpec | None:
+        specs = self.spec.mpi_replica_specs
+        return None if specs is None else specs.get(replica_type.value)
+
+
+class MPIJobList(_Model):
+    api_version: str | None = API_VERSION
+    kind: str | None = "MPIJobList"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    items: list[MPIJob] = Field(default_factory=list)
