@@ -1,0 +1,337 @@
+"""Shared informers and their factory.
+
+A :class:`SharedInformer` owns one reflector (one LIST+WATCH) for a resource,
+namespace and selector pair, one :class:`~mpi_operator.client.store.Indexer`,
+and any number of event handlers. It applies the transform (by default
+dropping ``metadata.managedFields``, which is most of an object's bytes),
+updates the cache, then notifies handlers - in that order, so a handler that
+reads the lister sees the new state, as with client-go.
+
+Notifications follow client-go's sharedIndexInformer:
+
+* a listed or watched object not yet cached -> ``on_add(obj)``;
+* one already cached -> ``on_update(old, new)`` - also after a relist and on
+  resync, when the resourceVersion is unchanged; handlers that only care about
+  real changes compare ``old`` and ``new`` resourceVersions;
+* a watched delete -> ``on_delete(obj)``; an object that vanished while we were
+  not watching (found by diffing a relist) -> ``on_delete(DeletedFinalStateUnknown)``.
+
+Deviation: handlers are called inline rather than through client-go's
+per-listener buffered goroutines, so they must be quick and non-blocking -
+in practice they enqueue a key into a work queue. A failing handler is logged
+and does not affect other handlers. Resync is informer-wide, not per handler.
+
+:class:`SharedInformerFactory` hands out one informer per
+(resource, namespace, label selector, field selector), starts them as tasks
+and waits for their initial sync with a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from mpi_operator.client.clock import Clock, RealClock
+from mpi_operator.client.kubeapi import KubeClient, Resource
+from mpi_operator.client.reflector import Reflector
+from mpi_operator.client.selectors import Selector
+from mpi_operator.client.store import (
+    DeletedFinalStateUnknown,
+    Indexer,
+    IndexFunc,
+    Lister,
+    meta_namespace_key,
+)
+
+log = structlog.get_logger()
+
+Obj = dict[str, Any]
+Transform = Callable[[Obj], Obj]
+
+
+def strip_managed_fields(obj: Obj) -> Obj:
+    """The default transform: managedFields are never needed by a controller."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+@dataclass
+class EventHandler:
+    on_add: Callable[[Obj], None] | None = None
+    on_update: Callable[[Obj, Obj], None] | None = None
+    on_delete: Callable[[Obj | DeletedFinalStateUnknown], None] | None = None
+
+
+def resource_version(obj: Obj | DeletedFinalStateUnknown) -> str:
+    if isinstance(obj, DeletedFinalStateUnknown):
+        obj = obj.obj
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class SharedInformer:
+    def __init__(
+        self,
+        client: KubeClient,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | Selector | None = None,
+        field_selector: str | None = None,
+        transform: Transform | None = strip_managed_fields,
+        resync_period: float = 0.0,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        clock: Clock | None = None,
+        page_size: int = 500,
+        min_watch_timeout: float = 300.0,
+    ) -> None:
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = str(label_selector) if label_selector is not None else None
+        self.field_selector = field_selector
+        self.transform = transform
+        self.resync_period = resync_period
+        self.indexer = Indexer()
+        if indexers:
+            self.indexer.add_indexers(indexers)
+        self.lister = Lister(self.indexer)
+        self._clock: Clock = clock or RealClock()
+        self._handlers: list[EventHandler] = []
+        self._synced = False
+        self._synced_event = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.reflector = Reflector(
+            client,
+            resource,
+            self,
+            namespace=namespace,
+            label_selector=self.label_selector or None,
+            field_selector=field_selector,
+            page_size=page_size,
+            min_watch_timeout=min_watch_timeout,
+            clock=self._clock,
+        )
+        self.log = log.bind(resource=str(resource), namespace=namespace or "*")
+
+    # -- handlers ------------------------------------------------------------
+    def add_event_handler(
+        self,
+        handler: EventHandler | None = None,
+        *,
+        on_add: Callable[[Obj], None] | None = None,
+        on_update: Callable[[Obj, Obj], None] | None = None,
+        on_delete: Callable[[Obj | DeletedFinalStateUnknown], None] | None = None,
+    ) -> EventHandler:
+        """Register a handler; it is replayed an add for every cached object."""
+        h = handler or EventHandler(on_add, on_update, on_delete)
+        self._handlers.append(h)
+        if h.on_add is not None:
+            for obj in self.indexer.list():
+                self._call(h.on_add, obj)
+        return h
+
+    def remove_event_handler(self, handler: EventHandler) -> None:
+        self._handlers.remove(handler)
+
+    def _call(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            self.log.exception("event handler failed")
+
+    def _notify_add(self, obj: Obj) -> None:
+        for h in list(self._handlers):
+            if h.on_add is not None:
+                self._call(h.on_add, obj)
+
+    def _notify_update(self, old: Obj, new: Obj) -> None:
+        for h in list(self._handlers):
+            if h.on_update is not None:
+                self._call(h.on_update, old, new)
+
+    def _notify_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        for h in list(self._handlers):
+            if h.on_delete is not None:
+                self._call(h.on_delete, obj)
+
+    # -- reflector sink ------------------------------------------------------
+    def _transform(self, obj: Obj) -> Obj | None:
+        if self.transform is None:
+            return obj
+        try:
+            return self.transform(obj)
+        except Exception:
+            self.log.exception("transform failed; skipping object")
+            return None
+
+    def _upsert(self, obj: Obj) -> None:
+        old = self.indexer.add(obj)
+        if old is None:
+            self._notify_add(obj)
+        else:
+            self._notify_update(old, obj)
+
+    def replace(self, objs: list[Obj], resource_version: str) -> None:
+        seen: set[str] = set()
+        for raw in objs:
+            obj = self._transform(raw)
+            if obj is None:
+                continue
+            seen.add(meta_namespace_key(obj))
+            self._upsert(obj)
+        for key in self.indexer.list_keys():
+            if key not in seen:
+                last = self.indexer.delete_key(key)
+                if last is not None:
+                    self._notify_delete(DeletedFinalStateUnknown(key, last))
+        if not self._synced:
+            self._synced = True
+            self._synced_event.set()
+
+    def on_watch_event(self, event_type: str, raw: Obj) -> None:
+        obj = self._transform(raw)
+        if obj is None:
+            return
+        if event_type == "DELETED":
+            old = self.indexer.delete(obj)
+            if old is not None:
+                self._notify_delete(obj)
+            return
+        self._upsert(obj)
+
+    # -- lifecycle -----------------------------------------------------------
+    def has_synced(self) -> bool:
+        return self._synced
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        return self.reflector.last_sync_resource_version
+
+    async def _resync_loop(self) -> None:
+        while True:
+            await self._clock.sleep(self.resync_period)
+            if self._synced:
+                for obj in self.indexer.list():
+                    self._notify_update(obj, obj)
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        if self.resync_period > 0:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self.reflector.run())
+                tg.create_task(self._resync_loop())
+        else:
+            await self.reflector.run()
+
+    def start(self) -> asyncio.Task[None]:
+        if self._task is None:
+            self._task = asyncio.create_task(self.run(), name=f"informer-{self.resource}")
+        return self._task
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def wait_for_sync(self, sync_timeout: float | None = None) -> bool:
+        try:
+            await asyncio.wait_for(self._synced_event.wait(), sync_timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class InformerKey:
+    resource: Resource
+    namespace: str | None
+    label_selector: str | None
+    field_selector: str | None
+
+
+class SharedInformerFactory:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        namespace: str | None = None,
+        resync_period: float = 0.0,
+        transform: Transform | None = strip_managed_fields,
+        clock: Clock | None = None,
+        min_watch_timeout: float = 300.0,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.resync_period = resync_period
+        self.transform = transform
+        self._clock = clock
+        self.min_watch_timeout = min_watch_timeout
+        self._informers: dict[InformerKey, SharedInformer] = {}
+
+    def informer_for(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | Selector | None = None,
+        field_selector: str | None = None,
+        indexers: Mapping[str, IndexFunc] | None = None,
+    ) -> SharedInformer:
+        """The shared informer for this resource/selector, created on first use.
+
+        ``namespace`` defaults to the factory's (None: all namespaces)."""
+        ns = namespace if namespace is not None else self.namespace
+        if not resource.namespaced:
+            ns = None
+        key = InformerKey(
+            resource,
+            ns,
+            str(label_selector) if label_selector is not None else None,
+            field_selector,
+        )
+        inf = self._informers.get(key)
+        if inf is None:
+            inf = SharedInformer(
+                self.client,
+                resource,
+                namespace=ns,
+                label_selector=key.label_selector,
+                field_selector=field_selector,
+                transform=self.transform,
+                resync_period=self.resync_period,
+                indexers=indexers,
+                clock=self._clock,
+                min_watch_timeout=self.min_watch_timeout,
+            )
+            self._informers[key] = inf
+        elif indexers:
+            missing = {k: v for k, v in indexers.items() if k not in inf.indexer.indexer_names()}
+            if missing:
+                inf.indexer.add_indexers(missing)
+        return inf
+
+    def informers(self) -> list[SharedInformer]:
+        return list(self._informers.values())
+
+    def start(self) -> None:
+        """Start every informer not yet running (safe to call repeatedly)."""
+        for inf in self._informers.values():
+            inf.start()
+
+    async def wait_for_cache_sync(self, sync_timeout: float | None = None) -> bool:
+        """True when every informer has synced within ``sync_timeout`` seconds."""
+        results = await asyncio.gather(
+            *(inf.wait_for_sync(sync_timeout) for inf in self._informers.values())
+        )
+        return all(results)
+
+    async def shutdown(self) -> None:
+        await asyncio.gather(*(inf.stop() for inf in self._informers.values()))
