@@ -114,9 +114,12 @@ class Quantity:
 
     @classmethod
     def from_json(cls, value: Any) -> Quantity:
-        """Accepts what a ResourceList value may be in JSON: a string or a number."""
+        """Accepts what a ResourceList value may be in JSON: a string, a number or null."""
         if isinstance(value, Quantity):
             return value
+        if value is None:
+            # Go decodes a JSON null quantity as zero.
+            return Quantity(0)
         if isinstance(value, bool):
             raise QuantityError(f"quantity must be a string or a number, not {value!r}")
         if isinstance(value, int):
