@@ -30,7 +30,9 @@ def set_defaults(job: MPIJob) -> MPIJob:
     Mutates like the Kubernetes scheme defaulters do; callers that must keep
     the original (an informer's cached object) pass a copy.
     """
-    spec = job.spec
+    # Assigning marks the parents as set, so that to_dict() emits the defaults.
+    spec = job.spec = job.spec
+    spec.run_policy = spec.run_policy
     if spec.run_policy.clean_pod_policy is None:
         spec.run_policy.clean_pod_policy = CleanPodPolicy.NONE.value
     if spec.slots_per_worker is None:

@@ -1,0 +1,6 @@
+"""Pure functions from an MPIJob to the child objects the operator manages.
+
+Builders take a defaulted, valid MPIJob and return plain Kubernetes objects in
+wire (JSON) form, with empty fields omitted as Go's ``omitempty`` omits them.
+They do no I/O and read no clock; the SSH key generator is injected.
+"""

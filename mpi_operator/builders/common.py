@@ -1,0 +1,154 @@
+"""Names, labels and pod decorations shared by several builders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpi_operator.api.v2beta1 import (
+    API_VERSION,
+    JOB_NAME_LABEL,
+    JOB_ROLE_LABEL,
+    KIND,
+    OPERATOR_NAME,
+    OPERATOR_NAME_LABEL,
+    MPIJob,
+    ReplicaSpec,
+    RestartPolicy,
+)
+
+Obj = dict[str, Any]
+
+LAUNCHER = "launcher"
+WORKER = "worker"
+LAUNCHER_SUFFIX = "-launcher"
+WORKER_SUFFIX = "-worker"
+CONFIG_SUFFIX = "-config"
+SSH_AUTH_SECRET_SUFFIX = "-ssh"
+
+CONFIG_VOLUME_NAME = "mpi-job-config"
+CONFIG_MOUNT_PATH = "/etc/mpi"
+HOSTFILE_NAME = "hostfile"
+DISCOVER_HOSTS_SCRIPT_NAME = "discover_hosts.sh"
+
+SSH_AUTH_VOLUME = "ssh-auth"
+ROOT_SSH_PATH = "/root/.ssh"
+SSH_PRIVATE_KEY = "ssh-privatekey"
+SSH_PUBLIC_KEY = "ssh-publickey"
+SSH_PRIVATE_KEY_FILE = "id_rsa"
+SSH_PUBLIC_KEY_FILE = "id_rsa.pub"
+SSH_AUTHORIZED_KEYS_FILE = "authorized_keys"
+
+
+def deep_copy(value: Any) -> Any:
+    """Copies JSON-shaped data; several times faster than copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [deep_copy(v) for v in value]
+    return value
+
+
+def controller_owner_reference(job: MPIJob) -> Obj:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": job.name,
+        "uid": job.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def child_metadata(job: MPIJob, name: str) -> Obj:
+    """Metadata of the Service, ConfigMap, Secret and launcher Job."""
+    return {
+        "name": name,
+        "namespace": job.namespace,
+        "labels": {"app": job.name},
+        "ownerReferences": [controller_owner_reference(job)],
+    }
+
+
+def default_labels(job_name: str, role: str) -> dict[str, str]:
+    return {
+        OPERATOR_NAME_LABEL: OPERATOR_NAME,
+        JOB_NAME_LABEL: job_name,
+        JOB_ROLE_LABEL: role,
+    }
+
+
+def worker_name(job: MPIJob, index: int) -> str:
+    return f"{job.name}{WORKER_SUFFIX}-{index}"
+
+
+def launcher_name(job: MPIJob) -> str:
+    return job.name + LAUNCHER_SUFFIX
+
+
+def run_launcher_as_worker(job: MPIJob) -> bool:
+    return bool(job.spec.run_launcher_as_worker)
+
+
+def is_suspended(job: MPIJob) -> bool:
+    return bool(job.spec.run_policy.suspend)
+
+
+def pod_restart_policy(spec: ReplicaSpec) -> str:
+    """The pod restartPolicy for a replica: ExitCode is handled by us, so pods use Never."""
+    if spec.restart_policy == RestartPolicy.EXIT_CODE:
+        return RestartPolicy.NEVER.value
+    return spec.restart_policy or ""
+
+
+def host_domain(pod_name: str, job: MPIJob, namespace: str, cluster_domain: str) -> str:
+    domain = f"{pod_name}.{job.name}.{namespace}.svc"
+    return f"{domain}.{cluster_domain}" if cluster_domain else domain
+
+
+def set_pod_identity(pod_spec: Obj, job: MPIJob, hostname: str) -> None:
+    """Hostname and subdomain that make the pod resolvable through the job's Service."""
+    pod_spec["hostname"] = hostname
+    pod_spec["subdomain"] = job.name
+    if pod_spec.get("hostNetwork"):
+        # Lets pods on the host network resolve the workers' short names.
+        pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
+def set_restart_policy(pod_spec: Obj, spec: ReplicaSpec) -> None:
+    policy = pod_restart_policy(spec)
+    if policy:
+        pod_spec["restartPolicy"] = policy
+    else:
+        pod_spec.pop("restartPolicy", None)
+
+
+def main_container(pod_spec: Obj) -> Obj:
+    container: Obj = pod_spec["containers"][0]
+    return container
+
+
+def append_env(container: Obj, env: list[Obj]) -> None:
+    container["env"] = [*container.get("env", []), *env]
+
+
+def setup_ssh(pod_spec: Obj, job: MPIJob) -> None:
+    """Mounts the job's SSH key Secret into the main container."""
+    mount_path = job.spec.ssh_auth_mount_path or ROOT_SSH_PATH
+    secret: Obj = {
+        "secretName": job.name + SSH_AUTH_SECRET_SUFFIX,
+        "items": [
+            {"key": SSH_PRIVATE_KEY, "path": SSH_PRIVATE_KEY_FILE},
+            {"key": SSH_PUBLIC_KEY, "path": SSH_PUBLIC_KEY_FILE},
+            {"key": SSH_PUBLIC_KEY, "path": SSH_AUTHORIZED_KEYS_FILE},
+        ],
+    }
+    if mount_path == ROOT_SSH_PATH:
+        # sshd refuses keys readable by others, but only root can own 0600 files.
+        secret["defaultMode"] = 0o600
+    volume = {"name": SSH_AUTH_VOLUME, "secret": secret}
+    pod_spec["volumes"] = [*pod_spec.get("volumes", []), volume]
+    container = main_container(pod_spec)
+    container["volumeMounts"] = [
+        *container.get("volumeMounts", []),
+        {"name": SSH_AUTH_VOLUME, "mountPath": mount_path},
+    ]

@@ -1,0 +1,71 @@
+"""Worker pods: ``<job>-worker-<index>``, one per Worker replica."""
+
+from __future__ import annotations
+
+from mpi_operator.api.v2beta1 import REPLICA_INDEX_LABEL, MPIJob, ReplicaType
+from mpi_operator.builders.common import (
+    WORKER,
+    Obj,
+    append_env,
+    controller_owner_reference,
+    deep_copy,
+    default_labels,
+    main_container,
+    run_launcher_as_worker,
+    set_pod_identity,
+    set_restart_policy,
+    setup_ssh,
+    worker_name,
+)
+from mpi_operator.builders.podgroup import GangScheduling, decorate_pod_template
+
+SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]
+
+
+def worker_replica_index_label(job: MPIJob, index: int) -> str:
+    """The replica-index label; shifted by one when the launcher is worker 0."""
+    return str(index + 1 if run_launcher_as_worker(job) else index)
+
+
+def worker_replicas(job: MPIJob) -> int:
+    spec = job.replica_spec(ReplicaType.WORKER)
+    return spec.replicas or 0 if spec is not None else 0
+
+
+def new_worker(job: MPIJob, index: int, gang: GangScheduling | None = None) -> Obj:
+    spec = job.replica_spec(ReplicaType.WORKER)
+    if spec is None:
+        raise ValueError(f"MPIJob {job.namespace}/{job.name} has no Worker replica spec")
+    name = worker_name(job, index)
+    template = deep_copy(spec.template)
+    metadata = template.get("metadata") or {}
+    labels = {**(metadata.get("labels") or {}), **default_labels(job.name, WORKER)}
+    labels[REPLICA_INDEX_LABEL] = worker_replica_index_label(job, index)
+    template["metadata"] = {**metadata, "labels": labels}
+    pod_spec: Obj = template.setdefault("spec", {})
+    set_pod_identity(pod_spec, job, name)
+    # Intel MPI and MPICH workers reach the launcher by its short hostname.
+    search = f"{job.name}.{job.namespace}.svc.cluster.local"
+    dns_config = pod_spec.get("dnsConfig")
+    if dns_config is None:
+        pod_spec["dnsConfig"] = {"searches": [search]}
+    else:
+        dns_config["searches"] = [*dns_config.get("searches", []), search]
+    set_restart_policy(pod_spec, spec)
+    container = main_container(pod_spec)
+    if not container.get("command") and not container.get("args"):
+        container["command"] = list(SSHD_COMMAND)
+    append_env(container, [{"name": "K_MPI_JOB_ROLE", "value": WORKER}])
+    setup_ssh(pod_spec, job)
+    if gang is not None:
+        template = decorate_pod_template(template, job.name, gang)
+    meta = template["metadata"]
+    pod_meta: Obj = {
+        "name": name,
+        "namespace": job.namespace,
+        "labels": meta["labels"],
+        "ownerReferences": [controller_owner_reference(job)],
+    }
+    if meta.get("annotations"):
+        pod_meta["annotations"] = meta["annotations"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]}
