@@ -1,0 +1,124 @@
+"""Client machinery for the controller, in asyncio: what client-go gives Go.
+
+* :mod:`.kubeapi` - rate-limited dict-based REST client over kubernetes_asyncio.
+* :mod:`.reflector`, :mod:`.informer` - list+watch caches and shared informers.
+* :mod:`.store`, :mod:`.selectors` - indexer, listers, label selectors.
+* :mod:`.workqueue`, :mod:`.ratelimit` - work queues and retry rate limiting.
+* :mod:`.events`, :mod:`.event_correlator` - the Event recorder.
+* :mod:`.leaderelection` - Lease-based leader election.
+* :mod:`.clock` - injectable clocks (real and fake).
+
+Everything is single-event-loop code: no threads, no locks.
+"""
+
+from mpi_operator.client.clock import Clock, FakeClock, RealClock
+from mpi_operator.client.events import NORMAL, WARNING, EventRecorder, EventSink, KubeEventSink
+from mpi_operator.client.informer import (
+    EventHandler,
+    SharedInformer,
+    SharedInformerFactory,
+    strip_managed_fields,
+)
+from mpi_operator.client.kubeapi import (
+    CONFIGMAPS,
+    EVENTS,
+    JOBS,
+    LEASES,
+    MPIJOBS,
+    PODS,
+    SECRETS,
+    SERVICES,
+    ApiError,
+    KubeClient,
+    Resource,
+    is_already_exists,
+    is_conflict,
+    is_gone,
+    is_not_found,
+)
+from mpi_operator.client.leaderelection import (
+    HealthzAdaptor,
+    LeaderCallbacks,
+    LeaderElectionConfig,
+    LeaderElector,
+)
+from mpi_operator.client.ratelimit import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    RateLimiter,
+    TokenBucket,
+    default_controller_rate_limiter,
+)
+from mpi_operator.client.selectors import (
+    EVERYTHING,
+    NOTHING,
+    Selector,
+    parse_selector,
+    selector_from_label_selector,
+    selector_from_set,
+)
+from mpi_operator.client.store import (
+    DeletedFinalStateUnknown,
+    Indexer,
+    Lister,
+    controller_of,
+    meta_namespace_key,
+    split_key,
+)
+from mpi_operator.client.workqueue import DelayingQueue, RateLimitingQueue, WorkQueue
+
+__all__ = [
+    "CONFIGMAPS",
+    "EVENTS",
+    "EVERYTHING",
+    "JOBS",
+    "LEASES",
+    "MPIJOBS",
+    "NORMAL",
+    "NOTHING",
+    "PODS",
+    "SECRETS",
+    "SERVICES",
+    "WARNING",
+    "ApiError",
+    "BucketRateLimiter",
+    "Clock",
+    "DelayingQueue",
+    "DeletedFinalStateUnknown",
+    "EventHandler",
+    "EventRecorder",
+    "EventSink",
+    "FakeClock",
+    "HealthzAdaptor",
+    "Indexer",
+    "ItemExponentialFailureRateLimiter",
+    "KubeClient",
+    "KubeEventSink",
+    "LeaderCallbacks",
+    "LeaderElectionConfig",
+    "LeaderElector",
+    "Lister",
+    "MaxOfRateLimiter",
+    "RateLimiter",
+    "RateLimitingQueue",
+    "RealClock",
+    "Resource",
+    "Selector",
+    "SharedInformer",
+    "SharedInformerFactory",
+    "TokenBucket",
+    "WorkQueue",
+    "controller_of",
+    "default_controller_rate_limiter",
+    "is_already_exists",
+    "is_conflict",
+    "is_gone",
+    "is_not_found",
+    "meta_namespace_key",
+    "parse_selector",
+    "selector_from_label_selector",
+    "selector_from_set",
+    "split_key",
+    "strip_managed_fields",
+]

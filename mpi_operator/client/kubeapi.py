@@ -121,6 +121,10 @@ class ApiError(Exception):
         super().__init__(f"{status} {self.reason}: {self.message}")
 
 
+# Anything a request can fail with: an answer from the server or no answer.
+REQUEST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *NETWORK_ERRORS)
+
+
 def is_not_found(err: BaseException) -> bool:
     return isinstance(err, ApiError) and err.status == 404
 

@@ -70,6 +70,8 @@ class Requirement:
         elif self.op in (Op.IN, Op.NOT_IN):
             if not self.values:
                 raise SelectorError(f"{self.op.value} needs at least one value")
+            # Sets: order and repetition do not matter, so normalise for ==.
+            object.__setattr__(self, "values", tuple(sorted(set(self.values))))
         elif self.values:
             raise SelectorError("exists / does-not-exist take no values")
         for v in self.values:
@@ -91,7 +93,7 @@ class Requirement:
         if self.op is Op.DOES_NOT_EXIST:
             return "!" + self.key
         if self.op in (Op.IN, Op.NOT_IN):
-            return f"{self.key} {self.op.value} ({','.join(sorted(self.values))})"
+            return f"{self.key} {self.op.value} ({','.join(self.values)})"
         return f"{self.key}{self.op.value}{self.values[0]}"
 
 

@@ -112,7 +112,7 @@ async def test_queued_items_are_still_handed_out_after_shutdown() -> None:
 async def test_shut_down_with_drain_waits_for_items_in_flight() -> None:
     q, _ = new_queue()
     q.add("a")
-    item, _ = await q.get()
+    await q.get()
     drain = asyncio.create_task(q.shut_down_with_drain())
     await asyncio.sleep(0)
     assert not drain.done()
