@@ -1,0 +1,1 @@
+"""Benchmarks; run `make bench` or `python -m bench.<name>`."""
