@@ -241,8 +241,11 @@ class Reflector:
             raise ConnectionError("very short watch")
 
     async def run(self) -> None:
-        """List, then watch forever; returns only when cancelled."""
-        need_list = True
+        """List, then watch forever; returns only when cancelled.
+
+        A reflector that already synced once resumes watching from its last
+        resourceVersion (and relists only if that has been compacted away)."""
+        need_list = not self.last_sync_resource_version
         while True:
             try:
                 if need_list:
