@@ -1,0 +1,102 @@
+"""Shared fixtures: real local control planes (``mpi_operator.localcluster``).
+
+* ``api_cluster`` (session): etcd + kube-apiserver, envtest-like.
+* ``full_cluster`` (session): + kube-controller-manager, kube-scheduler, KWOK fake nodes.
+* ``namespace`` / ``full_namespace`` (function): a fresh namespace in one of them,
+  deleted afterwards.
+
+Both clusters are :class:`mpi_operator.localcluster.LocalCluster` objects:
+``.kubeconfig`` (Path), ``.server`` (https URL), ``.kubectl(*args, check=True,
+input=None)``, ``.stop_apiserver()``, ``.start_apiserver()``, ``.restart_apiserver()``,
+``.compact_etcd()``, ``.request(method, path, body)``. Each starts lazily, the first time
+a test asks for it, and they share nothing. Tests using them are marked ``cluster`` /
+``full_cluster`` automatically. The binaries come from ``make binaries``; the fixtures
+never build them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from mpi_operator.localcluster import API, FULL, BinariesMissingError, LocalCluster
+
+_API_FIXTURES = {"api_cluster", "namespace"}
+_FULL_FIXTURES = {"full_cluster", "full_namespace"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & _API_FIXTURES:
+            item.add_marker(pytest.mark.cluster)
+        if names & _FULL_FIXTURES:
+            item.add_marker(pytest.mark.full_cluster)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # A test that stopped the shared API server and failed must not break the next ones.
+    funcargs = getattr(item, "funcargs", {})
+    for name in ("api_cluster", "full_cluster"):
+        cluster = funcargs.get(name)
+        if (
+            isinstance(cluster, LocalCluster)
+            and "kube-apiserver" in cluster.processes
+            and not cluster.processes["kube-apiserver"].alive()
+        ):
+            cluster.start_apiserver()
+
+
+def _start(factory: pytest.TempPathFactory, shape: str) -> LocalCluster:
+    cluster = LocalCluster(factory.mktemp(f"{shape}-cluster"), shape)
+    try:
+        _ = cluster.bins
+    except BinariesMissingError as e:
+        pytest.fail(str(e), pytrace=False)
+    cluster.start()
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def api_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = _start(tmp_path_factory, API)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def full_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = _start(tmp_path_factory, FULL)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _prefix(request: pytest.FixtureRequest) -> str:
+    name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")
+    name = name.removeprefix("test-")[:40].strip("-")
+    return name or "test"
+
+
+@pytest.fixture
+def namespace(api_cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = api_cluster.create_namespace(_prefix(request))
+    yield name
+    if not api_cluster.processes["kube-apiserver"].alive():
+        api_cluster.start_apiserver()
+    api_cluster.delete_namespace(name)
+
+
+@pytest.fixture
+def full_namespace(full_cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = full_cluster.create_namespace(_prefix(request))
+    yield name
+    if not full_cluster.processes["kube-apiserver"].alive():
+        full_cluster.start_apiserver()
+    full_cluster.delete_namespace(name)
