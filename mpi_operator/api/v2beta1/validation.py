@@ -36,7 +36,7 @@ _DNS1035_RE = re.compile(f"^{_DNS1035_FMT}$")
 _DNS1035_MSG = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
     "start with an alphabetic character, and end with an alphanumeric character "
-    f"(e.g. 'my-name', or 'abc-123', regex used for validation is '{_DNS1035_FMT}')"
+    f"(e.g. 'my-name',  or 'abc-123', regex used for validation is '{_DNS1035_FMT}')"
 )
 _NEGATIVE_MSG = "must be greater than or equal to 0"
 
