@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import weakref
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -63,18 +64,19 @@ class KubeEventSink:
         )
 
 
-_dropped: dict[int, Counter] = {}
+# Keyed weakly by registry: an id() could be reused by a later registry.
+_dropped: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
 
 
 def _dropped_counter(registry: CollectorRegistry) -> Counter:
-    counter = _dropped.get(id(registry))
+    counter = _dropped.get(registry)
     if counter is None:
         counter = Counter(
             "mpi_operator_events_dropped_total",
             "Events dropped because the recorder's queue was full",
             registry=registry,
         )
-        _dropped[id(registry)] = counter
+        _dropped[registry] = counter
     return counter
 
 

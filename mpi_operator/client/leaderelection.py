@@ -32,6 +32,7 @@ import contextlib
 import random
 import socket
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,18 +154,19 @@ class LeaseLock:
         self.lease = await self.client.replace(LEASES, self.namespace, self.name, body)
 
 
-_gauges: dict[int, Gauge] = {}
+# Keyed weakly by registry: an id() could be reused by a later registry.
+_gauges: weakref.WeakKeyDictionary[CollectorRegistry, Gauge] = weakref.WeakKeyDictionary()
 
 
 def _leader_gauge(registry: CollectorRegistry) -> Gauge:
-    gauge = _gauges.get(id(registry))
+    gauge = _gauges.get(registry)
     if gauge is None:
         gauge = Gauge(
             "mpi_operator_is_leader",
             "1 while this replica holds the leader election lease",
             registry=registry,
         )
-        _gauges[id(registry)] = gauge
+        _gauges[registry] = gauge
     return gauge
 
 

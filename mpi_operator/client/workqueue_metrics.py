@@ -12,6 +12,7 @@ as in client-go; the values are the same, just fresher, and no task is needed.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,12 +33,12 @@ class _Families:
     retries: Counter
 
 
-_families: dict[int, _Families] = {}
+# Keyed weakly by registry: an id() could be reused by a later registry.
+_families: weakref.WeakKeyDictionary[CollectorRegistry, _Families] = weakref.WeakKeyDictionary()
 
 
 def _families_for(registry: CollectorRegistry) -> _Families:
-    key = id(registry)
-    fam = _families.get(key)
+    fam = _families.get(registry)
     if fam is None:
         fam = _Families(
             depth=Gauge(
@@ -84,7 +85,7 @@ def _families_for(registry: CollectorRegistry) -> _Families:
                 registry=registry,
             ),
         )
-        _families[key] = fam
+        _families[registry] = fam
     return fam
 
 
