@@ -38,7 +38,7 @@ import structlog
 
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.kubeapi import KubeClient, Resource
-from mpi_operator.client.reflector import Reflector
+from mpi_operator.client.reflector import Backoff, Reflector
 from mpi_operator.client.selectors import Selector
 from mpi_operator.client.store import (
     DeletedFinalStateUnknown,
@@ -90,6 +90,7 @@ class SharedInformer:
         clock: Clock | None = None,
         page_size: int = 500,
         min_watch_timeout: float = 300.0,
+        backoff: Backoff | None = None,
     ) -> None:
         self.resource = resource
         self.namespace = namespace
@@ -116,6 +117,7 @@ class SharedInformer:
             page_size=page_size,
             min_watch_timeout=min_watch_timeout,
             clock=self._clock,
+            backoff=backoff,
         )
         self.log = log.bind(resource=str(resource), namespace=namespace or "*")
 

@@ -1,0 +1,59 @@
+"""Fixtures for the client machinery's tests against a real kube-apiserver.
+
+``api_cluster`` and ``namespace`` come from test/conftest.py (etcd +
+kube-apiserver started from real binaries). Everything here talks to that
+server through :class:`~mpi_operator.client.kubeapi.KubeClient`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from mpi_operator.client.kubeapi import NAMESPACES, KubeClient, is_already_exists
+
+pytestmark = pytest.mark.cluster
+
+
+async def eventually(
+    check: Callable[[], bool] | Callable[[], Awaitable[bool]],
+    within: float = 15.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> None:
+    """Poll ``check`` until it is true; fail after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        result = check()
+        if not isinstance(result, bool):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+@pytest.fixture
+async def kube(api_cluster: Any) -> AsyncIterator[KubeClient]:
+    client = await KubeClient.from_kubeconfig(api_cluster.kubeconfig, qps=500, burst=1000)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def ns(kube: KubeClient, namespace: str) -> str:
+    """The test's namespace, created if the shared fixture only named it."""
+    try:
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        await kube.create(NAMESPACES, None, body)
+    except Exception as err:
+        if not is_already_exists(err):
+            raise
+    return namespace

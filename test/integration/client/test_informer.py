@@ -1,0 +1,189 @@
+"""Informers against a real kube-apiserver: convergence, relist, restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+
+from mpi_operator.client.clock import RealClock
+from mpi_operator.client.informer import SharedInformer
+from mpi_operator.client.kubeapi import CONFIGMAPS, KubeClient, is_already_exists, is_not_found
+from mpi_operator.client.reflector import Backoff
+from mpi_operator.client.store import DeletedFinalStateUnknown
+
+from .conftest import eventually
+
+pytestmark = pytest.mark.cluster
+
+
+def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels or {}},
+        "data": data,
+    }
+
+
+class Model:
+    """What a handler believes exists, rebuilt purely from notifications."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, str] = {}
+        self.tombstones: list[str] = []
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        self.objects[obj["metadata"]["name"]] = obj["metadata"]["resourceVersion"]
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.on_add(new)
+
+    def on_delete(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            self.tombstones.append(obj.key)
+            obj = obj.obj
+        self.objects.pop(obj["metadata"]["name"], None)
+
+
+def new_informer(kube: KubeClient, ns: str, **kw: Any) -> tuple[SharedInformer, Model]:
+    inf = SharedInformer(
+        kube,
+        CONFIGMAPS,
+        namespace=ns,
+        backoff=Backoff(RealClock(), initial=0.1, maximum=1.0),
+        **kw,
+    )
+    model = Model()
+    inf.add_event_handler(on_add=model.on_add, on_update=model.on_update, on_delete=model.on_delete)
+    return inf, model
+
+
+async def server_state(kube: KubeClient, ns: str, selector: str | None = None) -> dict[str, str]:
+    items = (await kube.list(CONFIGMAPS, ns, label_selector=selector))["items"]
+    return {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in items}
+
+
+def cache_state(inf: SharedInformer) -> dict[str, str]:
+    return {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in inf.indexer.list()}
+
+
+async def converged(kube: KubeClient, ns: str, inf: SharedInformer, model: Model) -> bool:
+    truth = await server_state(kube, ns, inf.label_selector)
+    return cache_state(inf) == truth and model.objects == truth
+
+
+async def test_informer_converges_after_a_create_update_delete_storm(
+    kube: KubeClient, ns: str
+) -> None:
+    for i in range(25):
+        await kube.create(CONFIGMAPS, ns, configmap(f"pre-{i}", v="0"))
+    inf, model = new_informer(kube, ns, page_size=7)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(10)
+        assert len(inf.indexer) == 25
+        assert all("managedFields" not in o["metadata"] for o in inf.indexer.list())
+
+        rng = random.Random(4)
+        names = [f"pre-{i}" for i in range(25)] + [f"new-{i}" for i in range(15)]
+        sem = asyncio.Semaphore(16)
+
+        async def op(n: int) -> None:
+            name = rng.choice(names)
+            kind = rng.choice(["create", "update", "update", "delete"])
+            async with sem:
+                try:
+                    if kind == "create":
+                        await kube.create(CONFIGMAPS, ns, configmap(name, v=str(n)))
+                    elif kind == "update":
+                        await kube.patch(CONFIGMAPS, ns, name, {"data": {"v": str(n)}})
+                    else:
+                        await kube.delete(CONFIGMAPS, ns, name)
+                except Exception as err:
+                    if not (is_not_found(err) or is_already_exists(err)):
+                        raise
+
+        await asyncio.gather(*(op(n) for n in range(300)))
+        await eventually(lambda: converged(kube, ns, inf, model), what="cache == server")
+    finally:
+        await inf.stop()
+
+
+async def test_relist_after_410_emits_tombstones_for_objects_deleted_meanwhile(
+    api_cluster: Any, kube: KubeClient, ns: str
+) -> None:
+    for i in range(8):
+        await kube.create(CONFIGMAPS, ns, configmap(f"cm-{i}"))
+    inf, model = new_informer(kube, ns)
+    inf.start()
+    assert await inf.wait_for_sync(10)
+    await inf.stop()  # the cache stays; the watch is gone
+    assert inf.reflector.relists == 1
+
+    for i in range(3):
+        await kube.delete(CONFIGMAPS, ns, f"cm-{i}")
+    await kube.patch(CONFIGMAPS, ns, "cm-5", {"data": {"changed": "yes"}})
+    await kube.create(CONFIGMAPS, ns, configmap("late"))
+    # Compact etcd past our resourceVersion and drop the API server's watch
+    # cache with it, so resuming the watch can only answer 410 Gone.
+    await asyncio.to_thread(api_cluster.compact_etcd)
+    await asyncio.to_thread(api_cluster.restart_apiserver)
+
+    inf.start()
+    try:
+        await eventually(lambda: converged(kube, ns, inf, model), what="cache == server")
+        assert inf.reflector.relists == 2, "resuming from a compacted version must relist"
+        assert sorted(model.tombstones) == [f"{ns}/cm-0", f"{ns}/cm-1", f"{ns}/cm-2"]
+        assert inf.lister.get(ns, "cm-5")["data"] == {"changed": "yes"}  # type: ignore[index]
+    finally:
+        await inf.stop()
+
+
+async def test_watch_survives_an_api_server_restart_without_losing_the_final_state(
+    api_cluster: Any, kube: KubeClient, ns: str
+) -> None:
+    inf, model = new_informer(kube, ns)
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(10)
+        for i in range(10):
+            await kube.create(CONFIGMAPS, ns, configmap(f"cm-{i}", v="1"))
+        await kube.patch(CONFIGMAPS, ns, "cm-0", {"data": {"v": "2"}})
+        await asyncio.to_thread(api_cluster.restart_apiserver)
+        # Changes right after the restart, while the reflector is reconnecting.
+        await kube.patch(CONFIGMAPS, ns, "cm-1", {"data": {"v": "3"}})
+        await kube.delete(CONFIGMAPS, ns, "cm-2")
+        await kube.create(CONFIGMAPS, ns, configmap("after", v="4"))
+        await eventually(lambda: converged(kube, ns, inf, model), what="cache == server")
+        assert inf.lister.get(ns, "cm-1")["data"] == {"v": "3"}  # type: ignore[index]
+        assert "cm-2" not in model.objects
+    finally:
+        await inf.stop()
+
+
+async def test_label_and_field_selectors_limit_the_cache_and_relabelling_removes(
+    kube: KubeClient, ns: str
+) -> None:
+    await kube.create(CONFIGMAPS, ns, configmap("in-a", {"app": "mpi"}))
+    await kube.create(CONFIGMAPS, ns, configmap("in-b", {"app": "mpi"}))
+    await kube.create(CONFIGMAPS, ns, configmap("skip", {"app": "mpi"}))
+    await kube.create(CONFIGMAPS, ns, configmap("other", {"app": "web"}))
+    inf, model = new_informer(
+        kube, ns, label_selector="app=mpi", field_selector="metadata.name!=skip"
+    )
+    inf.start()
+    try:
+        assert await inf.wait_for_sync(10)
+        assert sorted(inf.indexer.list_keys()) == [f"{ns}/in-a", f"{ns}/in-b"]
+        await kube.patch(CONFIGMAPS, ns, "in-b", {"metadata": {"labels": {"app": "web"}}})
+        await kube.patch(CONFIGMAPS, ns, "other", {"metadata": {"labels": {"app": "mpi"}}})
+        await eventually(
+            lambda: sorted(inf.indexer.list_keys()) == [f"{ns}/in-a", f"{ns}/other"],
+            what="relabelled objects to move in and out of the cache",
+        )
+        assert "in-b" not in model.objects
+    finally:
+        await inf.stop()
