@@ -31,6 +31,7 @@ __all__ = [
     "QuantityError",
     "canonical_quantity",
     "parse_quantity",
+    "parses_to_big_decimal",
     "quantities_equal",
 ]
 
@@ -283,10 +284,26 @@ def _interpret(suffix: str) -> tuple[int, int, Format]:
 
 def parse_quantity(text: str) -> Quantity:
     """Parses like Go's ``resource.ParseQuantity`` (no whitespace trimming)."""
+    return _parse(text)[0]
+
+
+def parses_to_big_decimal(text: str) -> bool:
+    """Whether Go's parser stores this quantity as an ``inf.Dec`` rather than an
+    int64 amount: fractional binary values such as ``1.5Gi``, more than 18
+    digits, more than nine decimals, or an int64 overflow.
+
+    Go's ``Quantity.Mul`` then scales that shared decimal in place, so upstream's
+    minResources computation multiplies such requests inside the job's own pod
+    templates; callers that want to mirror that can test for it here.
+    """
+    return _parse(text)[1]
+
+
+def _parse(text: str) -> tuple[Quantity, bool]:
     if not text:
         raise QuantityError("quantity must not be empty")
     if text == "0":
-        return Quantity(0, 0, Format.DECIMAL_SI, text=text)
+        return Quantity(0, 0, Format.DECIMAL_SI, text=text), False
     positive, value, num, denom, suffix = _split(text)
     base, exponent, fmt = _interpret(suffix)
 
@@ -316,7 +333,7 @@ def parse_quantity(text: str) -> Quantity:
                     keep = exponent % 10 == 0 and digits & 0x07 != 0
                 else:
                     keep = scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
-                return Quantity(result, scale, fmt, text=text if keep else None)
+                return Quantity(result, scale, fmt, text=text if keep else None), False
 
     try:
         amount = Fraction(Decimal(value))
@@ -332,7 +349,7 @@ def parse_quantity(text: str) -> Quantity:
         fmt = Format.DECIMAL_SI
     if negative:
         nanos = -nanos
-    return Quantity(int(nanos), _NANO_EXP, fmt)
+    return Quantity(int(nanos), _NANO_EXP, fmt), True
 
 
 def canonical_quantity(value: Any) -> str:

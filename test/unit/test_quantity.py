@@ -13,6 +13,7 @@ from mpi_operator.api.quantity import (
     QuantityError,
     canonical_quantity,
     parse_quantity,
+    parses_to_big_decimal,
     quantities_equal,
 )
 
@@ -368,3 +369,31 @@ def test_cmp(a: str, b: str, expected: int) -> None:
     assert parse_quantity(a).cmp(parse_quantity(b)) == expected
     assert quantities_equal(a, b) is (expected == 0)
     assert (parse_quantity(a) == parse_quantity(b)) is (expected == 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "big"),
+    [
+        ("1", False),
+        ("1.5", False),
+        ("1Gi", False),
+        ("1.5Gi", True),
+        ("0.5Mi", True),
+        ("100m", False),
+        ("1n", False),
+        ("0.0000000001", True),
+        ("1234567890123456789", True),
+        ("123456789012345678", False),
+        ("9Ei", True),
+        ("8Ei", True),
+        ("7Ei", True),
+        ("1Pi", True),
+        ("1Ti", False),
+        ("99Ti", False),
+        ("1e3", False),
+        ("1.1E-9", True),
+        ("0", False),
+    ],
+)
+def test_parses_to_big_decimal(text: str, big: bool) -> None:
+    assert parses_to_big_decimal(text) is big
