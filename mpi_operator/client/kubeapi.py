@@ -12,19 +12,16 @@ client-go's ``rest.Config{QPS, Burst}`` does; ``qps == 0`` means client-go's
 default (5 qps, burst 10) and ``qps < 0`` disables throttling. HTTP 429
 responses are retried after ``Retry-After`` like client-go's request retry.
 
-:class:`Resource` names any API resource by group/version/plural, so core
-objects, batch Jobs and CRDs (kubeflow.org/v2beta1 mpijobs) go through the
-same code.
+Resources are named by :class:`~mpi_operator.client.resources.Resource`;
+errors are in :mod:`mpi_operator.client.errors`. Both are re-exported here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -34,7 +31,61 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 
 from mpi_operator.client.clock import Clock, RealClock
+from mpi_operator.client.errors import (
+    NETWORK_ERRORS,
+    REQUEST_ERRORS,
+    ApiError,
+    is_already_exists,
+    is_conflict,
+    is_gone,
+    is_not_found,
+)
 from mpi_operator.client.ratelimit import TokenBucket
+from mpi_operator.client.resources import (
+    CONFIGMAPS,
+    EVENTS,
+    JOBS,
+    LEASES,
+    MPIJOBS,
+    NAMESPACES,
+    POD_GROUPS_SCHEDULER_PLUGINS,
+    POD_GROUPS_VOLCANO,
+    PODS,
+    PRIORITY_CLASSES,
+    ROLE_BINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    Resource,
+)
+
+__all__ = [
+    "CONFIGMAPS",
+    "EVENTS",
+    "JOBS",
+    "LEASES",
+    "MPIJOBS",
+    "NAMESPACES",
+    "NETWORK_ERRORS",
+    "PODS",
+    "POD_GROUPS_SCHEDULER_PLUGINS",
+    "POD_GROUPS_VOLCANO",
+    "PRIORITY_CLASSES",
+    "REQUEST_ERRORS",
+    "ROLES",
+    "ROLE_BINDINGS",
+    "SECRETS",
+    "SERVICES",
+    "SERVICE_ACCOUNTS",
+    "ApiError",
+    "KubeClient",
+    "Resource",
+    "is_already_exists",
+    "is_conflict",
+    "is_gone",
+    "is_not_found",
+]
 
 log = structlog.get_logger()
 
@@ -48,105 +99,6 @@ PATCH_CONTENT_TYPES = {
     "json": "application/json-patch+json",
     "apply": "application/apply-patch+yaml",
 }
-
-# Exceptions the reflector and other loops treat as transient network trouble.
-NETWORK_ERRORS: tuple[type[BaseException], ...] = (
-    aiohttp.ClientError,
-    OSError,
-    asyncio.TimeoutError,
-)
-
-
-@dataclass(frozen=True)
-class Resource:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(
-        self,
-        namespace: str | None = None,
-        name: str | None = None,
-        subresource: str | None = None,
-    ) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{name}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
-
-    def __str__(self) -> str:
-        return f"{self.plural}.{self.version}.{self.group or 'core'}"
-
-
-PODS = Resource("", "v1", "pods", "Pod")
-SERVICES = Resource("", "v1", "services", "Service")
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-SECRETS = Resource("", "v1", "secrets", "Secret")
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
-EVENTS = Resource("", "v1", "events", "Event")
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-JOBS = Resource("batch", "v1", "jobs", "Job")
-LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
-ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
-ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
-POD_GROUPS_VOLCANO = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
-POD_GROUPS_SCHEDULER_PLUGINS = Resource(
-    "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup"
-)
-PRIORITY_CLASSES = Resource(
-    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
-)
-MPIJOBS = Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob")
-
-
-class ApiError(Exception):
-    """A non-2xx answer from the API server (``status`` 0: no answer at all)."""
-
-    def __init__(self, status: int, body: Any = None, reason: str = "") -> None:
-        self.status = status
-        self.body: dict[str, Any] = body if isinstance(body, dict) else {}
-        self.reason = str(self.body.get("reason") or reason)
-        self.message = str(self.body.get("message") or body or reason)
-        super().__init__(f"{status} {self.reason}: {self.message}")
-
-
-# Anything a request can fail with: an answer from the server or no answer.
-REQUEST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *NETWORK_ERRORS)
-
-
-def is_not_found(err: BaseException) -> bool:
-    return isinstance(err, ApiError) and err.status == 404
-
-
-def is_conflict(err: BaseException) -> bool:
-    return isinstance(err, ApiError) and err.status == 409 and err.reason != "AlreadyExists"
-
-
-def is_already_exists(err: BaseException) -> bool:
-    return isinstance(err, ApiError) and err.status == 409 and err.reason == "AlreadyExists"
-
-
-def is_gone(err: BaseException) -> bool:
-    """410 / 'Expired': the resourceVersion we asked for was compacted away."""
-    if not isinstance(err, ApiError):
-        return False
-    return (
-        err.status == 410
-        or err.reason in ("Expired", "Gone")
-        or "too old resource version" in err.message
-    )
-
 
 def _effective_rate(qps: float, burst: int) -> tuple[float, int]:
     if qps == 0:

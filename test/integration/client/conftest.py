@@ -7,35 +7,12 @@ server through :class:`~mpi_operator.client.kubeapi.KubeClient`.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from mpi_operator.client.kubeapi import NAMESPACES, KubeClient, is_already_exists
-
-pytestmark = pytest.mark.cluster
-
-
-async def eventually(
-    check: Callable[[], bool] | Callable[[], Awaitable[bool]],
-    within: float = 15.0,
-    interval: float = 0.05,
-    what: str = "condition",
-) -> None:
-    """Poll ``check`` until it is true; fail after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(interval)
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from mpi_operator.client.leaderelection import (
     LeaderElectionConfig,
     LeaderElector,
 )
-
-from .conftest import eventually
+from mpi_operator.client.testing import eventually
 
 pytestmark = pytest.mark.cluster
 

@@ -9,8 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from mpi_operator.client.events import NORMAL, WARNING, EventRecorder
 from mpi_operator.client.kubeapi import CONFIGMAPS, EVENTS, KubeClient
-
-from .conftest import eventually
+from mpi_operator.client.testing import eventually
 
 pytestmark = pytest.mark.cluster
 

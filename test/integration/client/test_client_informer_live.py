@@ -13,8 +13,7 @@ from mpi_operator.client.informer import SharedInformer
 from mpi_operator.client.kubeapi import CONFIGMAPS, KubeClient, is_already_exists, is_not_found
 from mpi_operator.client.reflector import Backoff
 from mpi_operator.client.store import DeletedFinalStateUnknown
-
-from .conftest import eventually
+from mpi_operator.client.testing import eventually
 
 pytestmark = pytest.mark.cluster
 

@@ -1,0 +1,58 @@
+"""Errors from the API server and the network, and predicates over them.
+
+:class:`ApiError` carries the HTTP status and the decoded ``metav1.Status``
+(reason, message); the ``is_*`` helpers mirror apimachinery's
+``errors.IsNotFound`` and friends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+
+# Exceptions the reflector and other loops treat as transient network trouble.
+NETWORK_ERRORS: tuple[type[BaseException], ...] = (
+    aiohttp.ClientError,
+    OSError,
+    asyncio.TimeoutError,
+)
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server (``status`` 0: no answer at all)."""
+
+    def __init__(self, status: int, body: Any = None, reason: str = "") -> None:
+        self.status = status
+        self.body: dict[str, Any] = body if isinstance(body, dict) else {}
+        self.reason = str(self.body.get("reason") or reason)
+        self.message = str(self.body.get("message") or body or reason)
+        super().__init__(f"{status} {self.reason}: {self.message}")
+
+
+# Anything a request can fail with: an answer from the server or no answer.
+REQUEST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *NETWORK_ERRORS)
+
+
+def is_not_found(err: BaseException) -> bool:
+    return isinstance(err, ApiError) and err.status == 404
+
+
+def is_conflict(err: BaseException) -> bool:
+    return isinstance(err, ApiError) and err.status == 409 and err.reason != "AlreadyExists"
+
+
+def is_already_exists(err: BaseException) -> bool:
+    return isinstance(err, ApiError) and err.status == 409 and err.reason == "AlreadyExists"
+
+
+def is_gone(err: BaseException) -> bool:
+    """410 / 'Expired': the resourceVersion we asked for was compacted away."""
+    if not isinstance(err, ApiError):
+        return False
+    return (
+        err.status == 410
+        or err.reason in ("Expired", "Gone")
+        or "too old resource version" in err.message
+    )
