@@ -100,6 +100,7 @@ PATCH_CONTENT_TYPES = {
     "apply": "application/apply-patch+yaml",
 }
 
+
 def _effective_rate(qps: float, burst: int) -> tuple[float, int]:
     if qps == 0:
         return DEFAULT_QPS, burst or DEFAULT_BURST
@@ -264,9 +265,7 @@ class KubeClient:
 
     # -- typed-free verbs ----------------------------------------------------
     @staticmethod
-    def _selectors(
-        label_selector: str | None, field_selector: str | None
-    ) -> list[tuple[str, str]]:
+    def _selectors(label_selector: str | None, field_selector: str | None) -> list[tuple[str, str]]:
         query: list[tuple[str, str]] = []
         if label_selector:
             query.append(("labelSelector", label_selector))

@@ -73,8 +73,7 @@ def _families_for(registry: CollectorRegistry) -> _Families:
             ),
             longest_running=Gauge(
                 "workqueue_longest_running_processor_seconds",
-                "How many seconds has the longest running processor for workqueue "
-                "been running.",
+                "How many seconds has the longest running processor for workqueue been running.",
                 ["name"],
                 registry=registry,
             ),

@@ -9,8 +9,14 @@ from typing import Any
 import pytest
 
 from mpi_operator.client.clock import RealClock
-from mpi_operator.client.informer import SharedInformer
-from mpi_operator.client.kubeapi import CONFIGMAPS, KubeClient, is_already_exists, is_not_found
+from mpi_operator.client.informer import SharedInformer, SharedInformerFactory
+from mpi_operator.client.kubeapi import (
+    CONFIGMAPS,
+    KubeClient,
+    Resource,
+    is_already_exists,
+    is_not_found,
+)
 from mpi_operator.client.reflector import Backoff
 from mpi_operator.client.store import DeletedFinalStateUnknown
 from mpi_operator.client.testing import eventually
@@ -186,3 +192,85 @@ async def test_label_and_field_selectors_limit_the_cache_and_relabelling_removes
         assert "in-b" not in model.objects
     finally:
         await inf.stop()
+
+
+CRDS = Resource(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    namespaced=False,
+)
+WIDGETS = Resource("client-test.mpi-operator.io", "v1", "widgets", "Widget")
+
+
+async def ensure_widget_crd(kube: KubeClient) -> None:
+    body = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.client-test.mpi-operator.io"},
+        "spec": {
+            "group": "client-test.mpi-operator.io",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    try:
+        await kube.create(CRDS, None, body)
+    except Exception as err:
+        if not is_already_exists(err):
+            raise
+
+    async def established() -> bool:
+        crd = await kube.get(CRDS, None, "widgets.client-test.mpi-operator.io")
+        conds = (crd.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+
+    await eventually(established, what="widget CRD established")
+
+
+async def test_factory_shares_informers_and_watches_custom_resources_in_all_namespaces(
+    kube: KubeClient, ns: str
+) -> None:
+    await ensure_widget_crd(kube)
+    factory = SharedInformerFactory(kube)
+    selector = f"test-ns={ns}"
+    inf = factory.informer_for(WIDGETS, label_selector=selector)
+    assert factory.informer_for(WIDGETS, label_selector=selector) is inf
+    assert factory.informer_for(WIDGETS) is not inf
+    seen: list[str] = []
+    inf.add_event_handler(on_add=lambda o: seen.append(o["metadata"]["name"]))
+
+    async def create_widget(name: str) -> None:
+        body = {
+            "apiVersion": "client-test.mpi-operator.io/v1",
+            "kind": "Widget",
+            "metadata": {"name": name, "labels": {"test-ns": ns}},
+            "spec": {"size": 3},
+        }
+        await kube.create(WIDGETS, ns, body)
+
+    await create_widget("w0")
+    factory.start()
+    try:
+        assert await factory.wait_for_cache_sync(15)
+        await create_widget("w1")
+        await eventually(lambda: sorted(seen) == ["w0", "w1"], what="widgets seen")
+        w1 = inf.lister.get(ns, "w1")
+        assert w1 is not None and w1["kind"] == "Widget" and w1["spec"] == {"size": 3}
+        assert inf.namespace is None, "factory default is all namespaces"
+    finally:
+        await factory.shutdown()

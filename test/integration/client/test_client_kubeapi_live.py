@@ -13,7 +13,9 @@ pytestmark = pytest.mark.cluster
 
 async def test_client_side_rate_limit_applies_to_every_request(api_cluster: object) -> None:
     kube = await KubeClient.from_kubeconfig(
-        api_cluster.kubeconfig, qps=4, burst=2  # type: ignore[attr-defined]
+        api_cluster.kubeconfig,
+        qps=4,
+        burst=2,  # type: ignore[attr-defined]
     )
     try:
         start = time.monotonic()

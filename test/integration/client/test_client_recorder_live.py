@@ -30,9 +30,7 @@ async def test_repeated_event_is_created_then_patched_to_count_two(
         await rec.flush()
 
         async def events() -> list[dict[str, Any]]:
-            items = (
-                await kube.list(EVENTS, ns, field_selector="involvedObject.name=job")
-            )["items"]
+            items = (await kube.list(EVENTS, ns, field_selector="involvedObject.name=job"))["items"]
             return sorted(items, key=lambda e: e["reason"])
 
         async def settled() -> bool:

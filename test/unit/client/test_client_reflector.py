@@ -78,8 +78,12 @@ class Recorder:
 
     def update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         self.events.append(
-            ("update", new["metadata"]["name"], old["metadata"]["resourceVersion"],
-             new["metadata"]["resourceVersion"])
+            (
+                "update",
+                new["metadata"]["name"],
+                old["metadata"]["resourceVersion"],
+                new["metadata"]["resourceVersion"],
+            )
         )
 
     def delete(self, obj: dict[str, Any] | DeletedFinalStateUnknown) -> None:
@@ -161,8 +165,17 @@ async def test_expired_watch_relists_and_tombstones_objects_that_vanished() -> N
     ]
     client.list_rvs = ["5", "30"]
     client.watches = [
-        [{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired",
-                                      "message": "too old resource version: 5 (25)"}}],
+        [
+            {
+                "type": "ERROR",
+                "object": {
+                    "kind": "Status",
+                    "code": 410,
+                    "reason": "Expired",
+                    "message": "too old resource version: 5 (25)",
+                },
+            }
+        ],
     ]
     clock = FakeClock()
     inf, rec = informer(client, clock)
@@ -210,9 +223,7 @@ async def test_network_errors_rewatch_from_the_last_seen_version_without_relisti
     await inf.stop()
 
 
-async def test_handler_added_late_is_replayed_the_cache_and_failing_handlers_are_isolated() -> (
-    None
-):
+async def test_handler_added_late_is_replayed_the_cache_and_failing_handlers_are_isolated() -> None:
     client = ScriptedClient()
     client.lists = [[{"items": [cm("a", "1")]}]]
     client.list_rvs = ["5"]
