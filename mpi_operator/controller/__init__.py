@@ -1,0 +1,1 @@
+"""The MPIJob controller: event handlers, the sync handler and status."""

@@ -1,0 +1,111 @@
+"""MPIJob conditions, with the reference operator's transition rules.
+
+* Setting a condition whose status and reason are unchanged is a no-op.
+* A condition whose status is unchanged keeps its lastTransitionTime.
+* Running and Restarting exclude each other.
+* Setting Failed or Succeeded turns Running (and an earlier Failed) to False.
+* The changed condition moves to the end of the list.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from mpi_operator.api.v2beta1 import ConditionType, JobCondition, JobStatus
+
+TRUE = "True"
+FALSE = "False"
+
+CREATED_REASON = "MPIJobCreated"
+SUCCEEDED_REASON = "MPIJobSucceeded"
+RUNNING_REASON = "MPIJobRunning"
+SUSPENDED_REASON = "MPIJobSuspended"
+RESUMED_REASON = "MPIJobResumed"
+FAILED_REASON = "MPIJobFailed"
+EVICTED_REASON = "MPIJobEvicted"
+
+
+def format_time(t: datetime) -> str:
+    """RFC 3339 with second precision, as metav1.Time serialises."""
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def get_condition(status: JobStatus, condition_type: str) -> JobCondition | None:
+    for condition in status.conditions or []:
+        if condition.type == condition_type:
+            return condition
+    return None
+
+
+def has_true_condition(status: JobStatus, condition_type: str) -> bool:
+    condition = get_condition(status, condition_type)
+    return condition is not None and condition.status == TRUE
+
+
+def is_succeeded(status: JobStatus) -> bool:
+    return has_true_condition(status, ConditionType.SUCCEEDED)
+
+
+def is_failed(status: JobStatus) -> bool:
+    return has_true_condition(status, ConditionType.FAILED)
+
+
+def is_finished(status: JobStatus) -> bool:
+    return is_succeeded(status) or is_failed(status)
+
+
+def new_condition(
+    condition_type: str, status: str, reason: str, message: str, now: datetime
+) -> JobCondition:
+    stamp = format_time(now)
+    return JobCondition(
+        type=condition_type,
+        status=status,
+        reason=reason,
+        message=message,
+        last_update_time=stamp,
+        last_transition_time=stamp,
+    )
+
+
+def _keep(existing: JobCondition, incoming_type: str) -> JobCondition | None:
+    """What happens to an existing condition when ``incoming_type`` is set."""
+    exclusive = {ConditionType.RUNNING.value, ConditionType.RESTARTING.value}
+    if existing.type == incoming_type:
+        return None
+    if {existing.type, incoming_type} == exclusive:
+        return None
+    finishing = incoming_type in (ConditionType.FAILED, ConditionType.SUCCEEDED)
+    if finishing and existing.type in (ConditionType.RUNNING, ConditionType.FAILED):
+        return existing.model_copy(update={"status": FALSE})
+    return existing
+
+
+def set_condition(status: JobStatus, condition: JobCondition) -> bool:
+    """Applies ``condition``; returns whether anything changed."""
+    current = get_condition(status, condition.type)
+    if current is not None and (current.status, current.reason) == (
+        condition.status,
+        condition.reason,
+    ):
+        return False
+    if current is not None and current.status == condition.status:
+        condition = condition.model_copy(
+            update={"last_transition_time": current.last_transition_time}
+        )
+    kept = [c for c in (_keep(e, condition.type) for e in status.conditions or []) if c]
+    status.conditions = [*kept, condition]
+    return True
+
+
+def update_conditions(
+    status: JobStatus,
+    condition_type: str,
+    condition_status: str,
+    reason: str,
+    message: str,
+    now: datetime,
+) -> bool:
+    return set_condition(
+        status, new_condition(condition_type, condition_status, reason, message, now)
+    )

@@ -1,0 +1,74 @@
+"""What a sync needs: the API client, the informer caches, the recorder, the clock.
+
+Everything reaches the sync code through one :class:`SyncContext`, which the
+controller builds from its informers and tests build from seeded caches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mpi_operator.api.v2beta1 import API_VERSION, KIND, OPERATOR_NAME, OPERATOR_NAME_LABEL
+from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
+from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, controller_of
+from mpi_operator.controller.metrics import ControllerMetrics
+from mpi_operator.controller.options import ControllerOptions
+
+Obj = dict[str, Any]
+
+ERR_RESOURCE_EXISTS = "ErrResourceExists"
+MESSAGE_RESOURCE_EXISTS = (
+    'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
+)
+OPERATOR_SELECTOR = f"{OPERATOR_NAME_LABEL}={OPERATOR_NAME}"
+
+
+class SyncError(Exception):
+    """The sync could not finish; the key is retried with backoff."""
+
+
+@dataclass(slots=True)
+class Listers:
+    mpijobs: Lister
+    pods: Lister
+    jobs: Lister
+    services: Lister
+    configmaps: Lister
+    secrets: Lister
+    pod_groups: Lister | None = None
+    priority_classes: Lister | None = None
+
+
+@dataclass(slots=True)
+class SyncContext:
+    client: KubeClient
+    listers: Listers
+    recorder: EventRecorder
+    clock: Clock
+    options: ControllerOptions
+    metrics: ControllerMetrics
+    keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
+
+
+def job_reference(shared: Obj) -> Obj:
+    """The MPIJob as events refer to it; list items may lack apiVersion and kind."""
+    return {**shared, "apiVersion": API_VERSION, "kind": KIND}
+
+
+def is_controlled_by(obj: Obj, uid: str) -> bool:
+    owner = controller_of(obj)
+    return owner is not None and owner.get("uid") == uid
+
+
+def with_operator_label(obj: Obj) -> Obj:
+    """Adds the label our label-filtered caches select on (deliberate, not upstream)."""
+    meta = obj.setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), OPERATOR_NAME_LABEL: OPERATOR_NAME}
+    return obj
+
+
+def has_operator_label(obj: Obj) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(OPERATOR_NAME_LABEL) == OPERATOR_NAME)

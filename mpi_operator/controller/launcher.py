@@ -1,0 +1,73 @@
+"""The launcher Job: find it, create it, and keep its suspension in step with the MPIJob."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpi_operator.api.v2beta1 import MPIJob
+from mpi_operator.builders.common import deep_copy, is_suspended, launcher_name
+from mpi_operator.builders.launcher import (
+    new_launcher_job,
+    new_launcher_pod_template,
+    sync_launcher_scheduling_directives,
+)
+from mpi_operator.client import JOBS, WARNING, is_already_exists
+from mpi_operator.client.kubeapi import ApiError
+from mpi_operator.controller.children import create_or_adopt, ensure_controlled
+from mpi_operator.controller.context import SyncContext, job_reference, with_operator_label
+from mpi_operator.controller.status import is_job_suspended
+
+Obj = dict[str, Any]
+
+FAILED_REASON = "MPIJobFailed"
+_NO_KIND = ""  # see children.py
+
+
+def get_launcher(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj | None:
+    launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
+    if launcher is not None:
+        ensure_controlled(ctx, shared, job, launcher, _NO_KIND)
+    return launcher
+
+
+def _report_warnings(ctx: SyncContext, shared: Obj, warnings: list[Any]) -> None:
+    for warning in warnings:
+        ctx.recorder.event(job_reference(shared), WARNING, warning.reason, warning.message)
+
+
+async def create_launcher(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
+    built = new_launcher_job(job, ctx.options.gang)
+    _report_warnings(ctx, shared, built.warnings)
+    try:
+        created: Obj = await ctx.client.create(JOBS, job.namespace, with_operator_label(built.job))
+        return created
+    except ApiError as err:
+        if is_already_exists(err):
+            return await create_or_adopt(ctx, shared, job, JOBS, built.job, _NO_KIND)
+        message = f"launcher pod created failed: {err.message}"
+        ctx.recorder.event(job_reference(shared), WARNING, FAILED_REASON, message)
+        raise
+
+
+async def sync_suspension(ctx: SyncContext, shared: Obj, job: MPIJob, launcher: Obj) -> Obj:
+    """Suspends or resumes the launcher Job to match the MPIJob; returns it as written."""
+    suspended = is_suspended(job)
+    if suspended == is_job_suspended(launcher):
+        return launcher
+    namespace, name = job.namespace, launcher_name(job)
+    updated = deep_copy(launcher)
+    if suspended:
+        updated["spec"]["suspend"] = True
+        result: Obj = await ctx.client.replace(JOBS, namespace, name, updated)
+        return result
+    if (updated.get("status") or {}).get("startTime") is not None:
+        # The API server keeps a started Job's template immutable, and the
+        # scheduling directives below must change: clear startTime first.
+        del updated["status"]["startTime"]
+        updated = await ctx.client.replace_status(JOBS, namespace, name, updated)
+    desired = new_launcher_pod_template(job, ctx.options.gang)
+    _report_warnings(ctx, shared, desired.warnings)
+    updated = sync_launcher_scheduling_directives(updated, desired.template)
+    updated["spec"]["suspend"] = False
+    result = await ctx.client.replace(JOBS, namespace, name, updated)
+    return result

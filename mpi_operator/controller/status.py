@@ -1,0 +1,208 @@
+"""The MPIJob status computed from its launcher Job and worker pods (pure).
+
+Mirrors the reference operator's status update, with one deliberate
+difference: the Running, Succeeded and Evicted events are reported when the
+condition changes, not again on every sync (the reference re-emits them and
+relies on Event aggregation, which costs an API write per sync).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from mpi_operator.api.v2beta1 import ConditionType, JobStatus, MPIJob, ReplicaStatus, ReplicaType
+from mpi_operator.builders.common import is_suspended
+from mpi_operator.client.events import NORMAL, WARNING, truncate_message
+from mpi_operator.controller.conditions import (
+    EVICTED_REASON,
+    FAILED_REASON,
+    FALSE,
+    RESUMED_REASON,
+    RUNNING_REASON,
+    SUCCEEDED_REASON,
+    SUSPENDED_REASON,
+    TRUE,
+    format_time,
+    get_condition,
+    is_finished,
+    update_conditions,
+)
+
+Obj = dict[str, Any]
+
+BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class StatusOutcome:
+    """What a status update found, beyond the status itself."""
+
+    events: list[Event] = field(default_factory=list)
+    succeeded: bool = False
+    failed: bool = False
+
+
+def job_condition(job: Obj, condition_type: str) -> Obj | None:
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == condition_type:
+            return dict(condition)
+    return None
+
+
+def is_job_succeeded(job: Obj) -> bool:
+    condition = job_condition(job, "Complete")
+    return condition is not None and condition.get("status") == TRUE
+
+
+def is_job_failed(job: Obj) -> bool:
+    condition = job_condition(job, "Failed")
+    return condition is not None and condition.get("status") == TRUE
+
+
+def is_job_finished(job: Obj) -> bool:
+    return is_job_succeeded(job) or is_job_failed(job)
+
+
+def is_job_suspended(job: Obj) -> bool:
+    return bool((job.get("spec") or {}).get("suspend"))
+
+
+def pod_phase(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def replica_status(status: JobStatus, replica_type: ReplicaType) -> ReplicaStatus:
+    """Resets the replica's status to zero counts and returns it."""
+    statuses = dict(status.replica_statuses or {})
+    fresh = ReplicaStatus()
+    statuses[replica_type.value] = fresh
+    status.replica_statuses = statuses
+    return fresh
+
+
+def _count(value: int | None, delta: int = 1) -> int:
+    return (value or 0) + delta
+
+
+def _failed_reason_and_message(
+    job: MPIJob, launcher: Obj, launcher_pods: Sequence[Obj]
+) -> tuple[str, str]:
+    condition = job_condition(launcher, "Failed") or {}
+    reason = str(condition.get("reason") or "") or FAILED_REASON
+    message = str(condition.get("message") or "") or f"MPIJob {job.namespace}/{job.name} has failed"
+    if reason == BACKOFF_LIMIT_EXCEEDED:
+        failed = [p for p in launcher_pods if pod_phase(p) == "Failed"]
+        if failed:
+            # The newest failed pod explains why the launcher gave up.
+            last = max(failed, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
+            pod_status = last.get("status") or {}
+            reason += "/" + str(pod_status.get("reason") or "")
+            message = truncate_message(message + ": " + str(pod_status.get("message") or ""))
+    return reason, message
+
+
+def update_status(
+    job: MPIJob,
+    launcher: Obj | None,
+    launcher_pods: Sequence[Obj],
+    workers: Sequence[Obj],
+    now: datetime,
+) -> StatusOutcome:
+    """Brings ``job.status`` up to date in place and reports the events to emit."""
+    out = StatusOutcome()
+    status = job.status = job.status or JobStatus()
+    key = f"{job.namespace}/{job.name}"
+    suspended = is_suspended(job)
+    if suspended:
+        if update_conditions(
+            status, ConditionType.SUSPENDED, TRUE, SUSPENDED_REASON, "MPIJob suspended", now
+        ):
+            out.events.append(Event(NORMAL, "MPIJobSuspended", "MPIJob suspended"))
+    elif get_condition(status, ConditionType.SUSPENDED) is not None and update_conditions(
+        status, ConditionType.SUSPENDED, FALSE, RESUMED_REASON, "MPIJob resumed", now
+    ):
+        out.events.append(Event(NORMAL, "MPIJobResumed", "MPIJob resumed"))
+        status.start_time = format_time(now)
+
+    running_launchers = 0
+    if launcher is not None:
+        running_launchers = sum(1 for p in launcher_pods if pod_phase(p) == "Running")
+        launcher_status = replica_status(status, ReplicaType.LAUNCHER)
+        launcher_status.failed = int((launcher.get("status") or {}).get("failed") or 0)
+        if is_job_succeeded(launcher):
+            launcher_status.succeeded = 1
+            message = f"MPIJob {key} successfully completed."
+            if status.completion_time is None:
+                status.completion_time = (launcher.get("status") or {}).get("completionTime")
+            if update_conditions(
+                status, ConditionType.SUCCEEDED, TRUE, SUCCEEDED_REASON, message, now
+            ):
+                out.events.append(Event(NORMAL, SUCCEEDED_REASON, message))
+                out.succeeded = True
+        elif is_job_failed(launcher):
+            reason, message = _failed_reason_and_message(job, launcher, launcher_pods)
+            if status.completion_time is None:
+                status.completion_time = format_time(now)
+            if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
+                out.events.append(Event(WARNING, reason, message))
+                out.failed = True
+        else:
+            launcher_status.active = running_launchers
+
+    worker_status = replica_status(status, ReplicaType.WORKER)
+    running = evicted = 0
+    for pod in workers:
+        phase = pod_phase(pod)
+        if phase == "Failed":
+            worker_status.failed = _count(worker_status.failed)
+            if (pod.get("status") or {}).get("reason") == "Evicted":
+                evicted += 1
+        elif phase == "Succeeded":
+            worker_status.succeeded = _count(worker_status.succeeded)
+        elif phase == "Running":
+            running += 1
+            worker_status.active = _count(worker_status.active)
+    if evicted:
+        message = f"{evicted}/{len(workers)} workers are evicted"
+        if update_conditions(status, ConditionType.FAILED, TRUE, EVICTED_REASON, message, now):
+            out.events.append(Event(WARNING, EVICTED_REASON, message))
+            out.failed = True
+
+    if suspended:
+        update_conditions(
+            status,
+            ConditionType.RUNNING,
+            FALSE,
+            SUSPENDED_REASON,
+            f"MPIJob {key} is suspended.",
+            now,
+        )
+    elif is_finished(status):
+        if get_condition(status, ConditionType.RUNNING) is None:
+            # A consumer measuring run time still finds a Running condition,
+            # stamped with the completion time, when the job never ran visibly.
+            stamp = status.completion_time or format_time(now)
+            message = f"MPIJob {key} is finished but Running condition was never set."
+            condition = update_conditions(
+                status, ConditionType.RUNNING, FALSE, RUNNING_REASON, message, now
+            )
+            if condition:
+                running_condition = get_condition(status, ConditionType.RUNNING)
+                assert running_condition is not None
+                running_condition.last_update_time = stamp
+                running_condition.last_transition_time = stamp
+    elif launcher is not None and running_launchers >= 1 and running == len(workers):
+        message = f"MPIJob {key} is running."
+        if update_conditions(status, ConditionType.RUNNING, TRUE, RUNNING_REASON, message, now):
+            out.events.append(Event(NORMAL, "MPIJobRunning", f"MPIJob {key} is running"))
+    return out

@@ -1,0 +1,194 @@
+"""The sync handler: one level-triggered pass over an MPIJob, safe to re-run anywhere.
+
+It reads the MPIJob and its children from the caches, creates or fixes what
+differs, computes the new status in memory and writes it once. The status
+events (Created, Running, Succeeded, ...) are emitted only once that write
+succeeded, so a failed write followed by a retry does not report twice.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import structlog
+
+from mpi_operator.api.field_errors import InvalidObjectError, aggregate
+from mpi_operator.api.v2beta1 import (
+    CleanPodPolicy,
+    ConditionType,
+    JobStatus,
+    LauncherCreationPolicy,
+    ManagedBy,
+    MPIJob,
+    ReplicaType,
+    parse,
+    set_defaults,
+    validate,
+)
+from mpi_operator.builders.common import is_suspended
+from mpi_operator.client import MPIJOBS, WARNING, split_key
+from mpi_operator.client.events import truncate_message
+from mpi_operator.controller import children
+from mpi_operator.controller import launcher as launchers
+from mpi_operator.controller import workers as worker_pods
+from mpi_operator.controller.conditions import (
+    CREATED_REASON,
+    TRUE,
+    format_time,
+    is_finished,
+    is_succeeded,
+    update_conditions,
+)
+from mpi_operator.controller.context import SyncContext, job_reference
+from mpi_operator.controller.status import (
+    Event,
+    StatusOutcome,
+    is_job_finished,
+    replica_status,
+    update_status,
+)
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+VALIDATION_ERROR = "ValidationError"
+
+
+class MPIJobSyncer:
+    def __init__(self, ctx: SyncContext) -> None:
+        self.ctx = ctx
+
+    async def sync(self, key: str) -> None:
+        """Raises to ask for a retry with backoff; returns when the key is done."""
+        namespace, name = split_key(key)
+        shared = self.ctx.listers.mpijobs.get(namespace, name)
+        if shared is None:
+            log.debug("mpijob deleted", mpijob=key)
+            return
+        job = self._parse(shared, key)
+        if job is None:
+            return
+        managed_by = job.spec.run_policy.managed_by
+        if managed_by is not None and managed_by != ManagedBy.KUBEFLOW:
+            log.debug(
+                "skipping mpijob managed by another controller", mpijob=key, managed_by=managed_by
+            )
+            return
+        if (shared.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        errors = validate(job)
+        if errors:
+            self._report_invalid(shared, aggregate(errors))
+            return
+        await self._sync_valid(shared, job)
+
+    def _parse(self, shared: Obj, key: str) -> MPIJob | None:
+        try:
+            return set_defaults(parse(shared))
+        except InvalidObjectError as err:
+            log.warning("mpijob does not parse", mpijob=key, error=str(err))
+            self._report_invalid(shared, str(err))
+            return None
+
+    def _report_invalid(self, shared: Obj, message: str) -> None:
+        self.ctx.recorder.event(
+            job_reference(shared),
+            WARNING,
+            VALIDATION_ERROR,
+            truncate_message(f"Found validation errors: {message}"),
+        )
+
+    async def _sync_valid(self, shared: Obj, job: MPIJob) -> None:
+        ctx = self.ctx
+        now = ctx.clock.now()
+        pending: list[Event] = []
+        created = False
+        if job.status is None or not job.status.conditions:
+            message = f"MPIJob {job.namespace}/{job.name} is created."
+            status = job.status = job.status or JobStatus()
+            update_conditions(status, ConditionType.CREATED, TRUE, CREATED_REASON, message, now)
+            pending.append(Event("Normal", CREATED_REASON, message))
+            created = True
+        status = job.status
+        assert status is not None
+
+        if is_finished(status) and status.completion_time is not None:
+            if job.spec.run_policy.clean_pod_policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING):
+                await self._clean_up_workers(shared, job)
+                await self._write_status(shared, job, StatusOutcome(events=pending), created)
+            return
+
+        if status.start_time is None and not is_suspended(job):
+            status.start_time = format_time(now)
+
+        launcher = launchers.get_launcher(ctx, shared, job)
+        workers: list[Obj] = []
+        if launcher is None or not is_job_finished(launcher):
+            await children.ensure_service(ctx, shared, job)
+            await children.ensure_config_map(ctx, shared, job)
+            await children.ensure_ssh_secret(ctx, shared, job)
+            if not is_suspended(job):
+                if ctx.options.gang is not None:
+                    await children.ensure_pod_group(ctx, shared, job)
+                workers = await worker_pods.ensure_workers(ctx, shared, job)
+            if launcher is None and (
+                job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
+                or worker_pods.count_ready(workers) == len(workers)
+            ):
+                launcher = await launchers.create_launcher(ctx, shared, job)
+        if launcher is not None:
+            launcher = await launchers.sync_suspension(ctx, shared, job, launcher)
+        if is_suspended(job):
+            await self._clean_up_workers(shared, job)
+
+        launcher_pods: list[Obj] = []
+        if launcher is not None:
+            uid = str(launcher["metadata"].get("uid") or "")
+            launcher_pods = ctx.listers.pods.by_controller_uid(uid, job.namespace)
+            ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
+        outcome = update_status(job, launcher, launcher_pods, workers, now)
+        outcome.events[:0] = pending
+        await self._write_status(shared, job, outcome, created)
+
+    async def _clean_up_workers(self, shared: Obj, job: MPIJob) -> None:
+        await worker_pods.delete_workers(self.ctx, shared, job)
+        status = job.status
+        assert status is not None
+        replica_status(status, ReplicaType.WORKER)
+        await children.delete_pod_group(self.ctx, shared, job)
+
+    async def _write_status(
+        self, shared: Obj, job: MPIJob, outcome: StatusOutcome, created: bool
+    ) -> None:
+        assert job.status is not None
+        new_status = job.status.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        if new_status != (shared.get("status") or {}):
+            body = {**shared, "status": new_status}
+            await self.ctx.client.replace_status(MPIJOBS, job.namespace, job.name, body)
+        ref = job_reference(shared)
+        for event in outcome.events:
+            self.ctx.recorder.event(ref, event.type, event.reason, event.message)
+        metrics = self.ctx.metrics
+        if created:
+            metrics.jobs_created.inc()
+        if outcome.succeeded:
+            metrics.jobs_successful.inc()
+        if outcome.failed:
+            metrics.jobs_failed.inc()
+        if outcome.succeeded or outcome.failed:
+            self._observe_duration(job)
+
+    def _observe_duration(self, job: MPIJob) -> None:
+        status = job.status
+        if status is None or not status.start_time or not status.completion_time:
+            return
+        try:
+            start = time.strptime(status.start_time, "%Y-%m-%dT%H:%M:%SZ")
+            end = time.strptime(status.completion_time, "%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            return
+        result = "succeeded" if is_succeeded(status) else "failed"
+        seconds = max(time.mktime(end) - time.mktime(start), 0.0)
+        self.ctx.metrics.job_duration.labels(result).observe(seconds)
