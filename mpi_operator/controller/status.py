@@ -138,7 +138,9 @@ def update_status(
     if launcher is not None:
         running_launchers = sum(1 for p in launcher_pods if pod_phase(p) == "Running")
         launcher_status = replica_status(status, ReplicaType.LAUNCHER)
-        launcher_status.failed = int((launcher.get("status") or {}).get("failed") or 0)
+        failed_launchers = int((launcher.get("status") or {}).get("failed") or 0)
+        if failed_launchers:  # zero counts stay unset, as Go's omitempty leaves them out
+            launcher_status.failed = failed_launchers
         if is_job_succeeded(launcher):
             launcher_status.succeeded = 1
             message = f"MPIJob {key} successfully completed."
@@ -156,7 +158,7 @@ def update_status(
             if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
                 out.events.append(Event(WARNING, reason, message))
                 out.failed = True
-        else:
+        elif running_launchers:
             launcher_status.active = running_launchers
 
     worker_status = replica_status(status, ReplicaType.WORKER)
