@@ -1,26 +1,35 @@
-"""Console entry point of the `mpi-operator` command.
+"""Console entry point of the ``mpi-operator`` command (also ``python -m mpi_operator.cmd``).
 
-The operator process itself arrives with the controller; until then the
-command answers `--version` so that the packaging can be checked.
+Parses the flags, configures logging and runs :mod:`mpi_operator.server.app`
+on an asyncio event loop; the return value is the process's exit status.
 """
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 import sys
+from collections.abc import Sequence
 
-from mpi_operator import __version__
+from mpi_operator.server.app import EXIT_FAILURE
+from mpi_operator.server.app import run as run_operator
+from mpi_operator.server.logging import configure_logging
+from mpi_operator.server.options import parse_args, version_lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mpi-operator", description=__doc__)
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
-    args = parser.parse_args(argv)
-    if args.version:
-        print(f"mpi-operator {__version__}")
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        opts = parse_args(argv)
+    except SystemExit as exit_:  # --help or a usage error
+        code = exit_.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    if opts.print_version:
+        print("\n".join(version_lines()))
         return 0
-    parser.error("the controller is not part of this release yet; try --version")
-    return 2
+    configure_logging(opts.log_format, opts.log_level)
+    try:
+        return asyncio.run(run_operator(opts))
+    except KeyboardInterrupt:
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

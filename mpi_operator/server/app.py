@@ -1,0 +1,257 @@
+"""The operator process: checks, leader election and the controller's lifecycle.
+
+Sequence, as in the reference operator: serve ``/metrics`` (if asked), build
+the API clients, check the cluster (:mod:`.preflight`), serve ``/healthz``,
+then campaign for the ``mpi-operator`` Lease in the lock namespace. Only the
+leader runs the controller.
+
+Exit codes: 0 after SIGTERM/SIGINT (controller drained, Lease released);
+1 when a start-up check fails, the controller cannot start, or leadership is
+lost (a restart is the clean way back to being a candidate). A second signal
+during shutdown exits 1 at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+from collections.abc import Mapping
+
+import structlog
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from mpi_operator.client.kubeapi import KubeClient
+from mpi_operator.client.leaderelection import (
+    HealthzAdaptor,
+    LeaderCallbacks,
+    LeaderElector,
+    default_identity,
+)
+from mpi_operator.controller.controller import MPIJobController
+from mpi_operator.server.http import HttpServer, healthz_app, metrics_app
+from mpi_operator.server.options import ServerOptions, leader_election_config, version_lines
+from mpi_operator.server.preflight import Preflight, PreflightError
+
+log = structlog.get_logger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+# Leading on a lease that lapsed this long ago still counts as healthy.
+LEADER_HEALTHZ_TOLERANCE = 20.0
+# Extra time allowed for informers, the recorder and the Lease release.
+SHUTDOWN_SLACK = 5.0
+
+
+async def build_client(
+    opts: ServerOptions, environ: Mapping[str, str], *, user_agent: str
+) -> KubeClient:
+    """Client configuration with the reference operator's precedence:
+    ``$KUBECONFIG`` over ``--kubeConfig``; ``--master`` overrides the server;
+    with neither a kubeconfig nor a master, in-cluster (else ~/.kube/config)."""
+    qps, burst = float(opts.kube_api_qps), opts.kube_api_burst
+    env_kubeconfig = environ.get("KUBECONFIG", "")
+    kubeconfig = env_kubeconfig or opts.kubeconfig
+    if env_kubeconfig and opts.kubeconfig and env_kubeconfig != opts.kubeconfig:
+        log.info("$KUBECONFIG takes precedence over --kubeConfig", kubeconfig=env_kubeconfig)
+    if kubeconfig:
+        path = next((p for p in kubeconfig.split(os.pathsep) if p), kubeconfig)
+        client = await KubeClient.from_kubeconfig(path, qps=qps, burst=burst)
+    elif opts.master:
+        client = KubeClient(ApiClient(Configuration(host=opts.master)), qps=qps, burst=burst)
+    else:
+        client = await KubeClient.from_environment(None, qps=qps, burst=burst)
+    if opts.master:
+        client.configuration.host = opts.master
+    client.user_agent = user_agent
+    return client
+
+
+class Operator:
+    def __init__(self, opts: ServerOptions, environ: Mapping[str, str] | None = None) -> None:
+        self.opts = opts
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        self.identity = default_identity()
+        self.healthz = HealthzAdaptor(LEADER_HEALTHZ_TOLERANCE)
+        self._stopping = asyncio.Event()
+        self._fatal = asyncio.Event()
+        self._fatal_reason = ""
+        self._servers: list[HttpServer] = []
+        self._clients: list[KubeClient] = []
+        self.client: KubeClient | None = None
+        self.election_client: KubeClient | None = None
+
+    # -- entry point -----------------------------------------------------------
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGTERM, signal.SIGINT)
+        for sig in signals:
+            loop.add_signal_handler(sig, self._on_signal, sig)
+        try:
+            setup = asyncio.create_task(self._setup(), name="setup")
+            stop = asyncio.create_task(self._stopping.wait(), name="stop-signal")
+            await asyncio.wait({setup, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not setup.done():
+                setup.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await setup
+                log.info("stopped before start-up completed")
+                return EXIT_OK
+            stop.cancel()
+            code = setup.result()
+            if code is not None:
+                return code
+            return await self._elect()
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+            await self._cleanup()
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        if self._stopping.is_set():
+            log.warning("second signal during shutdown; exiting now", signal=sig.name)
+            os._exit(EXIT_FAILURE)
+        log.info("signal received; shutting down", signal=sig.name)
+        self._stopping.set()
+
+    def _fail(self, reason: str) -> None:
+        if not self._fatal.is_set():
+            self._fatal_reason = reason
+            self._fatal.set()
+
+    # -- start-up --------------------------------------------------------------
+    async def _setup(self) -> int | None:
+        """Everything before the election; an exit code when it cannot go on."""
+        opts = self.opts
+        log.info("starting mpi-operator", version=version_lines(), identity=self.identity)
+        log.info("server options", **dataclasses.asdict(opts))
+        if opts.namespace:
+            log.info("scoping operator to one namespace", namespace=opts.namespace)
+        else:
+            log.info("using cluster scoped operator")
+        if opts.monitoring_port:
+            server = HttpServer(
+                "metrics", metrics_app(), opts.monitoring_bind_address, opts.monitoring_port
+            )
+            try:
+                await server.start()
+                self._servers.append(server)
+            except OSError as err:
+                # The reference operator logs this and carries on.
+                log.error("monitoring endpoint setup failure", error=str(err))
+        try:
+            self.client = await self._new_client("mpi-operator")
+            self.election_client = await self._new_client("mpi-operator/leader-election")
+        except Exception as err:
+            log.error(f"error building kube config: {err}")
+            return EXIT_FAILURE
+        preflight = Preflight(
+            self.client,
+            namespace=opts.namespace or None,
+            lock_namespace=opts.lock_namespace,
+            gang=opts.gang,
+        )
+        try:
+            await preflight.run()
+        except PreflightError as err:
+            log.error(str(err))
+            return EXIT_FAILURE
+        healthz = HttpServer(
+            "healthz", healthz_app([self.healthz]), opts.healthz_bind_address, opts.healthz_port
+        )
+        try:
+            await healthz.start()
+        except OSError as err:
+            log.error(f"error starting the health check server: {err}")
+            return EXIT_FAILURE
+        self._servers.append(healthz)
+        return None
+
+    async def _new_client(self, user_agent: str) -> KubeClient:
+        client = await build_client(self.opts, self.environ, user_agent=user_agent)
+        self._clients.append(client)
+        return client
+
+    # -- leadership ------------------------------------------------------------
+    async def _elect(self) -> int:
+        assert self.election_client is not None
+        config = leader_election_config(self.opts, self.identity)
+        elector = LeaderElector(
+            self.election_client,
+            config,
+            LeaderCallbacks(
+                on_started_leading=self._lead,
+                on_stopped_leading=lambda: log.info("leadership ended"),
+                on_new_leader=self._on_new_leader,
+            ),
+        )
+        self.healthz.set_leader_elector(elector)
+        election = asyncio.create_task(elector.run(), name="leader-election")
+        stop = asyncio.create_task(self._stopping.wait(), name="stop-signal")
+        fatal = asyncio.create_task(self._fatal.wait(), name="fatal")
+        await asyncio.wait({election, stop, fatal}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        fatal.cancel()
+        if election.done():
+            if self._stopping.is_set():
+                return EXIT_OK
+            log.error("leader election lost", lease=f"{config.namespace}/{config.name}")
+            return EXIT_FAILURE
+        code = EXIT_OK if self._stopping.is_set() and not self._fatal.is_set() else EXIT_FAILURE
+        if self._fatal.is_set():
+            log.error(self._fatal_reason)
+        election.cancel()
+        budget = self.opts.shutdown_drain_seconds + SHUTDOWN_SLACK
+        done, _ = await asyncio.wait({election}, timeout=budget)
+        if not done:
+            log.error("shutdown took too long; exiting anyway", seconds=budget)
+        else:
+            with contextlib.suppress(asyncio.CancelledError):
+                election.result()
+            log.info("leader election stopped; lease released", lease=config.name)
+        return code
+
+    def _on_new_leader(self, identity: str) -> None:
+        if identity and identity != self.identity:
+            log.info("new leader elected", leader=identity)
+
+    async def _lead(self) -> None:
+        assert self.client is not None
+        log.info("leading started", identity=self.identity)
+        controller: MPIJobController | None = None
+        try:
+            controller = MPIJobController(self.client, self.opts.controller_options())
+            await controller.start(self.opts.cache_sync_timeout)
+            await asyncio.Future()  # until leadership ends or we shut down
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            log.exception("controller failed")
+            self._fail(f"error running controller: {err}")
+        finally:
+            if controller is not None:
+                await self._stop_controller(controller)
+
+    async def _stop_controller(self, controller: MPIJobController) -> None:
+        log.info("stopping controller", drain_seconds=self.opts.shutdown_drain_seconds)
+        try:
+            await controller.stop(self.opts.shutdown_drain_seconds)
+        except Exception:
+            log.exception("error stopping controller")
+
+    # -- teardown --------------------------------------------------------------
+    async def _cleanup(self) -> None:
+        for server in reversed(self._servers):
+            with contextlib.suppress(Exception):
+                await server.stop()
+        self._servers.clear()
+        for client in self._clients:
+            with contextlib.suppress(Exception):
+                await client.close()
+        self._clients.clear()
+
+
+async def run(opts: ServerOptions, environ: Mapping[str, str] | None = None) -> int:
+    return await Operator(opts, environ).run()

@@ -1,0 +1,183 @@
+"""Start-up checks that turn common misconfigurations into one clear error.
+
+Before campaigning for leadership the process makes sure that the API server
+answers, that the MPIJob CRD is served, that it may list and watch everything
+the controller caches (in the namespace it watches, or cluster-wide), that it
+may use Leases, and that the lock namespace exists. Each failure raises
+:class:`PreflightError` with a one-line message naming what is wrong.
+
+Listing is probed for real (``limit=1``); watching is asked of the API server
+with a SelfSubjectAccessReview. A probe that cannot be made because of our
+own missing rights (reading Namespaces is not in the operator's ClusterRole)
+is skipped rather than failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from mpi_operator.builders.podgroup import GangScheduling
+from mpi_operator.client.errors import NETWORK_ERRORS, ApiError
+from mpi_operator.client.kubeapi import KubeClient
+from mpi_operator.client.resources import (
+    CONFIGMAPS,
+    JOBS,
+    LEASES,
+    MPIJOBS,
+    NAMESPACES,
+    PODS,
+    PRIORITY_CLASSES,
+    SECRETS,
+    SERVICES,
+    Resource,
+)
+from mpi_operator.controller.children import pod_group_resource
+
+log = structlog.get_logger(__name__)
+
+LOCK_NAME = "mpi-operator"
+PROBE_TIMEOUT = 15.0
+SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+
+
+class PreflightError(Exception):
+    """A start-up check failed; the message is meant for the operator's user."""
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    client: KubeClient
+    namespace: str | None
+    """The watched namespace; None: all of them."""
+    lock_namespace: str
+    gang: GangScheduling | None = None
+
+    @property
+    def scope(self) -> str:
+        return f"namespace {self.namespace!r}" if self.namespace else "all namespaces"
+
+    def watched_resources(self) -> list[Resource]:
+        resources = [MPIJOBS, PODS, JOBS, SERVICES, CONFIGMAPS, SECRETS]
+        if self.gang is not None:
+            resources += [pod_group_resource(self.gang), PRIORITY_CLASSES]
+        return resources
+
+    async def run(self) -> None:
+        await self.check_crd()
+        await asyncio.gather(*(self.check_list(r) for r in self.watched_resources()))
+        await asyncio.gather(*(self.check_watch(r) for r in self.watched_resources()))
+        await self.check_lock_namespace()
+        await self.check_leases()
+
+    async def _request(
+        self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None
+    ) -> Any:
+        try:
+            return await self.client.request(
+                method, path, query=query, body=body, request_timeout=PROBE_TIMEOUT
+            )
+        except NETWORK_ERRORS as err:
+            host = self.client.configuration.host
+            detail = str(err) or type(err).__name__
+            raise PreflightError(
+                f"cannot reach the Kubernetes API server at {host}: {detail}"
+            ) from err
+        except ApiError as err:
+            if err.status == 401:
+                raise PreflightError(
+                    "the Kubernetes API server rejected our credentials (401 Unauthorized)"
+                ) from err
+            raise
+
+    async def check_crd(self) -> None:
+        path = f"/apis/{MPIJOBS.group}/{MPIJOBS.version}"
+        try:
+            found = await self._request("GET", path)
+        except ApiError as err:
+            if err.status != 404:
+                raise PreflightError(f"GET {path} failed: {err}") from err
+            found = None
+        plurals = {r.get("name") for r in (found or {}).get("resources", [])}
+        if MPIJOBS.plural not in plurals:
+            raise PreflightError(
+                f"the MPIJob CRD (mpijobs.{MPIJOBS.group}, version {MPIJOBS.version}) is not "
+                "installed: install it before starting the operator"
+            )
+
+    async def check_list(self, resource: Resource) -> None:
+        namespace = self.namespace if resource.namespaced else None
+        path = resource.path(namespace)
+        try:
+            await self._request("GET", path, query=[("limit", "1")])
+        except ApiError as err:
+            where = self.scope if resource.namespaced else "the cluster"
+            if err.status == 403:
+                raise PreflightError(
+                    f"RBAC forbids listing {resource.plural}.{resource.group or 'core'} in "
+                    f"{where}: {err.message}"
+                ) from err
+            if err.status == 404 and resource.group and resource is not MPIJOBS:
+                raise PreflightError(
+                    f"{resource.kind} ({resource.plural}.{resource.group}/{resource.version}) "
+                    f"is not served by the API server: is its CRD installed? ({err.message})"
+                ) from err
+            raise PreflightError(f"listing {resource} in {where} failed: {err}") from err
+
+    async def check_watch(self, resource: Resource) -> None:
+        namespace = self.namespace if resource.namespaced else None
+        attrs: dict[str, Any] = {
+            "verb": "watch",
+            "group": resource.group,
+            "resource": resource.plural,
+        }
+        if namespace:
+            attrs["namespace"] = namespace
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attrs},
+        }
+        try:
+            answer = await self._request("POST", SSAR_PATH, body=review)
+        except ApiError as err:
+            log.debug(
+                "cannot ask whether watching is allowed", resource=str(resource), error=str(err)
+            )
+            return
+        status = (answer or {}).get("status") or {}
+        if not status.get("allowed"):
+            where = self.scope if resource.namespaced else "the cluster"
+            reason = status.get("reason") or "no RBAC rule allows it"
+            raise PreflightError(
+                f"RBAC forbids watching {resource.plural}.{resource.group or 'core'} in "
+                f"{where}: {reason}"
+            )
+
+    async def check_lock_namespace(self) -> None:
+        try:
+            await self._request("GET", NAMESPACES.path(None, self.lock_namespace))
+        except ApiError as err:
+            if err.status == 404:
+                raise PreflightError(
+                    f"the lock namespace {self.lock_namespace!r} does not exist: create it or "
+                    "choose another with --lock-namespace"
+                ) from err
+            # Typically 403: the operator's role need not read namespaces.
+            log.debug("lock namespace not checked", error=str(err))
+
+    async def check_leases(self) -> None:
+        try:
+            await self._request("GET", LEASES.path(self.lock_namespace, LOCK_NAME))
+        except ApiError as err:
+            if err.status == 404:
+                return
+            if err.status == 403:
+                raise PreflightError(
+                    f"RBAC forbids reading leases.coordination.k8s.io in namespace "
+                    f"{self.lock_namespace!r} (needed for leader election): {err.message}"
+                ) from err
+            raise PreflightError(f"reading the leader election Lease failed: {err}") from err
