@@ -1,0 +1,171 @@
+"""Flags of the mpi-operator command: names and defaults as the reference operator's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mpi_operator.builders.podgroup import GangKind
+from mpi_operator.cmd import main
+from mpi_operator.server.options import ServerOptions, go_style_argv, parse_args
+
+UPSTREAM_DEFAULTS = {
+    "kubeconfig": "",
+    "master": "",
+    "namespace": "",
+    "threadiness": 2,
+    "monitoring_port": 0,
+    "print_version": False,
+    "gang_scheduling": "",
+    "lock_namespace": "mpi-operator",
+    "kube_api_qps": 5,
+    "kube_api_burst": 10,
+    "controller_queue_rate_limit": 10,
+    "controller_queue_burst": 100,
+    "cluster_domain": "",
+}
+
+
+def test_defaults_equal_upstream() -> None:
+    opts = parse_args([], environ={})
+    fields = dataclasses.asdict(opts)
+    assert {k: fields[k] for k in UPSTREAM_DEFAULTS} == UPSTREAM_DEFAULTS
+    assert opts.log_format == "json"
+    assert opts.log_level == "info"
+    assert opts.healthz_port == 8080
+    assert opts.healthz_bind_address == "0.0.0.0"
+    assert (opts.lease_duration, opts.renew_deadline, opts.retry_period) == (15.0, 5.0, 3.0)
+    assert opts == ServerOptions()
+
+
+def test_namespace_defaults_to_kubeflow_namespace_env() -> None:
+    assert parse_args([], environ={"KUBEFLOW_NAMESPACE": "kubeflow"}).namespace == "kubeflow"
+    assert parse_args(["--namespace", "x"], environ={"KUBEFLOW_NAMESPACE": "kf"}).namespace == "x"
+    assert parse_args(["--namespace="], environ={"KUBEFLOW_NAMESPACE": "kf"}).namespace == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "field", "value"),
+    [
+        (["--kubeConfig", "/k"], "kubeconfig", "/k"),
+        (["--kubeConfig=/k"], "kubeconfig", "/k"),
+        (["-kubeConfig=/k"], "kubeconfig", "/k"),
+        (["-kubeConfig", "/k"], "kubeconfig", "/k"),
+        (["--master", "https://h:6443"], "master", "https://h:6443"),
+        (["--threadiness", "8"], "threadiness", 8),
+        (["-threadiness=8"], "threadiness", 8),
+        (["--monitoring-port", "9090"], "monitoring_port", 9090),
+        (["--lock-namespace", "ops"], "lock_namespace", "ops"),
+        (["--kube-api-qps", "50"], "kube_api_qps", 50),
+        (["--kube-api-burst", "80"], "kube_api_burst", 80),
+        (["--controller-queue-rate-limit", "3"], "controller_queue_rate_limit", 3),
+        (["--controller-queue-burst", "7"], "controller_queue_burst", 7),
+        (["--cluster-domain", "cluster.local"], "cluster_domain", "cluster.local"),
+        (["--log-format", "console"], "log_format", "console"),
+        (["--log-level", "DEBUG"], "log_level", "debug"),
+        (["--healthz-port", "0"], "healthz_port", 0),
+        (["--healthz-bind-address", "127.0.0.1"], "healthz_bind_address", "127.0.0.1"),
+        (["--version"], "print_version", True),
+        (["-version"], "print_version", True),
+        (["--version=false"], "print_version", False),
+        (
+            ["--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1"],
+            "lease_duration",
+            4.0,
+        ),
+        # klog's flags from the reference manifests are accepted and ignored.
+        (["-alsologtostderr", "-v=4"], "threadiness", 2),
+    ],
+)
+def test_flags(argv: list[str], field: str, value: object) -> None:
+    assert getattr(parse_args(argv, environ={}), field) == value
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--threadiness", "many"],
+        ["--monitoring-port", "70000"],
+        ["--log-format", "xml"],
+        ["--no-such-flag"],
+        ["--kubeconf=/x"],  # no abbreviations
+        ["--renew-deadline", "20"],  # not below the lease duration
+        ["--version=maybe"],
+    ],
+)
+def test_bad_flags_exit_2(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_args(argv, environ={})
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("flag", "kind", "scheduler"),
+    [
+        ("", None, None),
+        ("volcano", GangKind.VOLCANO, "volcano"),
+        ("scheduler-plugins-scheduler", GangKind.SCHEDULER_PLUGINS, "scheduler-plugins-scheduler"),
+        ("my-coscheduler", GangKind.SCHEDULER_PLUGINS, "my-coscheduler"),
+    ],
+)
+def test_gang_scheduling_mapping(flag: str, kind: GangKind | None, scheduler: str | None) -> None:
+    opts = parse_args(["--gang-scheduling", flag], environ={})
+    gang = opts.controller_options().gang
+    if kind is None:
+        assert gang is None
+    else:
+        assert gang is not None
+        assert (gang.kind, gang.scheduler_name) == (kind, scheduler)
+
+
+def test_controller_options() -> None:
+    opts = parse_args(
+        [
+            "--namespace",
+            "team",
+            "--threadiness",
+            "4",
+            "--cluster-domain",
+            "c.l",
+            "--controller-queue-rate-limit",
+            "20",
+            "--controller-queue-burst",
+            "30",
+        ],
+        environ={},
+    )
+    co = opts.controller_options()
+    assert (co.namespace, co.threadiness, co.cluster_domain) == ("team", 4, "c.l")
+    assert (co.queue_rate_limit, co.queue_burst) == (20.0, 30)
+    assert parse_args([], environ={}).controller_options().namespace is None
+
+
+def test_go_style_only_rewrites_known_long_flags() -> None:
+    names = {"kubeConfig", "v"}
+    assert go_style_argv(["-kubeConfig=/a", "-x", "-5", "--", "-kubeConfig"], names) == [
+        "--kubeConfig=/a",
+        "-x",
+        "-5",
+        "--",
+        "-kubeConfig",
+    ]
+
+
+def test_version_exits_0_and_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert "API Version: v2" in out
+    assert "Version: v0.1.0" in out
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--kubeConfig", "--gang-scheduling", "--monitoring-port", "--lock-namespace"):
+        assert flag in out
+
+
+def test_usage_error_returns_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--threadiness", "x"]) == 2
+    assert "threadiness" in capsys.readouterr().err
