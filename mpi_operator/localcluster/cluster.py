@@ -134,6 +134,7 @@ class LocalCluster:
         bins: binmod.Binaries | None = None,
         crd_files: Iterable[Path] | None = None,
         nodes: int = 4,
+        watch_cache: bool | None = None,
     ) -> None:
         if shape not in SHAPES:
             raise ValueError(f"shape must be one of {SHAPES}, not {shape!r}")
@@ -141,6 +142,9 @@ class LocalCluster:
         self.shape = shape
         self.detached = detached
         self.nodes = nodes
+        #: kube-apiserver's watch cache; off by default in the api shape so that
+        #: :meth:`compact_etcd` makes every older resourceVersion expire at once.
+        self.watch_cache = shape == FULL if watch_cache is None else watch_cache
         self._bins = bins
         self._crd_files = list(crd_files) if crd_files is not None else None
         self.kubeconfig = self.workdir / "kubeconfig"
@@ -275,7 +279,13 @@ class LocalCluster:
         self.start_apiserver()
 
     def compact_etcd(self) -> int:
-        """Compact etcd at its current revision (older resourceVersions: 410 on watch)."""
+        """Compact etcd at its current revision and return it.
+
+        A watch from an older resourceVersion then gets 410 Gone ("too old resource
+        version"). With the watch cache on (the full shape's default), kube-apiserver
+        may still serve recent events from its cache: call :meth:`restart_apiserver`
+        afterwards to drop it.
+        """
         base = f"http://127.0.0.1:{self.ports['etcd']}/v3"
         key = base64.b64encode(b"/registry/").decode()
         rng = self._etcd_post(f"{base}/kv/range", {"key": key, "limit": 1})
@@ -548,6 +558,8 @@ class LocalCluster:
             "--endpoint-reconciler-type=none",
             "--profiling=false",
         ]
+        if not self.watch_cache:
+            args.append("--watch-cache=false")
         if self.shape == API:
             # No controller manager creates the default ServiceAccounts (as envtest).
             args.append("--disable-admission-plugins=ServiceAccount")
