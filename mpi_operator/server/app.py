@@ -82,6 +82,7 @@ class Operator:
         self._clients: list[KubeClient] = []
         self.client: KubeClient | None = None
         self.election_client: KubeClient | None = None
+        self.elector: LeaderElector | None = None
 
     # -- entry point -----------------------------------------------------------
     async def run(self) -> int:
@@ -147,11 +148,14 @@ class Operator:
         except Exception as err:
             log.error(f"error building kube config: {err}")
             return EXIT_FAILURE
+        # Built before the checks so that /metrics shows is_leader 0 from the start.
+        self.elector = self._new_elector(self.election_client)
         preflight = Preflight(
             self.client,
             namespace=opts.namespace or None,
             lock_namespace=opts.lock_namespace,
             gang=opts.gang,
+            review_client=self.election_client,
         )
         try:
             await preflight.run()
@@ -175,12 +179,10 @@ class Operator:
         return client
 
     # -- leadership ------------------------------------------------------------
-    async def _elect(self) -> int:
-        assert self.election_client is not None
-        config = leader_election_config(self.opts, self.identity)
+    def _new_elector(self, client: KubeClient) -> LeaderElector:
         elector = LeaderElector(
-            self.election_client,
-            config,
+            client,
+            leader_election_config(self.opts, self.identity),
             LeaderCallbacks(
                 on_started_leading=self._lead,
                 on_stopped_leading=lambda: log.info("leadership ended"),
@@ -188,7 +190,12 @@ class Operator:
             ),
         )
         self.healthz.set_leader_elector(elector)
-        election = asyncio.create_task(elector.run(), name="leader-election")
+        return elector
+
+    async def _elect(self) -> int:
+        assert self.elector is not None
+        config = self.elector.config
+        election = asyncio.create_task(self.elector.run(), name="leader-election")
         stop = asyncio.create_task(self._stopping.wait(), name="stop-signal")
         fatal = asyncio.create_task(self._fatal.wait(), name="fatal")
         await asyncio.wait({election, stop, fatal}, return_when=asyncio.FIRST_COMPLETED)

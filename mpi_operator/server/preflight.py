@@ -55,6 +55,8 @@ class Preflight:
     """The watched namespace; None: all of them."""
     lock_namespace: str
     gang: GangScheduling | None = None
+    review_client: KubeClient | None = None
+    """Asks the access reviews (another client spreads the probes over two rate limits)."""
 
     @property
     def scope(self) -> str:
@@ -74,10 +76,15 @@ class Preflight:
         await self.check_leases()
 
     async def _request(
-        self, method: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: list[tuple[str, str]] | None = None,
+        client: KubeClient | None = None,
     ) -> Any:
         try:
-            return await self.client.request(
+            return await (client or self.client).request(
                 method, path, query=query, body=body, request_timeout=PROBE_TIMEOUT
             )
         except NETWORK_ERRORS as err:
@@ -142,7 +149,7 @@ class Preflight:
             "spec": {"resourceAttributes": attrs},
         }
         try:
-            answer = await self._request("POST", SSAR_PATH, body=review)
+            answer = await self._request("POST", SSAR_PATH, body=review, client=self.review_client)
         except ApiError as err:
             log.debug(
                 "cannot ask whether watching is allowed", resource=str(resource), error=str(err)
