@@ -192,7 +192,7 @@ class LeaderElector:
         self.observed_record = LeaderElectionRecord()
         self._observed_raw: dict[str, Any] | None = None
         self.observed_time = 0.0
-        self._reported_leader: str | None = None
+        self._reported_leader = ""
         self.log = log.bind(lease=f"{config.namespace}/{config.name}", identity=config.identity)
 
     # -- state -------------------------------------------------------------

@@ -135,7 +135,9 @@ async def test_relist_after_410_emits_tombstones_for_objects_deleted_meanwhile(
     # Compact etcd past our resourceVersion and drop the API server's watch
     # cache with it, so resuming the watch can only answer 410 Gone.
     await asyncio.to_thread(api_cluster.compact_etcd)
-    await asyncio.to_thread(api_cluster.restart_apiserver)
+    # Not in a worker thread: the API server dies with the thread that started it
+    # (PR_SET_PDEATHSIG), so it must be started from the main thread.
+    api_cluster.restart_apiserver()
 
     inf.start()
     try:
@@ -157,7 +159,7 @@ async def test_watch_survives_an_api_server_restart_without_losing_the_final_sta
         for i in range(10):
             await kube.create(CONFIGMAPS, ns, configmap(f"cm-{i}", v="1"))
         await kube.patch(CONFIGMAPS, ns, "cm-0", {"data": {"v": "2"}})
-        await asyncio.to_thread(api_cluster.restart_apiserver)
+        api_cluster.restart_apiserver()  # main thread: see PR_SET_PDEATHSIG note above
         # Changes right after the restart, while the reflector is reconnecting.
         await kube.patch(CONFIGMAPS, ns, "cm-1", {"data": {"v": "3"}})
         await kube.delete(CONFIGMAPS, ns, "cm-2")
