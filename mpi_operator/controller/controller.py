@@ -170,7 +170,7 @@ class MPIJobController:
             level(
                 "sync failed; retrying",
                 mpijob=key,
-                error=str(err),
+                error=str(err)[:500],
                 requeues=self.queue.num_requeues(key),
                 exc_info=not isinstance(err, ApiError),
             )
