@@ -184,3 +184,17 @@ def test_sigterm_before_leading_exits_0(
     b.signal(signal.SIGTERM)
     assert b.wait(timeout=10) == 0
     assert _holder(api_cluster, namespace) == a.identity()
+
+
+def test_losing_leadership_exits_1(
+    api_cluster: LocalCluster, namespace: str, start_operator: StartOperator
+) -> None:
+    proc = start_operator(*_args(api_cluster, namespace, *FAST_ELECTION))
+    _wait_leader(api_cluster, namespace, proc)
+    api_cluster.stop_apiserver()
+    try:
+        # No renewal can succeed: the leader steps down after the 3 s renew deadline.
+        assert proc.wait(timeout=20) == 1
+    finally:
+        api_cluster.start_apiserver()
+    assert any(r.get("event") == "leader election lost" for r in proc.records())
