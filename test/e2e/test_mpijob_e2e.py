@@ -1,0 +1,192 @@
+"""End to end on the full local cluster (scheduler, Job controller, GC, KWOK nodes),
+driven through the real kubectl, with the controller running against it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+
+from mpi_operator.client import KubeClient
+from mpi_operator.client.testing import eventually
+from mpi_operator.controller.controller import MPIJobController
+from mpi_operator.controller.options import ControllerOptions
+
+OPERATOR_LABEL = "training.kubeflow.org/operator-name=mpi-operator"
+
+
+async def _is(value: Any, expected: str) -> bool:
+    return bool(await value == expected)
+
+
+@pytest.fixture
+async def operator(full_cluster: Any, full_namespace: str) -> AsyncIterator[MPIJobController]:
+    client = await KubeClient.from_kubeconfig(full_cluster.kubeconfig, qps=50, burst=100)
+    controller = MPIJobController(
+        client, ControllerOptions(namespace=full_namespace), registry=CollectorRegistry()
+    )
+    await controller.start(sync_timeout=30)
+    try:
+        yield controller
+    finally:
+        await controller.stop(drain_seconds=2)
+        await client.close()
+
+
+def pi_job(name: str, implementation: str = "OpenMPI", launcher_exit: int = 0) -> dict[str, Any]:
+    behaviour = {
+        "kwok.mpi-operator.io/complete-after": "3s",
+        "kwok.mpi-operator.io/exit-code": str(launcher_exit),
+    }
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {
+            "slotsPerWorker": 1,
+            "mpiImplementation": implementation,
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
+            "mpiReplicaSpecs": {
+                "Launcher": {
+                    "replicas": 1,
+                    "template": {
+                        "metadata": {"annotations": behaviour},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "launcher",
+                                    "image": "mpi-pi",
+                                    "command": ["mpirun", "-n", "2", "/home/pi"],
+                                }
+                            ]
+                        },
+                    },
+                },
+                "Worker": {
+                    "replicas": 2,
+                    "template": {"spec": {"containers": [{"name": "worker", "image": "mpi-pi"}]}},
+                },
+            },
+        },
+    }
+
+
+async def kubectl(cluster: Any, *args: str, input: str | None = None) -> str:
+    """Runs the real kubectl in a thread, so the controller's event loop keeps going."""
+    result = await asyncio.to_thread(cluster.kubectl, *args, input=input)
+    return str(result.stdout)
+
+
+async def kubectl_json(cluster: Any, *args: str) -> Any:
+    return json.loads(await kubectl(cluster, *args, "-o", "json"))
+
+
+async def condition(cluster: Any, ns: str, name: str, kind: str) -> str:
+    job = await kubectl_json(cluster, "get", "mpijob", name, "-n", ns)
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c["type"] == kind:
+            return str(c["status"])
+    return ""
+
+
+@pytest.mark.parametrize("implementation", ["OpenMPI", "Intel", "MPICH"])
+async def test_job_runs_to_success_through_kubectl(
+    full_cluster: Any, full_namespace: str, operator: MPIJobController, implementation: str
+) -> None:
+    ns = full_namespace
+    await kubectl(
+        full_cluster,
+        "apply",
+        "-n",
+        ns,
+        "-f",
+        "-",
+        input=yaml.safe_dump(pi_job("pi", implementation)),
+    )
+
+    await eventually(
+        lambda: _is(condition(full_cluster, ns, "pi", "Running"), "True"),
+        within=60,
+        interval=0.5,
+        what="Running",
+    )
+    await eventually(
+        lambda: _is(condition(full_cluster, ns, "pi", "Succeeded"), "True"),
+        within=60,
+        interval=0.5,
+        what="Succeeded",
+    )
+    job = await kubectl_json(full_cluster, "get", "mpijob", "pi", "-n", ns)
+    assert job["status"]["replicaStatuses"]["Launcher"] == {"succeeded": 1}
+
+    # cleanPodPolicy Running removes the workers once the launcher is done.
+    async def no_workers() -> bool:
+        pods = await kubectl_json(
+            full_cluster, "get", "pods", "-n", ns, "-l", "training.kubeflow.org/job-role=worker"
+        )
+        return bool(pods["items"] == [])
+
+    await eventually(no_workers, within=30, interval=0.5, what="workers cleaned up")
+    events = (
+        await kubectl_json(
+            full_cluster, "get", "events", "-n", ns, "--field-selector", "involvedObject.name=pi"
+        )
+    )["items"]
+    reasons = {e["reason"] for e in events if e["involvedObject"]["kind"] == "MPIJob"}
+    assert {"MPIJobCreated", "MPIJobRunning", "MPIJobSucceeded"} <= reasons
+
+
+async def test_failed_launcher_fails_the_job_with_the_pod_reason(
+    full_cluster: Any, full_namespace: str, operator: MPIJobController
+) -> None:
+    ns = full_namespace
+    await kubectl(
+        full_cluster,
+        "apply",
+        "-n",
+        ns,
+        "-f",
+        "-",
+        input=yaml.safe_dump(pi_job("broken", launcher_exit=3)),
+    )
+    await eventually(
+        lambda: _is(condition(full_cluster, ns, "broken", "Failed"), "True"),
+        within=60,
+        interval=0.5,
+        what="Failed",
+    )
+    job = await kubectl_json(full_cluster, "get", "mpijob", "broken", "-n", ns)
+    failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"].startswith("BackoffLimitExceeded")
+
+
+async def test_deleting_the_mpijob_removes_every_child(
+    full_cluster: Any, full_namespace: str, operator: MPIJobController
+) -> None:
+    ns = full_namespace
+    job = pi_job("gone")
+    job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"] = {}
+    await kubectl(full_cluster, "apply", "-n", ns, "-f", "-", input=yaml.safe_dump(job))
+    await eventually(
+        lambda: _is(condition(full_cluster, ns, "gone", "Running"), "True"),
+        within=60,
+        interval=0.5,
+        what="Running",
+    )
+    await kubectl(full_cluster, "delete", "mpijob", "gone", "-n", ns, "--wait=true")
+
+    async def no_children_left() -> bool:
+        for kind in ("pods", "jobs", "services", "configmaps", "secrets"):
+            items = await kubectl_json(full_cluster, "get", kind, "-n", ns, "-l", OPERATOR_LABEL)
+            if items["items"]:
+                return False
+        return True
+
+    await eventually(
+        no_children_left, within=60, interval=0.5, what="garbage collector removes the children"
+    )
