@@ -198,3 +198,12 @@ def test_losing_leadership_exits_1(
     finally:
         api_cluster.start_apiserver()
     assert any(r.get("event") == "leader election lost" for r in proc.records())
+
+
+def test_master_overrides_the_kubeconfig_server(
+    api_cluster: LocalCluster, start_operator: StartOperator
+) -> None:
+    dead = f"https://127.0.0.1:{free_port()}"
+    proc = start_operator(f"--kubeConfig={api_cluster.kubeconfig}", f"--master={dead}")
+    assert proc.wait(timeout=30) == 1
+    assert f"cannot reach the Kubernetes API server at {dead}" in proc.output()
