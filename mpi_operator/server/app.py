@@ -83,6 +83,7 @@ class Operator:
         self.client: KubeClient | None = None
         self.election_client: KubeClient | None = None
         self.elector: LeaderElector | None = None
+        self.controller: MPIJobController | None = None
 
     # -- entry point -----------------------------------------------------------
     async def run(self) -> int:
@@ -162,6 +163,14 @@ class Operator:
         except PreflightError as err:
             log.error(str(err))
             return EXIT_FAILURE
+        try:
+            # Built now (started only when leading) so that its metrics are
+            # exported by followers too.
+            self.controller = MPIJobController(self.client, opts.controller_options())
+        except Exception as err:
+            log.exception("controller set-up failed")
+            log.error(f"error setting up the controller: {err}")
+            return EXIT_FAILURE
         healthz = HttpServer(
             "healthz", healthz_app([self.healthz]), opts.healthz_bind_address, opts.healthz_port
         )
@@ -225,11 +234,10 @@ class Operator:
             log.info("new leader elected", leader=identity)
 
     async def _lead(self) -> None:
-        assert self.client is not None
+        controller = self.controller
+        assert controller is not None
         log.info("leading started", identity=self.identity)
-        controller: MPIJobController | None = None
         try:
-            controller = MPIJobController(self.client, self.opts.controller_options())
             await controller.start(self.opts.cache_sync_timeout)
             await asyncio.Future()  # until leadership ends or we shut down
         except asyncio.CancelledError:
@@ -238,8 +246,7 @@ class Operator:
             log.exception("controller failed")
             self._fail(f"error running controller: {err}")
         finally:
-            if controller is not None:
-                await self._stop_controller(controller)
+            await self._stop_controller(controller)
 
     async def _stop_controller(self, controller: MPIJobController) -> None:
         log.info("stopping controller", drain_seconds=self.opts.shutdown_drain_seconds)

@@ -119,7 +119,11 @@ def test_two_processes_one_leader_then_failover_on_kill(
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline:
         assert _holder(api_cluster, namespace) == holder
-        assert "mpi_operator_is_leader 0.0" in follower.metrics()
+        follower_metrics = follower.metrics()
+        assert "mpi_operator_is_leader 0.0" in follower_metrics
+        # A follower exports the controller's metrics too (all zero).
+        assert 'workqueue_depth{name="mpijob"} 0.0' in follower_metrics
+        assert "mpi_operator_jobs_created_total 0.0" in follower_metrics
         assert follower.healthz()[0] == 200
         time.sleep(0.5)
 
