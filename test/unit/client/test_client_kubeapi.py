@@ -1,0 +1,76 @@
+"""Paths, error predicates and throttling settings of the REST client."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from mpi_operator.client.kubeapi import (
+    CONFIGMAPS,
+    JOBS,
+    MPIJOBS,
+    NAMESPACES,
+    ApiError,
+    KubeClient,
+    _decode_line,
+    is_already_exists,
+    is_conflict,
+    is_gone,
+    is_not_found,
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (CONFIGMAPS.path("ns"), "/api/v1/namespaces/ns/configmaps"),
+        (CONFIGMAPS.path(None), "/api/v1/configmaps"),
+        (JOBS.path("ns", "j"), "/apis/batch/v1/namespaces/ns/jobs/j"),
+        (
+            MPIJOBS.path("ns", "pi", "status"),
+            "/apis/kubeflow.org/v2beta1/namespaces/ns/mpijobs/pi/status",
+        ),
+        (NAMESPACES.path("ignored", "team"), "/api/v1/namespaces/team"),
+    ],
+)
+def test_resource_paths_cover_core_groups_crds_and_cluster_scope(path: str, expected: str) -> None:
+    assert path == expected
+
+
+def test_api_versions() -> None:
+    assert CONFIGMAPS.api_version == "v1"
+    assert MPIJOBS.api_version == "kubeflow.org/v2beta1"
+
+
+def test_error_predicates_follow_status_and_reason() -> None:
+    assert is_not_found(ApiError(404, {"reason": "NotFound"}))
+    assert is_already_exists(ApiError(409, {"reason": "AlreadyExists"}))
+    assert not is_conflict(ApiError(409, {"reason": "AlreadyExists"}))
+    assert is_conflict(ApiError(409, {"reason": "Conflict"}))
+    assert is_gone(ApiError(410, {"reason": "Gone"}))
+    assert is_gone(ApiError(500, {"reason": "Expired", "message": "x"}))
+    assert is_gone(ApiError(500, {"message": "too old resource version: 1 (5)"}))
+    assert not is_gone(ValueError("410"))
+
+
+def test_watch_lines_that_are_not_json_objects_come_back_raw() -> None:
+    assert _decode_line(b'{"type":"ADDED","object":{}}') == {"type": "ADDED", "object": {}}
+    assert _decode_line(b"{broken") == b"{broken"
+    assert _decode_line(b"[1,2]") == b"[1,2]"
+
+
+def client(qps: float, burst: int) -> KubeClient:
+    stub = cast(Any, SimpleNamespace(configuration=SimpleNamespace(host="https://x")))
+    return KubeClient(stub, qps=qps, burst=burst)
+
+
+def test_qps_zero_means_client_go_defaults_and_negative_disables_throttling() -> None:
+    default = client(0, 0)
+    assert default.rate_limiter is not None
+    assert (default.rate_limiter.qps, default.rate_limiter.burst) == (5.0, 10)
+    assert client(-1, 0).rate_limiter is None
+    custom = client(20, 30)
+    assert custom.rate_limiter is not None
+    assert (custom.rate_limiter.qps, custom.rate_limiter.burst) == (20.0, 30)
