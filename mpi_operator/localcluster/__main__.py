@@ -16,6 +16,16 @@ from pathlib import Path
 from .binaries import BinariesMissingError, repo_root
 from .cluster import FULL, SHAPES, ClusterError, LocalCluster
 
+_STALE = (
+    "etcd-data",
+    "pki",
+    "kubeconfig",
+    "kwok.yaml",
+    "apiserver-certs",
+    "kube-controller-manager-certs",
+    "kube-scheduler-certs",
+)
+
 
 def cluster_dir() -> Path:
     return repo_root() / ".cluster"
@@ -48,7 +58,7 @@ def up(shape: str) -> int:
                 print(f"export KUBECONFIG={old.kubeconfig}")
                 return 0
         old.stop()
-    for stale in ("etcd-data", "pki", "state.json", "kubeconfig", "kwok.yaml"):
+    for stale in (*_STALE, "state.json"):
         p = d / stale
         if p.is_dir():
             shutil.rmtree(p)
@@ -70,7 +80,7 @@ def down() -> int:
     else:
         c.stop()
     d = cluster_dir()
-    for stale in ("etcd-data", "pki", "kubeconfig", "kwok.yaml", "state.json"):
+    for stale in (*_STALE, "state.json"):
         p = d / stale
         if p.is_dir():
             shutil.rmtree(p)

@@ -563,6 +563,10 @@ class LocalCluster:
         if self.shape == API:
             # No controller manager creates the default ServiceAccounts (as envtest).
             args.append("--disable-admission-plugins=ServiceAccount")
+        else:
+            # No node-lifecycle controller would lift the not-ready taint this plugin
+            # puts on new nodes; KWOK keeps the nodes Ready.
+            args.append("--disable-admission-plugins=TaintNodesByCondition")
         return args
 
     def _component_common(self, component: str) -> list[str]:
