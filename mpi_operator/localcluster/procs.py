@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,7 +122,11 @@ class Process:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if self.die_with_parent else None,
+                # PR_SET_PDEATHSIG fires when the *thread* that forked exits: only
+                # from the main thread (elsewhere, stop()/atexit still apply).
+                preexec_fn=_die_with_parent
+                if self.die_with_parent and threading.current_thread() is threading.main_thread()
+                else None,
                 env=self.env,
             )
         self.pid = self.popen.pid
