@@ -67,6 +67,10 @@ class KubectlError(subprocess.CalledProcessError):
         return f"{' '.join(map(str, self.cmd))} exited {self.returncode}: {err}"
 
 
+class StopWaitingError(Exception):
+    """Raised by a :func:`wait_for` check to give up at once."""
+
+
 def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2) -> T:
     """Poll ``check`` until it returns something not None/False; raise TimeoutError."""
     deadline = time.monotonic() + timeout
@@ -76,6 +80,8 @@ def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval:
             result = check()
             if result is not None and result is not False:
                 return result
+        except StopWaitingError:
+            raise
         except Exception as e:  # retried until the deadline
             last_exc = e
         if time.monotonic() >= deadline:
@@ -630,7 +636,7 @@ class LocalCluster:
         }
 
 
-class _Dead(Exception):
+class _Dead(StopWaitingError):
     pass
 
 
