@@ -96,7 +96,7 @@ tmp="$(mktemp -d "$BIN_DIR/.tmp.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 
 if [[ ${#k8s_missing[@]} -gt 0 ]]; then
-  echo "build-binaries: building ${k8s_missing[*]} from k8s.io/kubernetes@$K8S_VERSION into $BIN_DIR (cold: ~20-30 min on 2 cores)" >&2
+  echo "build-binaries: building ${k8s_missing[*]} from k8s.io/kubernetes@$K8S_VERSION into $BIN_DIR (cold: ~15 min on 2 cores)" >&2
   minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
   build_date="$(cd "$TOOLS/k8s" && go list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes 2>/dev/null || true)"
   [[ -n "$build_date" ]] || build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
