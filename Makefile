@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv binaries lint typecheck test test-unit cluster-up cluster-down bench clean
+.PHONY: venv binaries lint typecheck test test-unit cluster-up cluster-down bench clean demo deploy-manifests
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,16 @@ cluster-up: venv binaries
 
 cluster-down: venv
 	@$(BIN)/python -m mpi_operator.localcluster down
+
+# Regenerates deploy/v2beta1/mpi-operator.yaml (and the CRD copy kustomize
+# reads) from crd/ and manifests/.
+deploy-manifests: venv
+	$(BIN)/python hack/generate_deploy.py
+
+# Runs examples/v2beta1/pi/pi.yaml on a local control plane with the operator,
+# then stops everything it started.
+demo: venv binaries
+	@$(BIN)/python -m mpi_operator.localcluster.demo
 
 bench: venv
 	$(BIN)/python -m bench
