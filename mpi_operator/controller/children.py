@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 from mpi_operator.api.v2beta1 import MPIJob
+from mpi_operator.builders.common import SSH_PRIVATE_KEY, SSH_PUBLIC_KEY
 from mpi_operator.builders.config import new_config_map
 from mpi_operator.builders.podgroup import (
     GangKind,
@@ -51,6 +52,8 @@ from mpi_operator.controller.status import pod_phase
 from mpi_operator.controller.workers import worker_pods
 
 Obj = dict[str, Any]
+
+SSH_SECRET_KEYS = sorted((SSH_PRIVATE_KEY, SSH_PUBLIC_KEY))
 
 # The reference operator reads Kind from typed cache objects, where it is empty,
 # so its messages say Kind "" for these children; we keep its exact text.
@@ -138,8 +141,10 @@ async def ensure_ssh_secret(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
         desired = await _new_secret(ctx, job)
         return await create_or_adopt(ctx, shared, job, SECRETS, desired, _NO_KIND)
     ensure_controlled(ctx, shared, job, current, _NO_KIND)
-    desired = await _new_secret(ctx, job)
-    if secret_keys(current) != secret_keys(desired):
+    if secret_keys(current) != SSH_SECRET_KEYS:
+        # Deviation: upstream generates a fresh key pair on every sync to learn
+        # the expected key names; we know them, and generate only to repair.
+        desired = await _new_secret(ctx, job)
         updated = {**current, "data": desired["data"]}
         result: Obj = await ctx.client.replace(SECRETS, job.namespace, name, updated)
         return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import Cluster, StartOperator, mpijob
 
-from mpi_operator.client import CONFIGMAPS, JOBS, PODS, SERVICES
+from mpi_operator.client import CONFIGMAPS, JOBS, PODS, SECRETS, SERVICES
 from mpi_operator.client.testing import eventually
 
 
@@ -124,3 +124,33 @@ async def test_children_without_our_label_are_adopted(
     assert await cluster.events() and "ErrResourceExists" not in [
         e[1] for e in await cluster.events()
     ]
+
+
+async def test_ssh_secret_missing_a_key_is_regenerated(
+    cluster: Cluster, start_operator: StartOperator
+) -> None:
+    await start_operator()
+    await cluster.create_mpijob(mpijob())
+    await cluster.wait_workers(2)
+
+    async def secret() -> dict[str, object] | None:
+        found = [s for s in await cluster.list(SECRETS) if s["metadata"]["name"] == "job-ssh"]
+        return found[0] if found else None
+
+    async def exists() -> bool:
+        return await secret() is not None
+
+    await eventually(exists, what="SSH Secret")
+    broken = await secret()
+    assert broken is not None
+    broken["data"] = {"ssh-privatekey": broken["data"]["ssh-privatekey"]}  # type: ignore[index]
+    await cluster.kube.replace(SECRETS, cluster.ns, "job-ssh", broken)
+
+    async def repaired() -> bool:
+        current = await secret()
+        return current is not None and sorted(current["data"]) == [  # type: ignore[call-overload]
+            "ssh-privatekey",
+            "ssh-publickey",
+        ]
+
+    await eventually(repaired, what="Secret regenerated with both keys")
