@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -224,10 +223,11 @@ def test_up_then_down_leaves_no_process() -> None:
     if state.exists():
         pytest.skip("a developer cluster is recorded in .cluster/state.json; not touching it")
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    cmd = [sys.executable, "-m", "mpi_operator.localcluster"]
+    # Exactly the README's commands: make -s cluster-up / make cluster-down.
+    cmd = ["make", "-s"]
     try:
         up = subprocess.run(
-            [*cmd, "up"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+            [*cmd, "cluster-up"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
         )
         assert up.returncode == 0, up.stderr
         kubeconfig = ROOT / ".cluster" / "kubeconfig"
@@ -247,13 +247,13 @@ def test_up_then_down_leaves_no_process() -> None:
         assert "node/kwok-node-0" in nodes.stdout
         # `up` again reuses the running cluster.
         again = subprocess.run(
-            [*cmd, "up"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+            [*cmd, "cluster-up"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
         )
         assert again.stdout == up.stdout
         assert [p["pid"] for p in json.loads(state.read_text())["processes"]] == pids
     finally:
         down = subprocess.run(
-            [*cmd, "down"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+            [*cmd, "cluster-down"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
         )
     assert down.returncode == 0, down.stderr
     assert not state.exists()
