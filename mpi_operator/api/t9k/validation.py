@@ -1,0 +1,145 @@
+"""Validation of defaulted T9k MPIJobs; every error at once, in Kubernetes' shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from mpi_operator.api.field_errors import (
+    FieldError,
+    InvalidObjectError,
+    invalid,
+    not_supported,
+    required,
+)
+from mpi_operator.api.t9k.types import CleanUpPolicy, MPIJob, ReplicaType
+from mpi_operator.api.v2beta1.validation import dns1035_label_errors
+
+_CLEAN_UP_POLICIES = sorted(p.value for p in CleanUpPolicy)
+_REPLICA_TYPES = sorted(t.value for t in ReplicaType)
+MAX_PRIORITY = 100
+
+
+def validate(job: MPIJob) -> list[FieldError]:
+    """All field errors of a defaulted T9k MPIJob; empty when it is valid."""
+    errors = _validate_name(job)
+    spec = job.spec
+    worker = spec.worker
+    if worker is None:
+        errors.append(required("spec.worker", "must have a worker spec"))
+    else:
+        if worker.replicas is not None and worker.replicas < 1:
+            errors.append(
+                invalid(
+                    "spec.worker.replicas", worker.replicas, "must be greater than or equal to 1"
+                )
+            )
+        if not worker.cmd:
+            errors.append(required("spec.worker.cmd", "must give the command mpirun runs"))
+        pod_spec = worker.template.get("spec")
+        containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
+        if not isinstance(containers, list) or not containers:
+            errors.append(
+                required(
+                    "spec.worker.template.spec.containers", "must define at least one container"
+                )
+            )
+    for key in spec.mca or {}:
+        if not key:
+            errors.append(invalid("spec.mca", key, "keys must not be empty"))
+    for name, value in (
+        ("sshAuthMountPath", spec.ssh.ssh_auth_mount_path),
+        ("sshdPath", spec.ssh.sshd_path),
+    ):
+        if not value:
+            errors.append(required(f"spec.ssh.{name}", "must not be empty"))
+        elif not value.startswith("/"):
+            errors.append(invalid(f"spec.ssh.{name}", value, "must be an absolute path"))
+    policy = spec.run_policy.clean_up_policy()
+    if policy not in _CLEAN_UP_POLICIES:
+        errors.append(
+            not_supported(
+                "spec.runPolicy.cleanUpWorkers",
+                spec.run_policy.clean_up_workers,
+                _CLEAN_UP_POLICIES,
+            )
+        )
+    errors += _validate_scheduler(job)
+    errors += _validate_run_mode(job)
+    return errors
+
+
+def _validate_name(job: MPIJob) -> list[FieldError]:
+    hostname = f"{job.name}-worker-{max(job.worker_replicas, 1) - 1}"
+    errors = dns1035_label_errors(hostname)
+    if not errors:
+        return []
+    detail = (
+        f"will not able to create pod and service with invalid DNS label "
+        f"{json.dumps(hostname)}: {', '.join(errors)}"
+    )
+    return [invalid("metadata.name", job.name, detail)]
+
+
+def _validate_scheduler(job: MPIJob) -> list[FieldError]:
+    scheduler = job.t9k_scheduler
+    if scheduler is None:
+        return []
+    path = "spec.scheduler.t9kScheduler"
+    errors: list[FieldError] = []
+    if not scheduler.queue:
+        errors.append(required(f"{path}.queue", "must name the queue"))
+    priority = scheduler.priority
+    if priority is not None and not 0 <= priority <= MAX_PRIORITY:
+        errors.append(
+            invalid(f"{path}.priority", priority, f"must be between 0 and {MAX_PRIORITY}")
+        )
+    return errors
+
+
+def _validate_run_mode(job: MPIJob) -> list[FieldError]:
+    mode = job.spec.run_mode
+    if mode is None:
+        return []
+    errors: list[FieldError] = []
+    specs: list[tuple[str, list[Any]]] = []
+    if mode.debug is not None:
+        specs.append(("spec.runMode.debug.replicaSpecs", list(mode.debug.replica_specs or [])))
+    if mode.pause is not None:
+        specs.append(("spec.runMode.pause.resumeSpecs", list(mode.pause.resume_specs or [])))
+    for path, items in specs:
+        seen: set[str] = set()
+        for i, item in enumerate(items):
+            if item.type not in _REPLICA_TYPES:
+                errors.append(not_supported(f"{path}[{i}].type", item.type, _REPLICA_TYPES))
+            elif item.type in seen:
+                errors.append(invalid(f"{path}[{i}].type", item.type, "duplicate replica type"))
+            seen.add(item.type)
+    return errors
+
+
+def _pydantic_path(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int) and parts:
+            parts[-1] += f"[{item}]"
+        else:
+            parts.append(str(item))
+    return ".".join(parts)
+
+
+def parse(obj: dict[str, Any]) -> MPIJob:
+    """Parses wire JSON into a T9k MPIJob, or raises InvalidObjectError naming the fields."""
+    try:
+        return MPIJob.model_validate(obj)
+    except ValidationError as exc:
+        errors: list[FieldError] = []
+        for err in exc.errors(include_url=False):
+            loc = err["loc"]
+            # A str|bool union reports one error per member; name the field once.
+            if loc and loc[-1] in ("str", "bool"):
+                loc = loc[:-1]
+            errors.append(invalid(_pydantic_path(loc), err.get("input"), err["msg"].lower()))
+        raise InvalidObjectError(errors) from None
