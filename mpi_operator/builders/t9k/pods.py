@@ -1,0 +1,218 @@
+"""Worker pods ``<job>-worker-<i>`` and the launcher pod ``<job>-launcher``.
+
+Both start from ``spec.worker.template``; the MPI container is the one named
+``mpi-worker``, else the first. Workers run ``<sshdPath> -De``; the launcher
+keeps only the MPI container, without GPUs, running the generated mpirun
+line, after an init container that waits until every worker resolves and
+accepts connections on the SSH port.
+
+Run modes change the commands: in debug mode the launcher runs ``sleep inf``
+and workers sshd unless ``replicaSpecs`` override them; after a resume
+(``resumed``), ``resumeSpecs`` override command and args when given. Both
+can drop the launcher's init container with ``skipInitContainer``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mpi_operator.api.t9k import (
+    GROUP_NAME_LABEL,
+    QUEUE_LABEL,
+    REPLICA_INDEX_LABEL,
+    REPLICA_TYPE_LABEL,
+    T9K_SCHEDULER_NAME,
+    MPIJob,
+    ReplicaType,
+)
+from mpi_operator.builders.common import (
+    SSH_AUTH_VOLUME,
+    SSH_AUTHORIZED_KEYS_FILE,
+    SSH_PRIVATE_KEY,
+    SSH_PRIVATE_KEY_FILE,
+    SSH_PUBLIC_KEY,
+    SSH_PUBLIC_KEY_FILE,
+    deep_copy,
+)
+from mpi_operator.builders.t9k.common import (
+    GPU_RESOURCE,
+    SSH_PORT,
+    Obj,
+    config_name,
+    job_labels,
+    launcher_name,
+    mpi_container_index,
+    owner_reference,
+    secret_name,
+    worker_name,
+)
+from mpi_operator.builders.t9k.config import CONFIG_MOUNT_PATH, HOSTFILE_KEY, HOSTFILE_PATH
+
+DEFAULT_INIT_IMAGE = "busybox:1.36"
+INIT_CONTAINER_NAME = "wait-for-workers"
+CONFIG_VOLUME = "mpi-job-config"
+DEBUG_LAUNCHER_COMMAND = ["sleep", "inf"]
+ROOT_SSH_PATH = "/root/.ssh"
+
+WAIT_FOR_WORKERS_SCRIPT = (
+    f"for host in $(cut -d' ' -f1 {HOSTFILE_PATH}); do\n"
+    f'  until nslookup "$host" >/dev/null 2>&1 && nc -z -w 2 "$host" {SSH_PORT}; do\n'
+    f'    echo "waiting for $host:{SSH_PORT}"; sleep 1\n'
+    "  done\n"
+    "done\n"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Override:
+    command: list[str] | None = None
+    args: list[str] | None = None
+    skip_init_container: bool = False
+
+
+def _override(job: MPIJob, replica_type: ReplicaType, resumed: bool) -> _Override | None:
+    debug = job.debug
+    if debug is not None:
+        spec = debug.spec_for(replica_type.value)
+        default = DEBUG_LAUNCHER_COMMAND if replica_type is ReplicaType.LAUNCHER else None
+        if spec is None:
+            return _Override(command=default)
+        return _Override(spec.command or default, None, bool(spec.skip_init_container))
+    pause = job.pause
+    if resumed and pause is not None:
+        resume = pause.spec_for(replica_type.value)
+        if resume is not None:
+            return _Override(resume.command, resume.args, bool(resume.skip_init_container))
+    return None
+
+
+def mpirun_command(job: MPIJob) -> list[str]:
+    """``<mpiHome>/bin/mpirun [--prefix <mpiHome>] --hostfile ... --mca k v ... <extra> <cmd>``."""
+    home = job.spec.mpi_home or ""
+    command = [f"{home.rstrip('/')}/bin/mpirun" if home else "mpirun"]
+    if home:
+        command += ["--prefix", home]
+    command += ["--hostfile", HOSTFILE_PATH]
+    mca = job.spec.mca or {}
+    for key in sorted(mca):
+        command += ["--mca", key, mca[key]]
+    return command + list(job.worker.extra_mpi_args or []) + list(job.worker.cmd or [])
+
+
+def _set_command(container: Obj, command: list[str], override: _Override | None) -> None:
+    container.pop("args", None)
+    container["command"] = list(command)
+    if override is None:
+        return
+    if override.command:
+        container["command"] = list(override.command)
+    if override.args:
+        container["args"] = list(override.args)
+
+
+def _ssh_volume(job: MPIJob) -> Obj:
+    mount_path = job.spec.ssh.ssh_auth_mount_path or ROOT_SSH_PATH
+    secret: Obj = {
+        "secretName": secret_name(job),
+        "items": [
+            {"key": SSH_PRIVATE_KEY, "path": SSH_PRIVATE_KEY_FILE},
+            {"key": SSH_PUBLIC_KEY, "path": SSH_PUBLIC_KEY_FILE},
+            {"key": SSH_PUBLIC_KEY, "path": SSH_AUTHORIZED_KEYS_FILE},
+        ],
+    }
+    if mount_path == ROOT_SSH_PATH:
+        # sshd refuses keys readable by others; only root can own 0600 files.
+        secret["defaultMode"] = 0o600
+    return {"name": SSH_AUTH_VOLUME, "secret": secret}
+
+
+def _mount(container: Obj, name: str, path: str) -> None:
+    container["volumeMounts"] = [
+        *container.get("volumeMounts", []),
+        {"name": name, "mountPath": path},
+    ]
+
+
+def _pod(job: MPIJob, name: str, replica_type: ReplicaType, index: int) -> tuple[Obj, Obj]:
+    """The pod skeleton from the worker template, and its MPI container."""
+    template = deep_copy(job.worker.template)
+    meta = template.get("metadata") or {}
+    labels = {
+        **(meta.get("labels") or {}),
+        **job_labels(job),
+        REPLICA_TYPE_LABEL: replica_type.value,
+        REPLICA_INDEX_LABEL: str(index),
+    }
+    pod_spec: Obj = template.get("spec") or {}
+    scheduler = job.t9k_scheduler
+    if scheduler is not None:
+        labels[GROUP_NAME_LABEL] = job.name
+        labels[QUEUE_LABEL] = scheduler.queue or ""
+        pod_spec["schedulerName"] = T9K_SCHEDULER_NAME
+    pod_meta: Obj = {"name": name, "namespace": job.namespace, "labels": labels}
+    if meta.get("annotations"):
+        pod_meta["annotations"] = meta["annotations"]
+    pod_meta["ownerReferences"] = [owner_reference(job)]
+    pod_spec["hostname"] = name
+    pod_spec["subdomain"] = job.name
+    pod_spec["restartPolicy"] = "Never"
+    if pod_spec.get("hostNetwork"):
+        pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+    containers = pod_spec.get("containers") or []
+    container: Obj = containers[mpi_container_index(pod_spec)]
+    pod_spec["volumes"] = [*pod_spec.get("volumes", []), _ssh_volume(job)]
+    _mount(container, SSH_AUTH_VOLUME, job.spec.ssh.ssh_auth_mount_path or ROOT_SSH_PATH)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
+    return pod, container
+
+
+def new_worker_pod(job: MPIJob, index: int, *, resumed: bool = False) -> Obj:
+    pod, container = _pod(job, worker_name(job, index), ReplicaType.WORKER, index)
+    sshd = [job.spec.ssh.sshd_path or "/usr/sbin/sshd", "-De"]
+    _set_command(container, sshd, _override(job, ReplicaType.WORKER, resumed))
+    return pod
+
+
+def _strip_gpus(container: Obj) -> None:
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return
+    for key in ("limits", "requests"):
+        values = resources.get(key)
+        if isinstance(values, dict) and GPU_RESOURCE in values:
+            del values[GPU_RESOURCE]
+            if not values:
+                del resources[key]
+    if not resources:
+        del container["resources"]
+
+
+def new_launcher_pod(
+    job: MPIJob, *, resumed: bool = False, init_image: str = DEFAULT_INIT_IMAGE
+) -> Obj:
+    pod, container = _pod(job, launcher_name(job), ReplicaType.LAUNCHER, 0)
+    pod_spec = pod["spec"]
+    # Sidecars of the workers would keep the launcher pod from ever finishing.
+    pod_spec["containers"] = [container]
+    _strip_gpus(container)
+    override = _override(job, ReplicaType.LAUNCHER, resumed)
+    _set_command(container, mpirun_command(job), override)
+    pod_spec["volumes"].append(
+        {
+            "name": CONFIG_VOLUME,
+            "configMap": {
+                "name": config_name(job),
+                "items": [{"key": HOSTFILE_KEY, "path": HOSTFILE_KEY, "mode": 0o444}],
+            },
+        }
+    )
+    _mount(container, CONFIG_VOLUME, CONFIG_MOUNT_PATH)
+    if override is None or not override.skip_init_container:
+        init: Obj = {
+            "name": INIT_CONTAINER_NAME,
+            "image": init_image,
+            "command": ["sh", "-c", WAIT_FOR_WORKERS_SCRIPT],
+            "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH}],
+        }
+        pod_spec["initContainers"] = [*pod_spec.get("initContainers", []), init]
+    return pod
