@@ -45,7 +45,7 @@ deploy-manifests: venv
 # Runs examples/v2beta1/pi/pi.yaml on a local control plane with the operator,
 # then stops everything it started.
 demo: venv binaries
-	@$(BIN)/python -m mpi_operator.localcluster.demo
+	@$(BIN)/python -m mpi_operator.localcluster.demo $(DEMO_ARGS)
 
 bench: venv
 	$(BIN)/python -m bench

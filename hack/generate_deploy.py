@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the install manifests that are derived from other files.
 
-* ``manifests/base/kubeflow.org_mpijobs.yaml``: the CRD(s) of ``crd/``, copied so
+* ``manifests/base/kubeflow.org_mpijobs.yaml``: ``crd/kubeflow.org_mpijobs.yaml``, copied so
   that kustomize (which loads files only from inside a kustomization) finds them.
 * ``deploy/v2beta1/mpi-operator.yaml``: the ``standalone`` overlay in one file
   (Namespace, CRD, ServiceAccount, RBAC, Deployment) for ``kubectl apply -f``.
@@ -22,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+CRD_SOURCES = (Path("crd/kubeflow.org_mpijobs.yaml"),)
 CRD_COPY = Path("manifests/base/kubeflow.org_mpijobs.yaml")
 DEPLOY_FILE = Path("deploy/v2beta1/mpi-operator.yaml")
 
@@ -61,10 +62,11 @@ def _body(text: str) -> str:
 
 
 def crd_sources(root: Path) -> list[Path]:
-    crd_dir = root / "crd"
-    files = sorted([*crd_dir.glob("*.yaml"), *crd_dir.glob("*.yml")])
-    if not files:
-        raise SystemExit(f"generate_deploy: no CRD in {crd_dir}")
+    """The MPIJob CRD of ``crd/`` (other files there are not the operator's)."""
+    files = [root / p for p in CRD_SOURCES]
+    missing = [str(p) for p in files if not p.is_file()]
+    if missing:
+        raise SystemExit(f"generate_deploy: missing {', '.join(missing)}")
     return files
 
 

@@ -1,0 +1,433 @@
+"""``make demo``: an MPIJob from ``examples/`` run to completion on a local control plane.
+
+``python -m mpi_operator.localcluster.demo [--example FILE] [--fresh] [--timeout S]``
+
+1. Reuses the cluster of ``make cluster-up`` (``.cluster/``) when it is running,
+   otherwise starts a full local control plane in a temporary directory.
+2. Installs the MPIJob CRD of ``crd/``.
+3. Starts the operator (the ``mpi-operator`` command) against the cluster,
+   watching one fresh namespace.
+4. Applies the example (``examples/v2beta1/pi/pi.yaml`` by default) with
+   ``kubectl``, adding the KWOK annotation that makes its launcher finish after a
+   few seconds: the fake nodes run no containers.
+5. Prints a line whenever the job's state, conditions or children change, then a
+   summary of what the operator created.
+
+Everything it started (operator, namespace, a fresh cluster) is stopped on the
+way out, including on Ctrl-C. Exit status: 0 when the job Succeeded, 1 otherwise
+(with the reason and the end of the operator's log), 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from . import COMPLETE_AFTER, EXIT_CODE, START_DELAY
+from .binaries import BinariesMissingError, repo_root
+from .cluster import FULL, ClusterError, KubectlError, LocalCluster
+from .procs import free_ports
+
+Obj = dict[str, Any]
+
+DEFAULT_EXAMPLE = Path("examples/v2beta1/pi/pi.yaml")
+LAUNCHER_RUNS_FOR = "4s"
+WORKERS_START_AFTER = "1s"
+POLL_INTERVAL = 0.3
+
+
+class DemoError(Exception):
+    """The demo cannot go on; the message says why."""
+
+
+# -- the example ----------------------------------------------------------------------
+
+
+def load_mpijob(path: Path) -> Obj:
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    jobs = [d for d in docs if d.get("kind") == "MPIJob"]
+    if len(jobs) != 1:
+        raise DemoError(f"{path} holds {len(jobs)} MPIJobs; the demo runs exactly one")
+    job: Obj = jobs[0]
+    return job
+
+
+def with_kwok_behaviour(
+    job: Obj,
+    launcher_runs_for: str = LAUNCHER_RUNS_FOR,
+    start_delay: str | None = None,
+    exit_code: str | None = None,
+) -> Obj:
+    """A copy of ``job`` whose launcher pod finishes on the fake nodes ``launcher_runs_for``
+    after it starts (with ``exit_code``, default 0) and whose pods start after
+    ``start_delay``. The workers run until the operator deletes them."""
+    job = copy.deepcopy(job)
+    specs = job["spec"]["mpiReplicaSpecs"]
+    for role, spec in specs.items():
+        meta = spec.setdefault("template", {}).setdefault("metadata", {})
+        annotations = meta.setdefault("annotations", {})
+        if start_delay:
+            annotations[START_DELAY] = start_delay
+        if role == "Launcher":
+            annotations[COMPLETE_AFTER] = launcher_runs_for
+            if exit_code is not None:
+                annotations[EXIT_CODE] = exit_code
+    return job
+
+
+# -- progress ---------------------------------------------------------------------------
+
+
+def _conditions(job: Obj) -> dict[str, str]:
+    return {
+        str(c.get("type")): str(c.get("status"))
+        for c in (job.get("status") or {}).get("conditions") or []
+    }
+
+
+def job_state(job: Obj) -> str:
+    """The latest condition that holds, as ``kubectl get mpijobs`` shows it."""
+    true = [
+        c for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"
+    ]
+    if not true:
+        return "Pending"
+    latest = max(true, key=lambda c: str(c.get("lastTransitionTime") or ""))
+    return str(latest.get("type"))
+
+
+def _owned_by(obj: Obj, uid: str) -> bool:
+    return any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or [])
+
+
+def _pod_phase(pod: Obj) -> str:
+    if pod["metadata"].get("deletionTimestamp"):
+        return "Terminating"
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+@dataclass
+class Snapshot:
+    """What the demo shows of the job at one instant."""
+
+    state: str
+    conditions: dict[str, str]
+    pods: dict[str, str]
+    """Pod name -> phase (launcher and workers)."""
+    children: dict[str, set[str]]
+    """Kind -> names of the objects the MPIJob (or its launcher Job) owns."""
+
+    def line(self, name: str, elapsed: float) -> str:
+        conds = " ".join(f"{k}={v}" for k, v in self.conditions.items()) or "-"
+        pods = ", ".join(f"{n} {p}" for n, p in sorted(self.pods.items())) or "-"
+        return (
+            f"[{elapsed:5.1f}s] mpijob/{name}  {self.state:<10} conditions: {conds}  pods: {pods}"
+        )
+
+
+@dataclass
+class Observer:
+    cluster: LocalCluster
+    namespace: str
+    name: str
+    seen: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Kind -> name -> last state seen, for the summary (objects may be gone by then)."""
+
+    def _list(self, path: str) -> list[Obj]:
+        status, body = self.cluster.request("GET", path)
+        if status != 200:
+            raise DemoError(f"GET {path}: {status} {body}")
+        items: list[Obj] = body.get("items") or []
+        return items
+
+    def snapshot(self) -> Snapshot | None:
+        ns = self.namespace
+        status, job = self.cluster.request(
+            "GET", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{self.name}"
+        )
+        if status == 404:
+            return None
+        if status != 200:
+            raise DemoError(f"reading mpijob {ns}/{self.name}: {status} {job}")
+        uid = job["metadata"]["uid"]
+        children: dict[str, set[str]] = {}
+        owners = {uid}
+        kinds = [
+            ("Job", f"/apis/batch/v1/namespaces/{ns}/jobs"),
+            ("Service", f"/api/v1/namespaces/{ns}/services"),
+            ("ConfigMap", f"/api/v1/namespaces/{ns}/configmaps"),
+            ("Secret", f"/api/v1/namespaces/{ns}/secrets"),
+        ]
+        for kind, path in kinds:
+            for obj in self._list(path):
+                if _owned_by(obj, uid):
+                    children.setdefault(kind, set()).add(obj["metadata"]["name"])
+                    self.seen.setdefault(kind, {})[obj["metadata"]["name"]] = "created"
+                    if kind == "Job":
+                        owners.add(obj["metadata"]["uid"])
+        pods = {}
+        for pod in self._list(f"/api/v1/namespaces/{ns}/pods"):
+            if any(_owned_by(pod, o) for o in owners):
+                pods[pod["metadata"]["name"]] = _pod_phase(pod)
+        for pod_name, phase in pods.items():
+            self.seen.setdefault("Pod", {})[pod_name] = phase
+        return Snapshot(job_state(job), _conditions(job), pods, children)
+
+    def summary(self, current: Snapshot | None) -> list[str]:
+        lines = []
+        live = current.children if current else {}
+        live_pods = current.pods if current else {}
+        for kind in ("Service", "ConfigMap", "Secret", "Job"):
+            for name in sorted(self.seen.get(kind, {})):
+                gone = "" if name in live.get(kind, set()) else " (since deleted)"
+                lines.append(f"  {kind:<10} {name}{gone}")
+        for name, phase in sorted(self.seen.get("Pod", {}).items()):
+            if name in live_pods:
+                lines.append(f"  {'Pod':<10} {name} ({live_pods[name]})")
+            else:
+                lines.append(f"  {'Pod':<10} {name} (last seen {phase}; deleted by cleanPodPolicy)")
+        return lines
+
+
+# -- the operator process -----------------------------------------------------------------
+
+
+def _die_with_parent() -> None:  # in the child, between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
+def operator_command() -> list[str]:
+    """The installed ``mpi-operator`` console script next to this interpreter."""
+    script = Path(sys.executable).parent / "mpi-operator"
+    if script.is_file():
+        return [str(script)]
+    found = shutil.which("mpi-operator")
+    return [found] if found else [sys.executable, "-m", "mpi_operator.cmd"]
+
+
+@dataclass
+class Operator:
+    kubeconfig: Path
+    namespace: str
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    metrics_port: int = 0
+
+    def start(self) -> None:
+        healthz_port, self.metrics_port = free_ports(2)
+        argv = [
+            *operator_command(),
+            f"--kubeConfig={self.kubeconfig}",
+            f"--namespace={self.namespace}",
+            f"--lock-namespace={self.namespace}",
+            "--healthz-bind-address=127.0.0.1",
+            f"--healthz-port={healthz_port}",
+            "--monitoring-bind-address=127.0.0.1",
+            f"--monitoring-port={self.metrics_port}",
+            "--log-format=console",
+        ]
+        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBEFLOW_NAMESPACE")}
+        with self.log_path.open("ab") as out:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=_die_with_parent,
+            )
+
+    def exited(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def leading(self) -> bool:
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                return "mpi_operator_is_leader 1.0" in resp.read().decode()
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def stop(self) -> None:
+        """SIGTERM (the operator releases its Lease), then SIGKILL after 15s."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def log_tail(self, lines: int = 25) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return ""
+
+
+# -- the cluster ----------------------------------------------------------------------------
+
+
+def running_dev_cluster() -> LocalCluster | None:
+    """The cluster of ``make cluster-up`` if it is up, full and ready."""
+    state = repo_root() / ".cluster" / "state.json"
+    if not state.is_file():
+        return None
+    try:
+        cluster = LocalCluster.load_state(state)
+    except (OSError, ValueError, KeyError):
+        return None
+    if cluster.shape != FULL or not cluster.alive():
+        return None
+    try:
+        status, _ = cluster.request("GET", "/readyz", timeout=5)
+    except OSError:
+        return None
+    return cluster if status == 200 else None
+
+
+@contextlib.contextmanager
+def local_cluster(fresh: bool, say: Callable[[str], None]) -> Iterator[LocalCluster]:
+    cluster = None if fresh else running_dev_cluster()
+    if cluster is not None:
+        say(f"using the running local cluster at {cluster.server} (.cluster/)")
+        yield cluster
+        return
+    workdir = Path(tempfile.mkdtemp(prefix="mpi-operator-demo-"))
+    cluster = LocalCluster(workdir, FULL)
+    try:
+        say(f"starting a local control plane in {workdir} (logs: {workdir / 'logs'}) ...")
+        started = time.monotonic()
+        cluster.start()
+        say(f"control plane up at {cluster.server} in {time.monotonic() - started:.0f}s")
+        yield cluster
+    finally:
+        say("stopping the local control plane")
+        cluster.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# -- the demo -------------------------------------------------------------------------------
+
+
+def wait(check: Callable[[], bool], timeout: float, what: str, operator: Operator) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        code = operator.exited()
+        if code is not None:
+            raise DemoError(f"the operator exited with status {code} while waiting for {what}")
+        if time.monotonic() > deadline:
+            raise DemoError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(POLL_INTERVAL)
+
+
+def run(example: Path, fresh: bool, timeout: float, out: TextIO) -> int:
+    def say(message: str) -> None:
+        print(f"demo: {message}", file=out, flush=True)
+
+    job = with_kwok_behaviour(load_mpijob(example), start_delay=WORKERS_START_AFTER)
+    name = job["metadata"]["name"]
+    with local_cluster(fresh, say) as cluster:
+        crds = cluster.install_crds([repo_root() / "crd" / "kubeflow.org_mpijobs.yaml"])
+        say(f"installed CRD {', '.join(crds)}")
+        namespace = cluster.create_namespace("demo")
+        say(f"created namespace {namespace}")
+        logdir = Path(tempfile.mkdtemp(prefix="mpi-operator-demo-logs-"))
+        operator = Operator(cluster.kubeconfig, namespace, logdir / "operator.log")
+        succeeded = False
+        try:
+            operator.start()
+            say(f"started {operator_command()[0]} (log: {operator.log_path})")
+            wait(operator.leading, 90, "the operator to become leader", operator)
+            say("the operator is leading; applying " + str(example))
+            applied = cluster.kubectl(
+                "apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job, sort_keys=False)
+            )
+            say(applied.stdout.strip())
+            observer = Observer(cluster, namespace, name)
+            started = time.monotonic()
+            last: Snapshot | None = None
+            shown: tuple[Any, ...] | None = None
+
+            def finished() -> bool:
+                nonlocal last, shown
+                last = observer.snapshot()
+                if last is None:
+                    return False
+                key = (last.state, last.conditions, last.pods)
+                if key != shown:
+                    shown = key
+                    print(last.line(name, time.monotonic() - started), file=out, flush=True)
+                conds = last.conditions
+                return conds.get("Succeeded") == "True" or conds.get("Failed") == "True"
+
+            wait(finished, timeout, f"mpijob {name} to finish", operator)
+            assert last is not None
+            succeeded = last.conditions.get("Succeeded") == "True"
+            elapsed = time.monotonic() - started
+            verdict = "Succeeded" if succeeded else "Failed"
+            say(f"mpijob {namespace}/{name} {verdict} after {elapsed:.1f}s")
+            print("What the operator created for it:", file=out)
+            for line in observer.summary(last):
+                print(line, file=out)
+            if not succeeded:
+                raise DemoError(f"mpijob {name} failed")
+        except (DemoError, KubectlError) as err:
+            say(f"error: {err}")
+            tail = operator.log_tail()
+            if tail:
+                print(f"--- end of the operator's log ({operator.log_path}) ---", file=out)
+                print(tail, file=out)
+            return 1
+        finally:
+            say("stopping the operator")
+            operator.stop()
+            cluster.delete_namespace(namespace)
+            if succeeded:
+                shutil.rmtree(logdir, ignore_errors=True)
+    say("done: everything the demo started is stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mpi_operator.localcluster.demo", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--example", type=Path, default=None, help=f"default: {DEFAULT_EXAMPLE}")
+    parser.add_argument(
+        "--fresh", action="store_true", help="always start a new cluster, even if .cluster/ is up"
+    )
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds for the job to end")
+    args = parser.parse_args(argv)
+    example = args.example or repo_root() / DEFAULT_EXAMPLE
+    try:
+        return run(example, args.fresh, args.timeout, sys.stdout)
+    except (BinariesMissingError, ClusterError, DemoError, TimeoutError, OSError) as err:
+        print(f"demo: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("demo: interrupted; everything it started is stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
