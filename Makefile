@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv binaries lint typecheck test test-unit cluster-up cluster-down bench clean demo deploy-manifests
+.PHONY: venv binaries lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ deploy-manifests: venv
 # then stops everything it started.
 demo: venv binaries
 	@$(BIN)/python -m mpi_operator.localcluster.demo $(DEMO_ARGS)
+
+# Regenerates crd/kubeflow.org_mpijobs.yaml from the models and a local kube-apiserver.
+crd: venv binaries
+	$(BIN)/python hack/generate_crd.py
 
 bench: venv
 	$(BIN)/python -m bench
