@@ -48,6 +48,7 @@ POD_TEMPLATE = "io.k8s.api.core.v1.PodTemplateSpec"
 LABEL_SELECTOR = "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 REF_PREFIX = "#/components/schemas/"
 
 Schema = dict[str, Any]
@@ -91,6 +92,12 @@ def int_or_string() -> Schema:
     }
 
 
+def embedded_object_meta() -> Schema:
+    # An embedded ObjectMeta (a pod's or a volume claim's template) is kept whole, as
+    # controller-gen does: the API server validates it when it creates the object.
+    return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
 def quantity() -> Schema:
     return {**int_or_string(), "pattern": QUANTITY_PATTERN}
 
@@ -127,6 +134,8 @@ class OpenAPI:
                 out = quantity()
             elif name == INT_OR_STRING:
                 out = int_or_string()
+            elif name == OBJECT_META:
+                out = embedded_object_meta()
             else:
                 out = self._convert(target, (*seen, name))
             if "description" in src:
@@ -181,13 +190,8 @@ def _property_source(api: OpenAPI, raw: Schema, key: str) -> Schema | None:
 
 def pod_template(api: OpenAPI) -> Schema:
     out = api.schema(POD_TEMPLATE)
-    # An embedded ObjectMeta is kept whole, as controller-gen does: the API server
-    # prunes and validates only the object's own metadata.
-    out["properties"]["metadata"] = {
-        "description": out["properties"]["metadata"].get("description", ""),
-        "type": "object",
-        "x-kubernetes-preserve-unknown-fields": True,
-    }
+    if out["properties"]["metadata"].get("x-kubernetes-preserve-unknown-fields") is not True:
+        raise ValueError("the pod template's metadata is not an embedded ObjectMeta")
     return out
 
 
