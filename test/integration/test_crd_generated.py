@@ -1,0 +1,93 @@
+"""The committed MPIJob CRD is what hack/generate_crd.py produces, and the API server
+takes it: Established, structural, with its names accepted."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from mpi_operator.localcluster import LocalCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD_FILE = ROOT / "crd" / "kubeflow.org_mpijobs.yaml"
+CRD_NAME = "mpijobs.kubeflow.org"
+
+
+def _load_generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("generate_crd", ROOT / "hack" / "generate_crd.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("generate_crd", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _crd(cluster: LocalCluster) -> dict[str, Any]:
+    status, body = cluster.request(
+        "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}"
+    )
+    assert status == 200, body
+    result: dict[str, Any] = body
+    return result
+
+
+def test_committed_crd_is_generated(api_cluster: LocalCluster) -> None:
+    gen = _load_generator()
+    document, version = gen.fetch_from_cluster(api_cluster)
+    expected = gen.generate(document, version)
+    committed = CRD_FILE.read_text()
+    if committed != expected:
+        diff = "".join(
+            list(
+                difflib.unified_diff(
+                    committed.splitlines(keepends=True),
+                    expected.splitlines(keepends=True),
+                    "committed",
+                    "generated",
+                )
+            )[:80]
+        )
+        raise AssertionError(f"{CRD_FILE} is out of date; run `make crd`:\n{diff}")
+
+
+def test_generation_is_deterministic(api_cluster: LocalCluster) -> None:
+    gen = _load_generator()
+    first = gen.generate(*gen.fetch_from_cluster(api_cluster))
+    second = gen.generate(*gen.fetch_from_cluster(api_cluster))
+    assert first == second
+
+
+def test_api_server_establishes_the_crd(api_cluster: LocalCluster) -> None:
+    crd = _crd(api_cluster)
+    conditions = {c["type"]: c for c in crd["status"]["conditions"]}
+    assert conditions["Established"]["status"] == "True"
+    assert conditions["NamesAccepted"]["status"] == "True"
+    # A schema the server finds non-structural gets a NonStructuralSchema condition.
+    assert "NonStructuralSchema" not in conditions
+    accepted = crd["status"]["acceptedNames"]
+    assert accepted["shortNames"] == ["mpij"]
+    assert accepted["categories"] == ["kubeflow"]
+    assert crd["status"]["storedVersions"] == ["v2beta1"]
+
+
+def test_api_server_kept_the_schema_whole(api_cluster: LocalCluster) -> None:
+    """Nothing of the generated CRD was dropped as an unknown field on the way in."""
+    committed = next(d for d in yaml.safe_load_all(CRD_FILE.read_text()) if d)
+    served = _crd(api_cluster)
+    assert served["spec"]["versions"] == committed["spec"]["versions"]
+    assert served["spec"]["names"] == committed["spec"]["names"]
+
+
+def test_discovery_lists_short_name_and_category(api_cluster: LocalCluster) -> None:
+    status, body = api_cluster.request("GET", "/apis/kubeflow.org/v2beta1")
+    assert status == 200, body
+    resources = {r["name"]: r for r in body["resources"]}
+    assert resources["mpijobs"]["shortNames"] == ["mpij"]
+    assert resources["mpijobs"]["categories"] == ["kubeflow"]
+    assert "mpijobs/status" in resources
