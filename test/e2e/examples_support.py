@@ -1,0 +1,176 @@
+"""Helpers of test_deploy.py and test_examples.py: examples made to finish on KWOK,
+operators under a ServiceAccount's token, a stand-in for the volcano scheduler."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.demo import load_mpijob, with_kwok_behaviour
+from mpi_operator.server.testing import OperatorProcess, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "v2beta1"
+DEPLOY = ROOT / "deploy" / "v2beta1" / "mpi-operator.yaml"
+
+Obj = dict[str, Any]
+
+
+def docs(path: Path) -> list[Obj]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def kwok_example(path: Path) -> Obj:
+    """The example's MPIJob with its launcher set to exit 0 after 3s on the fake nodes."""
+    return with_kwok_behaviour(load_mpijob(path), launcher_runs_for="3s")
+
+
+def apply(cluster: LocalCluster, namespace: str, obj: Obj) -> None:
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
+
+
+def get(cluster: LocalCluster, path: str) -> Obj | None:
+    status, body = cluster.request("GET", path)
+    return body if status == 200 else None
+
+
+def mpijob(cluster: LocalCluster, namespace: str, name: str) -> Obj:
+    body = get(cluster, f"/apis/kubeflow.org/v2beta1/namespaces/{namespace}/mpijobs/{name}")
+    assert body is not None
+    return body
+
+
+def condition(job: Obj, kind: str) -> str:
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c["type"] == kind:
+            return str(c["status"])
+    return ""
+
+
+def items(cluster: LocalCluster, path: str) -> list[Obj]:
+    body = get(cluster, path)
+    return list((body or {}).get("items") or [])
+
+
+def start_operator(
+    tmp_path: Path, kubeconfig: Path, *extra: str, name: str = "operator"
+) -> OperatorProcess:
+    proc = OperatorProcess(
+        [f"--kubeConfig={kubeconfig}", "--kube-api-qps=50", "--kube-api-burst=100", *extra],
+        tmp_path / f"{name}.log",
+    )
+    proc.start()
+    try:
+
+        def leading() -> bool:
+            assert proc.poll() is None, proc.output()[-4000:]
+            return "mpi_operator_is_leader 1.0" in proc.metrics()
+
+        wait_until(leading, 60, "the operator to lead")
+    except BaseException:
+        proc.kill()
+        print(proc.output()[-6000:])
+        raise
+    return proc
+
+
+def wait_for_condition(
+    cluster: LocalCluster,
+    namespace: str,
+    name: str,
+    kind: str,
+    proc: OperatorProcess,
+    timeout: float = 90,
+    each_poll: Any = None,
+) -> Obj:
+    def check() -> Obj | None:
+        assert proc.poll() is None, proc.output()[-4000:]
+        if each_poll is not None:
+            each_poll()
+        job = mpijob(cluster, namespace, name)
+        assert condition(job, "Failed") != "True", json.dumps(job.get("status"))
+        return job if condition(job, kind) == "True" else None
+
+    result: Obj = wait_until(check, timeout, f"mpijob {name} {kind}")
+    return result
+
+
+def service_account_kubeconfig(
+    cluster: LocalCluster, namespace: str, account: str, path: Path
+) -> Path:
+    """A kubeconfig that authenticates with a fresh token of the ServiceAccount."""
+    token = cluster.kubectl(
+        "create", "token", account, "-n", namespace, "--duration=2h"
+    ).stdout.strip()
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "local",
+                "cluster": {
+                    "server": cluster.server,
+                    "certificate-authority": str(cluster.pki.ca_crt),
+                },
+            }
+        ],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "local", "user": account}}],
+        "current-context": "sa",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+class VolcanoStandIn:
+    """Binds the pods handed to the ``volcano`` scheduler, as a gang: nothing until the
+    job's PodGroup exists and at least its minMember pods wait, then all of them.
+    There is no volcano here; this only plays its part for the operator's pods."""
+
+    def __init__(self, cluster: LocalCluster, namespace: str, node: str = "kwok-node-0") -> None:
+        self.cluster, self.namespace, self.node = cluster, namespace, node
+        self.bound: list[str] = []
+        self.groups: dict[str, Obj] = {}
+        """The PodGroups seen (the operator deletes them when the job ends)."""
+
+    def __call__(self) -> None:
+        ns = self.namespace
+        groups = items(
+            self.cluster, f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
+        )
+        waiting = [
+            p
+            for p in items(self.cluster, f"/api/v1/namespaces/{ns}/pods")
+            if p["spec"].get("schedulerName") == "volcano" and not p["spec"].get("nodeName")
+        ]
+        for group in groups:
+            name = group["metadata"]["name"]
+            self.groups[name] = group
+            members = [
+                p
+                for p in waiting
+                if (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name")
+                == name
+            ]
+            if not members or len(members) < int(group["spec"].get("minMember") or 0):
+                continue
+            if any(p["metadata"]["name"] in self.bound for p in members):
+                continue
+            for pod in members:
+                binding = {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": pod["metadata"]["name"]},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": self.node},
+                }
+                status, body = self.cluster.request(
+                    "POST",
+                    f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}/binding",
+                    binding,
+                )
+                assert status in (200, 201), body
+                self.bound.append(pod["metadata"]["name"])

@@ -1,0 +1,325 @@
+"""The install manifests against real API servers.
+
+* deploy/v2beta1/mpi-operator.yaml and every kustomize overlay pass a server-side
+  dry run; the standalone overlay builds to exactly the single file.
+* RBAC is sufficient: the operator runs under the manifests' own ServiceAccount
+  (a token minted with ``kubectl create token``), cluster-wide as the Deployment
+  runs it, with the namespaced overlay's Role, and with gang scheduling, and runs
+  the pi example to Succeeded with no authorization failure in its log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from examples_support import (
+    DEPLOY,
+    EXAMPLES,
+    ROOT,
+    VolcanoStandIn,
+    apply,
+    docs,
+    items,
+    kwok_example,
+    service_account_kubeconfig,
+    start_operator,
+    wait_for_condition,
+)
+
+from mpi_operator.localcluster import LocalCluster
+from mpi_operator.server.testing import OperatorProcess, wait_until
+
+OVERLAYS = ROOT / "manifests" / "overlays"
+RBAC_KINDS = {
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+}
+DENIED = re.compile(r"forbidden|\b403\b[ :]|\(403\)|unauthorized", re.IGNORECASE)
+# Over this size the last-applied annotation of a client-side apply is too long.
+CLIENT_SIDE_APPLY_LIMIT = 262144
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
+    meta = obj["metadata"]
+    return (obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def _kustomize(cluster: LocalCluster, path: Path) -> list[dict[str, Any]]:
+    out = cluster.kubectl("kustomize", str(path)).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def _ensure_namespace(cluster: LocalCluster, name: str) -> None:
+    cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+# -- the manifests on an API server ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["server-side", "client-side"])
+def test_deploy_file_passes_a_server_dry_run(api_cluster: LocalCluster, mode: str) -> None:
+    # A dry run creates nothing, so the namespaced objects need their namespace.
+    _ensure_namespace(api_cluster, "mpi-operator")
+    args = ["apply", "--dry-run=server", "-f", str(DEPLOY)]
+    if mode == "server-side":
+        args[1:1] = ["--server-side", "--force-conflicts"]
+    elif len(DEPLOY.read_bytes()) > CLIENT_SIDE_APPLY_LIMIT:
+        pytest.skip("the CRD is too large for client-side apply: install with --server-side")
+    out = api_cluster.kubectl(*args).stdout
+    for kind, _, name in map(_key, docs(DEPLOY)):
+        assert name in out, f"{kind}/{name} missing from: {out}"
+
+
+@pytest.mark.parametrize("overlay", ["standalone", "kubeflow", "namespaced"])
+def test_overlay_builds_and_passes_a_server_dry_run(
+    api_cluster: LocalCluster, overlay: str
+) -> None:
+    objects = _kustomize(api_cluster, OVERLAYS / overlay)
+    namespace = "kubeflow" if overlay == "kubeflow" else "mpi-operator"
+    _ensure_namespace(api_cluster, namespace)
+    for obj in objects:
+        if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "Deployment"):
+            assert obj["metadata"]["namespace"] == namespace
+        for subject in obj.get("subjects") or []:
+            assert subject["namespace"] == namespace
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    kinds = {o["kind"] for o in objects}
+    if overlay == "namespaced":
+        assert "--namespace=$(POD_NAMESPACE)" in args
+        assert "ClusterRoleBinding" not in kinds
+        role = next(
+            o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == "mpi-operator"
+        )
+        assert role["metadata"]["namespace"] == namespace
+    else:
+        assert not any(a.startswith("--namespace") for a in args)
+        assert "ClusterRoleBinding" in kinds
+    api_cluster.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        "-",
+        input=yaml.safe_dump_all(objects),
+    )
+
+
+def test_standalone_overlay_is_the_single_file(api_cluster: LocalCluster) -> None:
+    built = {_key(o): o for o in _kustomize(api_cluster, OVERLAYS / "standalone")}
+    single = {_key(o): o for o in docs(DEPLOY)}
+    assert built.keys() == single.keys()
+    for key, obj in single.items():
+        assert built[key] == obj, key
+
+
+# -- the operator under its own ServiceAccount --------------------------------------------
+
+
+def _rbac_objects(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] in RBAC_KINDS]
+
+
+def _denials(proc: OperatorProcess) -> list[str]:
+    return [line for line in proc.output().splitlines() if DENIED.search(line)]
+
+
+@pytest.fixture
+def cluster_wide_rbac(full_cluster: LocalCluster) -> Iterator[list[dict[str, Any]]]:
+    """The single file's Namespace, ServiceAccount and RBAC, applied (not the CRD,
+    which the cluster has, nor the Deployment: there is no image to run)."""
+    objects = _rbac_objects(docs(DEPLOY))
+    manifest = yaml.safe_dump_all(objects)
+    full_cluster.kubectl("apply", "-f", "-", input=manifest)
+    try:
+        wait_until(
+            lambda: (
+                full_cluster.kubectl(
+                    "get", "serviceaccount", "mpi-operator", "-n", "mpi-operator", check=False
+                ).returncode
+                == 0
+            ),
+            30,
+            "ServiceAccount mpi-operator",
+        )
+        yield objects
+    finally:
+        cluster_scoped = [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+        full_cluster.kubectl(
+            "delete",
+            "--ignore-not-found",
+            "--wait=false",
+            "-f",
+            "-",
+            input=yaml.safe_dump_all(cluster_scoped),
+        )
+
+
+def _run_pi_to_success(
+    cluster: LocalCluster, namespace: str, proc: OperatorProcess
+) -> dict[str, Any]:
+    job = kwok_example(EXAMPLES / "pi" / "pi.yaml")
+    apply(cluster, namespace, job)
+    done = wait_for_condition(cluster, namespace, "pi", "Succeeded", proc)
+    # cleanPodPolicy Running: the operator deleted the running workers.
+    wait_until(
+        lambda: (
+            not [
+                p
+                for p in items(cluster, f"/api/v1/namespaces/{namespace}/pods")
+                if "worker" in p["metadata"]["name"] and not p["metadata"].get("deletionTimestamp")
+            ]
+        ),
+        30,
+        "the workers to be deleted",
+    )
+    events = items(cluster, f"/api/v1/namespaces/{namespace}/events")
+    assert any(e["involvedObject"].get("kind") == "MPIJob" for e in events)
+    return done
+
+
+def _stop(proc: OperatorProcess) -> None:
+    proc.signal(signal.SIGTERM)
+    try:
+        assert proc.wait(timeout=20) == 0, proc.output()[-4000:]
+    finally:
+        proc.kill()
+
+
+def test_operator_runs_pi_under_its_cluster_role(
+    full_cluster: LocalCluster, full_namespace: str, cluster_wide_rbac: Any, tmp_path: Path
+) -> None:
+    kubeconfig = service_account_kubeconfig(
+        full_cluster, "mpi-operator", "mpi-operator", tmp_path / "sa.kubeconfig"
+    )
+    # As the Deployment runs it: all namespaces, Lease in its own namespace.
+    proc = start_operator(tmp_path, kubeconfig, "--lock-namespace=mpi-operator")
+    try:
+        _run_pi_to_success(full_cluster, full_namespace, proc)
+        _stop(proc)
+        assert _denials(proc) == []
+        lease = json.loads(
+            full_cluster.kubectl(
+                "get", "lease", "mpi-operator", "-n", "mpi-operator", "-o", "json"
+            ).stdout
+        )
+        assert not lease["spec"].get("holderIdentity")
+    finally:
+        proc.kill()
+        print(f"--- operator log ---\n{proc.output()[-6000:]}")
+
+
+def test_operator_with_gang_scheduling_under_its_cluster_role(
+    full_cluster: LocalCluster, full_namespace: str, cluster_wide_rbac: Any, tmp_path: Path
+) -> None:
+    """--gang-scheduling=volcano needs the podgroups and priorityclasses rules. No
+    volcano runs here: the test binds the gang's pods itself (VolcanoStandIn)."""
+    kubeconfig = service_account_kubeconfig(
+        full_cluster, "mpi-operator", "mpi-operator", tmp_path / "sa.kubeconfig"
+    )
+    proc = start_operator(
+        tmp_path, kubeconfig, "--lock-namespace=mpi-operator", "--gang-scheduling=volcano"
+    )
+    try:
+        ns = full_namespace
+        job = kwok_example(EXAMPLES / "pi" / "pi-gang-volcano.yaml")
+        apply(full_cluster, ns, job)
+        volcano = VolcanoStandIn(full_cluster, ns)
+        wait_for_condition(full_cluster, ns, "pi-gang", "Succeeded", proc, each_poll=volcano)
+        assert len(volcano.bound) == 3
+        assert list(volcano.groups) == ["pi-gang"]
+        spec = volcano.groups["pi-gang"]["spec"]
+        assert spec["minMember"] == 3 and spec["queue"] == "default"
+        # Finished: the operator removed its PodGroup.
+        podgroups = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
+        wait_until(lambda: not items(full_cluster, podgroups), 30, "the PodGroup's deletion")
+        _stop(proc)
+        assert _denials(proc) == []
+    finally:
+        proc.kill()
+        print(f"--- operator log ---\n{proc.output()[-6000:]}")
+
+
+def test_operator_runs_pi_under_the_namespaced_role(
+    full_cluster: LocalCluster, full_namespace: str, tmp_path: Path
+) -> None:
+    """The namespaced overlay's Role and ServiceAccount, moved into a test namespace
+    by a kustomization on top of the overlay; the operator watches only there."""
+    ns = full_namespace
+    wrapper = tmp_path / "kustomize"
+    wrapper.mkdir()
+    (wrapper / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "namespace": ns,
+                # kustomize takes relative paths only.
+                "resources": [os.path.relpath(OVERLAYS / "namespaced", wrapper)],
+            }
+        )
+    )
+    objects = [
+        o
+        for o in _rbac_objects(_kustomize(full_cluster, wrapper))
+        if o["kind"] in ("ServiceAccount", "Role", "RoleBinding")
+    ]
+    assert {o["metadata"]["name"] for o in objects if o["kind"] == "Role"} == {
+        "mpi-operator",
+        "mpi-operator-leader-election",
+    }
+    full_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+    kubeconfig = service_account_kubeconfig(
+        full_cluster, ns, "mpi-operator", tmp_path / "sa.kubeconfig"
+    )
+    proc = start_operator(tmp_path, kubeconfig, f"--namespace={ns}", f"--lock-namespace={ns}")
+    try:
+        _run_pi_to_success(full_cluster, ns, proc)
+        _stop(proc)
+        assert _denials(proc) == []
+    finally:
+        proc.kill()
+        print(f"--- operator log ---\n{proc.output()[-6000:]}")
+
+
+def test_namespaced_role_grants_nothing_elsewhere(
+    full_cluster: LocalCluster, full_namespace: str, tmp_path: Path
+) -> None:
+    """Without rights outside its namespace, a cluster-wide start is refused clearly."""
+    ns = full_namespace
+    objects = [o for o in docs(ROOT / "manifests/rbac/namespaced/role.yaml")]
+    objects.insert(
+        0, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "mpi-operator"}}
+    )
+    for obj in objects:
+        obj["metadata"]["namespace"] = ns
+        for subject in obj.get("subjects") or []:
+            subject["namespace"] = ns
+    full_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+    kubeconfig = service_account_kubeconfig(
+        full_cluster, ns, "mpi-operator", tmp_path / "sa.kubeconfig"
+    )
+    proc = OperatorProcess(
+        [f"--kubeConfig={kubeconfig}", f"--lock-namespace={ns}"],
+        tmp_path / f"{uuid.uuid4().hex}.log",
+    )
+    proc.start()
+    try:
+        assert proc.wait(timeout=60) == 1
+        assert "RBAC forbids listing" in proc.output()
+    finally:
+        proc.kill()
