@@ -1,0 +1,185 @@
+"""The T9k MPIJob controller: its own informers, queue and workers.
+
+Same interface as :class:`mpi_operator.controller.controller.MPIJobController`
+(``start(sync_timeout)``, ``stop(drain_seconds)``) and the same machinery
+(shared informers, rate-limited queue, per-key backoff). Its child caches
+select on ``batch.tensorstack.dev/operator-name=mpi-operator`` and its queue
+is named ``t9k-mpijob``, so it shares nothing with the Kubeflow controller but
+the API client (and the recorder, when one is passed in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import structlog
+from prometheus_client import REGISTRY, CollectorRegistry, Histogram
+
+from mpi_operator.client import (
+    CONFIGMAPS,
+    PODS,
+    SECRETS,
+    SERVICES,
+    ApiError,
+    Clock,
+    EventHandler,
+    EventRecorder,
+    KubeClient,
+    RateLimitingQueue,
+    RealClock,
+    SharedInformer,
+    SharedInformerFactory,
+    default_controller_rate_limiter,
+)
+from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.t9k.context import (
+    T9K_MPIJOBS,
+    T9K_OPERATOR_SELECTOR,
+    Listers,
+    SyncContext,
+    T9kOptions,
+)
+from mpi_operator.controller.t9k.handlers import ChildHandlers, JobHandlers
+from mpi_operator.controller.t9k.sync import T9kMPIJobSyncer
+
+log = structlog.get_logger(__name__)
+
+QUEUE_NAME = "t9k-mpijob"
+
+__all__ = ["QUEUE_NAME", "T9kMPIJobController", "T9kOptions"]
+
+
+class T9kMPIJobController:
+    def __init__(
+        self,
+        client: KubeClient,
+        options: ControllerOptions,
+        *,
+        recorder: EventRecorder | None = None,
+        clock: Clock | None = None,
+        registry: CollectorRegistry | None = None,
+        t9k_options: T9kOptions | None = None,
+    ) -> None:
+        """``options.gang`` does not apply (T9k jobs choose their scheduler themselves).
+
+        A ``recorder`` passed in is shared: it is started if needed but left
+        running on stop, for its owner to stop.
+        """
+        self.client = client
+        self.options = options
+        self.clock: Clock = clock or RealClock()
+        registry = REGISTRY if registry is None else registry
+        self._owns_recorder = recorder is None
+        self.recorder = recorder or EventRecorder(client, clock=self.clock, registry=registry)
+        self.factory = SharedInformerFactory(client, namespace=options.namespace, clock=self.clock)
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
+            QUEUE_NAME,
+            rate_limiter=default_controller_rate_limiter(
+                self.clock, qps=options.queue_rate_limit, burst=options.queue_burst
+            ),
+            clock=self.clock,
+            registry=registry,
+        )
+        self.reconcile_duration = Histogram(
+            "mpi_operator_t9k_reconcile_duration_seconds",
+            "Time taken by one sync of a T9k MPIJob, by result",
+            ["result"],
+            registry=registry,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        f = self.factory
+        self.informers: dict[str, SharedInformer] = {
+            "mpijobs": f.informer_for(T9K_MPIJOBS),
+            "pods": f.informer_for(PODS, label_selector=T9K_OPERATOR_SELECTOR),
+            "services": f.informer_for(SERVICES, label_selector=T9K_OPERATOR_SELECTOR),
+            "configmaps": f.informer_for(CONFIGMAPS, label_selector=T9K_OPERATOR_SELECTOR),
+            "secrets": f.informer_for(SECRETS, label_selector=T9K_OPERATOR_SELECTOR),
+        }
+        i = self.informers
+        self.syncer = T9kMPIJobSyncer(
+            SyncContext(
+                client=client,
+                listers=Listers(
+                    mpijobs=i["mpijobs"].lister,
+                    pods=i["pods"].lister,
+                    services=i["services"].lister,
+                    configmaps=i["configmaps"].lister,
+                    secrets=i["secrets"].lister,
+                ),
+                recorder=self.recorder,
+                clock=self.clock,
+                options=t9k_options or T9kOptions(),
+            )
+        )
+        self._workers: list[asyncio.Task[None]] = []
+        jobs = JobHandlers(self.enqueue)
+        i["mpijobs"].add_event_handler(EventHandler(on_add=jobs.on_add, on_update=jobs.on_update))
+        kids = ChildHandlers(i["mpijobs"].lister, self.enqueue)
+        for name, informer in i.items():
+            if name != "mpijobs":
+                informer.add_event_handler(
+                    EventHandler(
+                        on_add=kids.on_add, on_update=kids.on_update, on_delete=kids.on_delete
+                    )
+                )
+
+    def enqueue(self, key: str) -> None:
+        self.queue.add_rate_limited(key)
+
+    async def start(self, sync_timeout: float | None = 60.0) -> None:
+        """Starts the informers and workers once the caches are in sync."""
+        self.recorder.start()
+        self.factory.start()
+        if not await self.factory.wait_for_cache_sync(sync_timeout):
+            raise RuntimeError("failed to wait for T9k MPIJob caches to sync")
+        for n in range(max(self.options.threadiness, 1)):
+            self._workers.append(asyncio.create_task(self._run_worker(), name=f"t9k-worker-{n}"))
+        log.info("t9k controller started", workers=len(self._workers))
+
+    async def _run_worker(self) -> None:
+        while await self.process_next_work_item():
+            pass
+
+    async def process_next_work_item(self) -> bool:
+        key, shutdown = await self.queue.get()
+        if shutdown or key is None:
+            return False
+        started = time.perf_counter()
+        result = "success"
+        try:
+            await self.syncer.sync(key)
+            self.queue.forget(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            result = "error"
+            self.queue.add_rate_limited(key)
+            level = log.warning if isinstance(err, ApiError) else log.error
+            level(
+                "t9k sync failed; retrying",
+                mpijob=key,
+                error=str(err)[:500],
+                requeues=self.queue.num_requeues(key),
+                exc_info=not isinstance(err, ApiError),
+            )
+        finally:
+            self.queue.done(key)
+            self.reconcile_duration.labels(result).observe(time.perf_counter() - started)
+        return True
+
+    async def stop(self, drain_seconds: float = 5.0) -> None:
+        """Lets in-flight syncs finish (up to ``drain_seconds``), then stops everything."""
+        self.queue.shut_down()
+        if self._workers:
+            _, pending = await asyncio.wait(self._workers, timeout=drain_seconds)
+            for task in pending:
+                task.cancel()
+            for task in self._workers:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        for informer in self.informers.values():
+            await informer.stop()
+        if self._owns_recorder:
+            await self.recorder.stop(drain_seconds=min(drain_seconds, 2.0))

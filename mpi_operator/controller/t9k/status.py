@@ -1,0 +1,306 @@
+"""The T9k MPIJob status computed from its pods (pure).
+
+* ``aggregate`` counts the job's pod slots (the launcher and every worker): a
+  slot without a pod is ``creating``, or ``deleted`` when the job is paused
+  or finished; a pod being deleted is ``deleted``; otherwise its phase counts.
+* ``tasks`` has one entry per slot (launcher index 0, workers 0..n-1) listing
+  the current pod with its phase and per-container state and exit code.
+* ``phase`` and ``conditions`` follow the launcher: Succeeded (Completed)
+  when it exits 0, Failed when it exits non-zero or a worker fails (also
+  ReplicaFailure); Running once every pod runs, Pending before. In debug mode
+  the phase is Debugging and pod failures do not fail the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from mpi_operator.api.t9k import (
+    Aggregate,
+    ConditionType,
+    ContainerStatus,
+    JobCondition,
+    MPIJob,
+    MPIJobStatus,
+    Phase,
+    ReplicaStatus,
+    ReplicaType,
+    Task,
+)
+from mpi_operator.builders.t9k.common import launcher_name, worker_name
+from mpi_operator.client.events import NORMAL, WARNING
+
+Obj = dict[str, Any]
+
+TRUE = "True"
+FALSE = "False"
+TERMINAL_PHASES = (Phase.SUCCEEDED.value, Phase.FAILED.value)
+_POD_PHASE_COUNTERS = {
+    "Pending": "pending",
+    "Running": "running",
+    "Succeeded": "succeeded",
+    "Failed": "failed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class StatusOutcome:
+    events: list[Event] = field(default_factory=list)
+
+
+def format_time(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_phase(pod: Obj | None) -> str:
+    if pod is None:
+        return ""
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def is_terminating(pod: Obj) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def get_condition(status: MPIJobStatus, condition_type: str) -> JobCondition | None:
+    return next((c for c in status.conditions or [] if c.type == condition_type), None)
+
+
+def is_true(status: MPIJobStatus, condition_type: str) -> bool:
+    condition = get_condition(status, condition_type)
+    return condition is not None and condition.status == TRUE
+
+
+def set_condition(
+    status: MPIJobStatus,
+    condition_type: str,
+    value: str,
+    reason: str,
+    message: str,
+    now: datetime,
+) -> bool:
+    """Sets a condition; True when its status changed (or it is new)."""
+    conditions = list(status.conditions or [])
+    existing = get_condition(status, condition_type)
+    if existing is not None:
+        changed = existing.status != value
+        if not changed and existing.reason == reason and existing.message == message:
+            return False
+        existing.status, existing.reason, existing.message = value, reason, message
+        if changed:
+            existing.last_transition_time = format_time(now)
+        status.conditions = conditions
+        return changed
+    conditions.append(
+        JobCondition(
+            type=condition_type,
+            status=value,
+            reason=reason,
+            message=message,
+            last_transition_time=format_time(now),
+        )
+    )
+    status.conditions = conditions
+    return True
+
+
+def slots(job: MPIJob) -> list[tuple[ReplicaType, int, str]]:
+    """Every pod slot of the job: (type, index, pod name), launcher first."""
+    out = [(ReplicaType.LAUNCHER, 0, launcher_name(job))]
+    out += [(ReplicaType.WORKER, i, worker_name(job, i)) for i in range(job.worker_replicas)]
+    return out
+
+
+def _container_statuses(pod: Obj) -> list[ContainerStatus]:
+    result = []
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        fields: dict[str, Any] = {"name": cs.get("name")} if cs.get("name") else {}
+        if "terminated" in state:
+            fields["container_phase"] = "Terminated"
+            exit_code = (state.get("terminated") or {}).get("exitCode")
+            if exit_code is not None:
+                fields["exit_code"] = int(exit_code)
+        elif "running" in state:
+            fields["container_phase"] = "Running"
+        else:
+            fields["container_phase"] = "Waiting"
+        result.append(ContainerStatus(**fields))
+    return result
+
+
+def aggregate_and_tasks(
+    job: MPIJob, pods: Mapping[str, Obj], gone_means_deleted: bool
+) -> tuple[Aggregate, list[Task]]:
+    counts = dict.fromkeys(
+        ("creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"), 0
+    )
+    tasks: list[Task] = []
+    for replica_type, index, name in slots(job):
+        pod = pods.get(name)
+        replicas: list[ReplicaStatus] = []
+        if pod is None:
+            counts["deleted" if gone_means_deleted else "creating"] += 1
+        else:
+            if is_terminating(pod):
+                counts["deleted"] += 1
+            else:
+                counts[_POD_PHASE_COUNTERS.get(pod_phase(pod), "unknown")] += 1
+            meta = pod.get("metadata") or {}
+            replicas.append(
+                ReplicaStatus(
+                    name=str(meta.get("name") or ""),
+                    uid=str(meta.get("uid") or ""),
+                    phase=pod_phase(pod) or "Unknown",
+                    containers=_container_statuses(pod),
+                )
+            )
+        tasks.append(Task(replica_type=replica_type.value, replica_index=index, replicas=replicas))
+    return Aggregate(**counts), tasks
+
+
+def _key(job: MPIJob) -> str:
+    return f"{job.namespace}/{job.name}"
+
+
+def _finish(
+    job: MPIJob,
+    status: MPIJobStatus,
+    out: StatusOutcome,
+    succeeded: bool,
+    reason: str,
+    message: str,
+    now: datetime,
+) -> None:
+    status.phase = (Phase.SUCCEEDED if succeeded else Phase.FAILED).value
+    if succeeded:
+        set_condition(status, ConditionType.COMPLETED, TRUE, reason, message, now)
+        out.events.append(Event(NORMAL, "MPIJobSucceeded", message))
+    else:
+        set_condition(status, ConditionType.FAILED, TRUE, reason, message, now)
+        out.events.append(Event(WARNING, "MPIJobFailed", message))
+    if get_condition(status, ConditionType.RUNNING) is not None:
+        set_condition(status, ConditionType.RUNNING, FALSE, reason, message, now)
+
+
+def update_status(
+    job: MPIJob, pods: Mapping[str, Obj], now: datetime, *, pods_created: bool
+) -> StatusOutcome:
+    """Brings ``job.status`` up to date in place and returns the events to emit."""
+    out = StatusOutcome()
+    status = job.status = job.status or MPIJobStatus()
+    key = _key(job)
+    previous = status.phase
+    finished = previous in TERMINAL_PHASES
+    paused = job.paused
+
+    if pods_created and set_condition(
+        status,
+        ConditionType.INITIALIZED,
+        TRUE,
+        "PodsCreated",
+        f"MPIJob {key} created its pods",
+        now,
+    ):
+        out.events.append(Event(NORMAL, "MPIJobInitialized", f"MPIJob {key} created its pods"))
+
+    if not finished and job.debug is not None:
+        set_condition(
+            status,
+            ConditionType.DEBUGGING,
+            TRUE,
+            "DebugMode",
+            f"MPIJob {key} is in debug mode",
+            now,
+        )
+    elif get_condition(status, ConditionType.DEBUGGING) is not None:
+        set_condition(status, ConditionType.DEBUGGING, FALSE, "DebugModeOff", "", now)
+
+    live = {n: p for n, p in pods.items() if not is_terminating(p)}
+    aggregate, tasks = aggregate_and_tasks(job, pods, gone_means_deleted=finished or paused)
+    status.aggregate, status.tasks = aggregate, tasks
+    if finished:
+        return out
+
+    if paused:
+        if not pods and set_condition(
+            status, ConditionType.PAUSED, TRUE, "Paused", f"MPIJob {key} is paused", now
+        ):
+            out.events.append(Event(NORMAL, "MPIJobPaused", f"MPIJob {key} is paused"))
+        if not pods:
+            status.phase = Phase.PAUSED.value
+            if get_condition(status, ConditionType.RUNNING) is not None:
+                set_condition(status, ConditionType.RUNNING, FALSE, "Paused", "", now)
+        return out
+
+    resuming = False
+    if is_true(status, ConditionType.PAUSED):
+        set_condition(status, ConditionType.PAUSED, FALSE, "Resumed", f"MPIJob {key} resumed", now)
+        out.events.append(Event(NORMAL, "MPIJobResuming", f"MPIJob {key} is resuming"))
+        resuming = True
+    elif previous == Phase.RESUMING.value:
+        resuming = True
+
+    launcher = live.get(launcher_name(job))
+    workers = [live.get(worker_name(job, i)) for i in range(job.worker_replicas)]
+    if job.debug is None:
+        if pod_phase(launcher) == "Succeeded":
+            _finish(
+                job,
+                status,
+                out,
+                True,
+                "LauncherSucceeded",
+                f"MPIJob {key} successfully completed.",
+                now,
+            )
+            return out
+        if pod_phase(launcher) == "Failed":
+            _finish(
+                job,
+                status,
+                out,
+                False,
+                "LauncherFailed",
+                f"MPIJob {key} failed: the launcher exited with an error.",
+                now,
+            )
+            return out
+        failed = [
+            f"{worker_name(job, i)}" for i, w in enumerate(workers) if pod_phase(w) == "Failed"
+        ]
+        if failed:
+            message = f"MPIJob {key} failed: worker(s) {', '.join(failed)} failed."
+            set_condition(status, ConditionType.REPLICA_FAILURE, TRUE, "WorkerFailed", message, now)
+            _finish(job, status, out, False, "WorkerFailed", message, now)
+            return out
+
+    all_running = all(pod_phase(p) == "Running" for p in [launcher, *workers])
+    if job.debug is not None:
+        phase = Phase.DEBUGGING.value
+    elif all_running:
+        phase = Phase.RUNNING.value
+    elif resuming:
+        phase = Phase.RESUMING.value
+    elif any(pod_phase(p) == "Unknown" for p in [launcher, *workers]):
+        phase = Phase.UNKNOWN.value
+    else:
+        phase = Phase.PENDING.value
+    status.phase = phase
+    if all_running and set_condition(
+        status, ConditionType.RUNNING, TRUE, "AllPodsRunning", f"MPIJob {key} is running.", now
+    ):
+        out.events.append(Event(NORMAL, "MPIJobRunning", f"MPIJob {key} is running"))
+    elif not all_running and get_condition(status, ConditionType.RUNNING) is not None:
+        set_condition(status, ConditionType.RUNNING, FALSE, "PodsNotRunning", "", now)
+    return out

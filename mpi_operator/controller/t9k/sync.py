@@ -1,0 +1,160 @@
+"""The T9k sync handler: one level-triggered pass over a T9k MPIJob.
+
+Reads the job and its pods from the caches; keeps the Service, hostfile
+ConfigMap and SSH Secret (also while paused, so the job keeps its identity);
+deletes every pod while paused; otherwise creates missing pods (the PodGroup
+first, when the t9k scheduler is used); computes the status in memory and
+writes it once; applies ``cleanUpWorkers`` once the job has finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+
+from mpi_operator.api.field_errors import InvalidObjectError, aggregate
+from mpi_operator.api.t9k import (
+    REPLICA_TYPE_LABEL,
+    CleanUpPolicy,
+    ConditionType,
+    MPIJob,
+    MPIJobStatus,
+    Phase,
+    ReplicaType,
+    parse,
+    set_defaults,
+    validate,
+)
+from mpi_operator.builders.t9k.pods import new_launcher_pod, new_worker_pod
+from mpi_operator.client import WARNING, split_key
+from mpi_operator.client.events import truncate_message
+from mpi_operator.controller.t9k import children
+from mpi_operator.controller.t9k.context import T9K_MPIJOBS, SyncContext, job_reference
+from mpi_operator.controller.t9k.status import (
+    TERMINAL_PHASES,
+    StatusOutcome,
+    get_condition,
+    is_terminating,
+    pod_phase,
+    slots,
+    update_status,
+)
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+VALIDATION_ERROR = "ValidationError"
+_UNFINISHED_POD_PHASES = ("Pending", "Running", "Unknown", "")
+
+
+class T9kMPIJobSyncer:
+    def __init__(self, ctx: SyncContext) -> None:
+        self.ctx = ctx
+
+    async def sync(self, key: str) -> None:
+        """Raises to ask for a retry with backoff; returns when the key is done."""
+        namespace, name = split_key(key)
+        shared = self.ctx.listers.mpijobs.get(namespace, name)
+        if shared is None or (shared.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        try:
+            job = set_defaults(parse(shared))
+        except InvalidObjectError as err:
+            self._report_invalid(shared, str(err))
+            return
+        errors = validate(job)
+        if errors:
+            self._report_invalid(shared, aggregate(errors))
+            return
+        await self._sync_valid(shared, job)
+
+    def _report_invalid(self, shared: Obj, message: str) -> None:
+        log.warning("t9k mpijob is invalid", mpijob=shared.get("metadata", {}).get("name"))
+        self.ctx.recorder.event(
+            job_reference(shared),
+            WARNING,
+            VALIDATION_ERROR,
+            truncate_message(f"Found validation errors: {message}"),
+        )
+
+    async def _sync_valid(self, shared: Obj, job: MPIJob) -> None:
+        ctx = self.ctx
+        status = job.status = job.status or MPIJobStatus()
+        if status.phase is None:
+            status.phase = Phase.PENDING.value
+        finished = status.phase in TERMINAL_PHASES
+        pods = children.job_pods(ctx, job)
+        if not finished:
+            await children.ensure_service(ctx, shared, job)
+            await children.ensure_config_map(ctx, shared, job)
+            await children.ensure_ssh_secret(ctx, shared, job)
+            if job.paused:
+                await asyncio.gather(
+                    *(
+                        children.delete_pod(ctx, job.namespace, name)
+                        for name, pod in pods.items()
+                        if not is_terminating(pod)
+                    )
+                )
+            else:
+                pods.update(await self._create_missing_pods(shared, job, pods))
+        outcome = update_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
+        if status.phase in TERMINAL_PHASES:
+            await self._clean_up_workers(job, pods)
+        await self._write_status(shared, job, outcome)
+
+    async def _create_missing_pods(
+        self, shared: Obj, job: MPIJob, pods: dict[str, Obj]
+    ) -> dict[str, Obj]:
+        ctx = self.ctx
+        missing = [(t, i, name) for t, i, name in slots(job) if name not in pods]
+        if not missing:
+            return {}
+        await children.ensure_pod_group(ctx, shared, job)
+        assert job.status is not None
+        # A job that was paused once runs its pods with the resumeSpecs.
+        resumed = get_condition(job.status, ConditionType.PAUSED) is not None
+        desired = [
+            new_launcher_pod(job, resumed=resumed, init_image=ctx.options.init_image)
+            if replica_type is ReplicaType.LAUNCHER
+            else new_worker_pod(job, index, resumed=resumed)
+            for replica_type, index, _ in missing
+        ]
+        created = await asyncio.gather(
+            *(children.create_pod(ctx, shared, job, pod) for pod in desired),
+            return_exceptions=True,
+        )
+        result: dict[str, Obj] = {}
+        for pod in created:
+            if isinstance(pod, BaseException):
+                raise pod
+            result[str(pod["metadata"]["name"])] = pod
+        return result
+
+    async def _clean_up_workers(self, job: MPIJob, pods: dict[str, Obj]) -> None:
+        policy = job.spec.run_policy.clean_up_policy()
+        if policy == CleanUpPolicy.NONE:
+            return
+        labels_key = REPLICA_TYPE_LABEL
+        doomed = [
+            name
+            for name, pod in pods.items()
+            if ((pod.get("metadata") or {}).get("labels") or {}).get(labels_key)
+            == ReplicaType.WORKER.value
+            and not is_terminating(pod)
+            and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
+        ]
+        await asyncio.gather(*(children.delete_pod(self.ctx, job.namespace, n) for n in doomed))
+
+    async def _write_status(self, shared: Obj, job: MPIJob, outcome: StatusOutcome) -> None:
+        assert job.status is not None
+        new_status = job.status.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        if new_status != (shared.get("status") or {}):
+            body = {**shared, "status": new_status}
+            await self.ctx.client.replace_status(T9K_MPIJOBS, job.namespace, job.name, body)
+        ref = job_reference(shared)
+        for event in outcome.events:
+            self.ctx.recorder.event(ref, event.type, event.reason, event.message)

@@ -1,0 +1,221 @@
+"""Harness for the T9k controller against a real kube-apiserver (api-only shape).
+
+The T9k MPIJob CRD (``crd/t9k/``) and the t9k scheduler's PodGroup CRD
+(``test/fixtures/crd/``) are applied with kubectl for the module and deleted
+after it, so the shared cluster's ``kubectl get mpijob`` keeps meaning the
+Kubeflow MPIJob for other tests. No kubelet runs here: tests move pods
+through phases with status updates. The controller runs in-process, watching
+only the test's namespace, with its own metrics registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from mpi_operator.client import EVENTS, PODS, KubeClient
+from mpi_operator.client.testing import eventually
+from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.t9k import T9kMPIJobController
+from mpi_operator.controller.t9k.context import T9K_MPIJOBS
+
+Obj = dict[str, Any]
+REPO = Path(__file__).resolve().parents[3]
+T9K_CRD = REPO / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
+POD_GROUP_CRD = REPO / "test" / "fixtures" / "crd" / "scheduler.tensorstack.dev_podgroups.yaml"
+CRD_NAMES = ("mpijobs.batch.tensorstack.dev", "podgroups.scheduler.tensorstack.dev")
+StartT9k = Callable[..., Awaitable[T9kMPIJobController]]
+
+
+def install_t9k_crds(cluster: Any) -> None:
+    for path in (T9K_CRD, POD_GROUP_CRD):
+        cluster.kubectl("apply", "-f", str(path))
+    for name in CRD_NAMES:
+        cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+
+
+def uninstall_t9k_crds(cluster: Any) -> None:
+    for name in CRD_NAMES:
+        cluster.kubectl("delete", "crd", name, "--ignore-not-found", "--wait=true")
+
+
+@pytest.fixture(scope="module")
+def t9k_crds(api_cluster: Any) -> Iterator[None]:
+    install_t9k_crds(api_cluster)
+    try:
+        yield
+    finally:
+        uninstall_t9k_crds(api_cluster)
+
+
+@pytest.fixture
+async def kube(api_cluster: Any) -> AsyncIterator[KubeClient]:
+    client = await KubeClient.from_kubeconfig(api_cluster.kubeconfig, qps=0, burst=0)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def start_t9k(api_cluster: Any, namespace: str, t9k_crds: None) -> AsyncIterator[StartT9k]:
+    running: list[tuple[T9kMPIJobController, KubeClient]] = []
+
+    async def start(**options: Any) -> T9kMPIJobController:
+        client = await KubeClient.from_kubeconfig(api_cluster.kubeconfig, qps=0, burst=0)
+        controller = T9kMPIJobController(
+            client,
+            ControllerOptions(namespace=namespace, **options),
+            registry=CollectorRegistry(),
+        )
+        running.append((controller, client))
+        await controller.start(sync_timeout=30)
+        return controller
+
+    try:
+        yield start
+    finally:
+        for controller, client in running:
+            await controller.stop(drain_seconds=2)
+            await client.close()
+
+
+def t9k_job(name: str = "job", workers: int = 2, **spec: Any) -> Obj:
+    worker: Obj = {
+        "replicas": workers,
+        "cmd": ["./pi", "100"],
+        "template": {"spec": {"containers": [{"name": "mpi-worker", "image": "mpi-pi"}]}},
+    }
+    worker.update(spec.pop("worker", {}))
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": {"worker": worker, **spec},
+    }
+
+
+class T9kCluster:
+    """Reads and pokes T9k objects in one namespace, playing the kubelet."""
+
+    def __init__(self, kube: KubeClient, namespace: str) -> None:
+        self.kube = kube
+        self.ns = namespace
+
+    async def create(self, obj: Obj) -> Obj:
+        created: Obj = await self.kube.create(T9K_MPIJOBS, self.ns, obj)
+        return created
+
+    async def job(self, name: str = "job") -> Obj:
+        got: Obj = await self.kube.get(T9K_MPIJOBS, self.ns, name)
+        return got
+
+    async def patch_job(self, patch: Obj, name: str = "job") -> None:
+        await self.kube.patch(T9K_MPIJOBS, self.ns, name, patch)
+
+    async def status(self, name: str = "job") -> Obj:
+        status: Obj = (await self.job(name)).get("status") or {}
+        return status
+
+    async def pods(self, job: str = "job") -> dict[str, Obj]:
+        result = await self.kube.list(
+            PODS, self.ns, label_selector=f"batch.tensorstack.dev/job-name={job}"
+        )
+        return {
+            p["metadata"]["name"]: p
+            for p in result["items"]
+            if not p["metadata"].get("deletionTimestamp")
+        }
+
+    async def wait_pods(
+        self, names: set[str], job: str = "job", within: float = 20
+    ) -> dict[str, Obj]:
+        found: dict[str, Obj] = {}
+
+        async def check() -> bool:
+            found.clear()
+            found.update(await self.pods(job))
+            return set(found) == names
+
+        await eventually(check, within=within, what=f"pods {sorted(names)}")
+        return found
+
+    async def set_phase(self, name: str, phase: str, exit_code: int | None = None) -> None:
+        pod = await self.kube.get(PODS, self.ns, name)
+        status: Obj = {"phase": phase}
+        containers = pod["spec"]["containers"]
+        if phase == "Running":
+            status["containerStatuses"] = [
+                {
+                    "name": c["name"],
+                    "image": c.get("image", "x"),
+                    "imageID": "",
+                    "ready": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}},
+                }
+                for c in containers
+            ]
+        elif exit_code is not None:
+            status["containerStatuses"] = [
+                {
+                    "name": c["name"],
+                    "image": c.get("image", "x"),
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {
+                        "terminated": {
+                            "exitCode": exit_code,
+                            "reason": "Completed" if exit_code == 0 else "Error",
+                            "startedAt": "2024-01-01T00:00:00Z",
+                            "finishedAt": "2024-01-01T00:00:01Z",
+                        }
+                    },
+                }
+                for c in containers
+            ]
+        pod["status"] = {**(pod.get("status") or {}), **status}
+        await self.kube.replace_status(PODS, self.ns, name, pod)
+
+    async def wait_status(
+        self, check: Callable[[Obj], bool], what: str, name: str = "job", within: float = 20
+    ) -> Obj:
+        seen: list[Obj] = [{}]
+
+        async def probe() -> bool:
+            seen[0] = await self.status(name)
+            return check(seen[0])
+
+        try:
+            await eventually(probe, within=within, what=what)
+        except AssertionError as err:
+            raise AssertionError(f"{err}; last status: {seen[0]}") from None
+        return seen[0]
+
+    async def wait_phase(self, phase: str, name: str = "job", within: float = 20) -> Obj:
+        return await self.wait_status(
+            lambda s: s.get("phase") == phase, f"phase {phase}", name, within
+        )
+
+    async def events(self, name: str = "job") -> list[tuple[str, str, str]]:
+        items = (await self.kube.list(EVENTS, self.ns))["items"]
+        return [
+            (e["type"], e["reason"], e["message"])
+            for e in items
+            if e["involvedObject"].get("name") == name
+            and e["involvedObject"].get("kind") == "MPIJob"
+        ]
+
+
+def conditions(status: Obj) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in status.get("conditions") or []}
+
+
+@pytest.fixture
+def t9k(kube: KubeClient, namespace: str) -> T9kCluster:
+    return T9kCluster(kube, namespace)
