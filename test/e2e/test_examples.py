@@ -1,0 +1,123 @@
+"""The examples of examples/v2beta1: valid for the API server, and each runs to
+Succeeded with the operator on the full local cluster. KWOK runs no containers:
+the test adds the KWOK annotation that ends the launcher after 3s (the example
+files themselves carry none)."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from examples_support import (
+    EXAMPLES,
+    apply,
+    docs,
+    items,
+    kwok_example,
+    start_operator,
+    wait_for_condition,
+)
+
+from mpi_operator.localcluster import ANNOTATION_PREFIX, LocalCluster
+from mpi_operator.server.testing import OperatorProcess
+
+EXAMPLE_FILES = sorted(EXAMPLES.rglob("*.yaml"))
+EXPECTED = {
+    "pi/pi.yaml",
+    "pi/pi-intel.yaml",
+    "pi/pi-mpich.yaml",
+    "pi/pi-gang-volcano.yaml",
+    "tensorflow-benchmarks/tensorflow-benchmarks.yaml",
+}
+
+
+def _id(path: Path) -> str:
+    return str(path.relative_to(EXAMPLES))
+
+
+def test_the_examples_are_there() -> None:
+    assert {_id(p) for p in EXAMPLE_FILES} == EXPECTED
+    assert (EXAMPLES / "pi" / "pi.cc").is_file()
+    assert (EXAMPLES / "pi" / "Dockerfile").is_file()
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=_id)
+def test_example_has_no_test_only_annotations(path: Path) -> None:
+    assert ANNOTATION_PREFIX not in path.read_text()
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=_id)
+def test_example_passes_a_server_dry_run(
+    api_cluster: LocalCluster, namespace: str, path: Path
+) -> None:
+    out = api_cluster.kubectl("apply", "--dry-run=server", "-n", namespace, "-f", str(path))
+    (job,) = docs(path)
+    assert f"mpijob.kubeflow.org/{job['metadata']['name']} created (server dry run)" in out.stdout
+
+
+@pytest.fixture
+def operator(
+    full_cluster: LocalCluster, full_namespace: str, tmp_path: Path
+) -> Iterator[OperatorProcess]:
+    proc = start_operator(
+        tmp_path,
+        full_cluster.kubeconfig,
+        f"--namespace={full_namespace}",
+        f"--lock-namespace={full_namespace}",
+    )
+    try:
+        yield proc
+        proc.signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
+        print(f"--- operator log ---\n{proc.output()[-6000:]}")
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=_id)
+def test_example_runs_to_success(
+    full_cluster: LocalCluster, full_namespace: str, operator: OperatorProcess, path: Path
+) -> None:
+    ns = full_namespace
+    job = kwok_example(path)
+    name = job["metadata"]["name"]
+    apply(full_cluster, ns, job)
+    done = wait_for_condition(full_cluster, ns, name, "Succeeded", operator)
+    launcher = done["status"]["replicaStatuses"]["Launcher"]
+    assert launcher.get("succeeded") == 1
+    pods = items(full_cluster, f"/api/v1/namespaces/{ns}/pods")
+    # Without --gang-scheduling the gang example's schedulingPolicy is ignored: the
+    # default scheduler places its pods and no PodGroup is made.
+    assert all(p["spec"].get("schedulerName") == "default-scheduler" for p in pods)
+    podgroups = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
+    assert items(full_cluster, podgroups) == []
+    config = items(full_cluster, f"/api/v1/namespaces/{ns}/configmaps")
+    hostfiles = [c for c in config if c["metadata"]["name"] == f"{name}-config"]
+    assert hostfiles and "hostfile" in hostfiles[0]["data"]
+
+
+@pytest.mark.skipif(shutil.which("mpicxx") is None, reason="no MPI compiler (mpicxx) here")
+def test_pi_program_compiles_and_runs(tmp_path: Path) -> None:
+    binary = tmp_path / "pi"
+    subprocess.run(["mpicxx", "-O2", "-o", str(binary), str(EXAMPLES / "pi" / "pi.cc")], check=True)
+    out = subprocess.run([str(binary)], check=True, capture_output=True, text=True, timeout=120)
+    value = float(out.stdout.split("pi is approximately ")[1].split()[0])
+    assert abs(value - 3.14159) < 0.01
+
+
+def test_example_yaml_uses_the_pi_image_layout() -> None:
+    """The pi examples run what pi/Dockerfile builds: /home/mpiuser/pi and sshd on 2222."""
+    dockerfile = (EXAMPLES / "pi" / "Dockerfile").read_text()
+    assert "/home/mpiuser/pi" in dockerfile and "Port 2222" in dockerfile
+    for path in EXAMPLES.glob("pi/*.yaml"):
+        (job,) = yaml.safe_load_all(path.read_text())
+        specs = job["spec"]["mpiReplicaSpecs"]
+        launcher = specs["Launcher"]["template"]["spec"]["containers"][0]
+        command = [*(launcher.get("command") or []), *(launcher.get("args") or [])]
+        assert "/home/mpiuser/pi" in command, path
+        assert job["spec"]["sshAuthMountPath"] == "/home/mpiuser/.ssh"
