@@ -458,6 +458,16 @@ PRINTER_COLUMNS: list[Schema] = [
         ),
         "jsonPath": ".status.conditions[-1:].type",
     },
+    # A column shows the first value its JSONPath finds, and a filter's matches can't be
+    # indexed: "the last condition whose status is True" has no JSONPath. So STATE is the
+    # last condition, true or not, and STATUS says which (a suspended job's last change
+    # is Running turning False).
+    {
+        "name": "Status",
+        "type": "string",
+        "description": "Status of the most recently changed condition: True, False or Unknown.",
+        "jsonPath": ".status.conditions[-1:].status",
+    },
     {
         "name": "Active",
         "type": "integer",
@@ -481,14 +491,7 @@ PRINTER_COLUMNS: list[Schema] = [
         "type": "date",
         "jsonPath": ".metadata.creationTimestamp",
     },
-    # With -o wide: whether the condition STATE names holds, and why it changed.
-    {
-        "name": "Status",
-        "type": "string",
-        "description": "Status of the most recently changed condition: True, False or Unknown.",
-        "jsonPath": ".status.conditions[-1:].status",
-        "priority": 1,
-    },
+    # With -o wide: why the condition STATE names last changed.
     {
         "name": "Reason",
         "type": "string",

@@ -396,17 +396,28 @@ def test_printer_columns(api_cluster: LocalCluster, namespace: str) -> None:
     )
     for resource in ("mpijobs", "mpij", "mpijob.kubeflow.org"):
         rows = {r["NAME"]: r for r in _table(api_cluster, resource, "-n", namespace)}
-        assert list(rows["running"]) == ["NAME", "STATE", "ACTIVE", "WORKERS", "LAUNCHER", "AGE"]
+        assert list(rows["running"]) == [
+            "NAME",
+            "STATE",
+            "STATUS",
+            "ACTIVE",
+            "WORKERS",
+            "LAUNCHER",
+            "AGE",
+        ]
         assert rows["running"]["STATE"] == "Running"
+        assert rows["running"]["STATUS"] == "True"
         assert rows["running"]["ACTIVE"] == "3"
         assert rows["running"]["WORKERS"] == "4"
         assert rows["running"]["LAUNCHER"] == '{"active":1}'
         assert rows["done"]["STATE"] == "Succeeded"
+        assert rows["done"]["STATUS"] == "True"
         assert rows["done"]["ACTIVE"] == ""
         assert rows["done"]["WORKERS"] == "2"
         assert rows["done"]["LAUNCHER"] == '{"succeeded":1}'
         assert {k: v for k, v in rows["new"].items() if k not in ("NAME", "AGE")} == {
             "STATE": "",
+            "STATUS": "",
             "ACTIVE": "",
             "WORKERS": "",
             "LAUNCHER": "",
@@ -416,24 +427,50 @@ def test_printer_columns(api_cluster: LocalCluster, namespace: str) -> None:
     assert (wide["running"]["STATUS"], wide["running"]["REASON"]) == ("True", "MPIJobRunning")
 
 
-def test_state_is_the_most_recently_changed_condition(
-    api_cluster: LocalCluster, namespace: str
-) -> None:
-    """STATE shows the last condition of the list, true or not: -o wide says which."""
-    _create(api_cluster, namespace, _job("resumed"))
-    _set_status(
-        api_cluster,
-        namespace,
-        "resumed",
-        {
-            "conditions": [
+@pytest.mark.parametrize(
+    ("conditions", "expected"),
+    [
+        # What the operator writes when it suspends a job: Running turns False last.
+        (
+            [
                 _cond("Created", "True", "MPIJobCreated"),
+                _cond("Suspended", "True", "MPIJobSuspended"),
+                _cond("Running", "False", "MPIJobSuspended"),
+            ],
+            ("Running", "False", "MPIJobSuspended"),
+        ),
+        # ... and when it resumes it, before the pods run again.
+        (
+            [
+                _cond("Created", "True", "MPIJobCreated"),
+                _cond("Running", "False", "MPIJobSuspended"),
                 _cond("Suspended", "False", "MPIJobResumed"),
-            ]
-        },
-    )
-    row = _table(api_cluster, "mpij", "resumed", "-n", namespace, "-o", "wide")[0]
-    assert (row["STATE"], row["STATUS"], row["REASON"]) == ("Suspended", "False", "MPIJobResumed")
+            ],
+            ("Suspended", "False", "MPIJobResumed"),
+        ),
+        (
+            [
+                _cond("Created", "True", "MPIJobCreated"),
+                _cond("Running", "False", "MPIJobRunning"),
+                _cond("Failed", "True", "BackoffLimitExceeded"),
+            ],
+            ("Failed", "True", "BackoffLimitExceeded"),
+        ),
+        ([_cond("Created", "True", "MPIJobCreated")], ("Created", "True", "MPIJobCreated")),
+    ],
+    ids=["suspended", "resumed", "failed", "created"],
+)
+def test_state_is_the_most_recently_changed_condition(
+    api_cluster: LocalCluster,
+    namespace: str,
+    conditions: list[dict[str, str]],
+    expected: tuple[str, str, str],
+) -> None:
+    """STATE is the last condition of the list, true or not; STATUS says which."""
+    _create(api_cluster, namespace, _job())
+    _set_status(api_cluster, namespace, "job", {"conditions": conditions})
+    row = _table(api_cluster, "mpij", "job", "-n", namespace, "-o", "wide")[0]
+    assert (row["STATE"], row["STATUS"], row["REASON"]) == expected
 
 
 def test_categories(api_cluster: LocalCluster, namespace: str) -> None:

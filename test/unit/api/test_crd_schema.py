@@ -133,6 +133,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
     columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
     assert [c["name"] for c in version["additionalPrinterColumns"] if not c.get("priority")] == [
         "State",
+        "Status",
         "Active",
         "Workers",
         "Launcher",
@@ -147,7 +148,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         "type": "date",
         "jsonPath": ".metadata.creationTimestamp",
     }
-    assert columns["Status"]["priority"] == 1
+    assert columns["Status"]["jsonPath"] == ".status.conditions[-1:].status"
     assert columns["Reason"]["priority"] == 1
 
 
