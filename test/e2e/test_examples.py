@@ -5,6 +5,7 @@ files themselves carry none)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -105,7 +106,13 @@ def test_example_runs_to_success(
 def test_pi_program_compiles_and_runs(tmp_path: Path) -> None:
     binary = tmp_path / "pi"
     subprocess.run(["mpicxx", "-O2", "-o", str(binary), str(EXAMPLES / "pi" / "pi.cc")], check=True)
-    out = subprocess.run([str(binary)], check=True, capture_output=True, text=True, timeout=120)
+    command = [str(binary)]
+    if shutil.which("mpirun"):
+        command = ["mpirun", "-n", "2", "--oversubscribe", *command]
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120, env=env)
+    if command[0] == "mpirun":
+        assert "2 ranks" in out.stdout
     value = float(out.stdout.split("pi is approximately ")[1].split()[0])
     assert abs(value - 3.14159) < 0.01
 
