@@ -288,12 +288,15 @@ NON_NEGATIVE = {
     "RunPolicy.activeDeadlineSeconds",
     "RunPolicy.backoffLimit",
 }
+# An empty launcherCreationPolicy or restartPolicy means the default to the operator,
+# and the reference CRD takes it: it stays valid. An empty cleanPodPolicy, managedBy or
+# mpiImplementation is an error either way.
 ENUMS: dict[str, list[str]] = {
     "RunPolicy.cleanPodPolicy": [p.value for p in v2.CleanPodPolicy],
     "RunPolicy.managedBy": [m.value for m in v2.ManagedBy],
     "MPIJobSpec.mpiImplementation": [i.value for i in v2.MPIImplementation],
-    "MPIJobSpec.launcherCreationPolicy": [p.value for p in v2.LauncherCreationPolicy],
-    "ReplicaSpec.restartPolicy": [p.value for p in v2.RestartPolicy],
+    "MPIJobSpec.launcherCreationPolicy": [p.value for p in v2.LauncherCreationPolicy] + [""],
+    "ReplicaSpec.restartPolicy": [p.value for p in v2.RestartPolicy] + [""],
     "JobCondition.status": ["True", "False", "Unknown"],
 }
 # Defaults the API server applies, as the reference operator's CRD does; the

@@ -186,6 +186,8 @@ GOOD = {
     "restart-policies": _with(
         _with(_job(), f"{LAUNCHER}.restartPolicy", "ExitCode"), f"{WORKER}.restartPolicy", "Always"
     ),
+    # Empty means the default to the operator, and the reference CRD took it.
+    "empty-policies": _with(_job(launcherCreationPolicy=""), f"{LAUNCHER}.restartPolicy", ""),
     "clean-pod-policy-none": _job(runPolicy={"cleanPodPolicy": "None"}, sshAuthMountPath="/ssh"),
     "rich-pod-template": _with(
         _job(),

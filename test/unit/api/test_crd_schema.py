@@ -258,17 +258,21 @@ def test_enums_are_the_models_enums(schema: dict[str, Any]) -> None:
     assert set(_at(schema, f"{spec}.mpiImplementation")["enum"]) == {
         i.value for i in MPIImplementation
     }
+    # Empty means the default to the operator; the reference CRD took it.
     assert _at(schema, f"{spec}.launcherCreationPolicy")["enum"] == [
-        p.value for p in LauncherCreationPolicy
+        *(p.value for p in LauncherCreationPolicy),
+        "",
     ]
     assert _at(schema, f"{spec}.mpiReplicaSpecs.{{}}.restartPolicy")["enum"] == [
-        p.value for p in RestartPolicy
+        *(p.value for p in RestartPolicy),
+        "",
     ]
     assert set(_at(schema, f"{spec}.mpiReplicaSpecs.{{}}.restartPolicy")["enum"]) == {
         "Always",
         "OnFailure",
         "Never",
         "ExitCode",
+        "",
     }
     assert _at(schema, f"{spec}.runPolicy.managedBy")["enum"] == [m.value for m in ManagedBy]
     assert _at(schema, "status.conditions")["items"]["properties"]["status"]["enum"] == [
