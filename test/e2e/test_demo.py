@@ -1,0 +1,169 @@
+"""``make demo`` (``python -m mpi_operator.localcluster.demo``): the pi example ends
+Succeeded, and the demo leaves no process or directory behind, whether it
+succeeds, fails or is interrupted. Each test starts its own fresh cluster."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mpi_operator.localcluster import EXIT_CODE, BinariesMissingError
+from mpi_operator.localcluster.binaries import FULL_BINARIES, find
+
+ROOT = Path(__file__).resolve().parents[2]
+PI = ROOT / "examples" / "v2beta1" / "pi" / "pi.yaml"
+
+pytestmark = pytest.mark.full_cluster
+
+
+@pytest.fixture(autouse=True)
+def _binaries() -> None:
+    try:
+        find(FULL_BINARIES)
+    except BinariesMissingError as err:
+        pytest.fail(str(err), pytrace=False)
+
+
+def _processes_mentioning(*needles: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(n in cmdline for n in needles):
+            found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+class Demo:
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mpi_operator.localcluster.demo", "--fresh", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
+        )
+        self.lines: list[str] = []
+
+    def read_until(self, pattern: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line.rstrip("\n"))
+            if re.search(pattern, line):
+                return line
+        raise AssertionError(f"no line matching {pattern!r} in:\n{self.output}")
+
+    def finish(self, timeout: float) -> int:
+        out, _ = self.proc.communicate(timeout=timeout)
+        self.lines.extend(out.splitlines())
+        return self.proc.returncode
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def workdirs(self) -> list[str]:
+        return re.findall(r"(/\S*mpi-operator-demo-[^/\s]+)", self.output)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def demos() -> Iterator[list[Demo]]:
+    started: list[Demo] = []
+    yield started
+    for demo in started:
+        demo.kill()
+        print(demo.output)
+
+
+def _assert_nothing_left(demo: Demo) -> None:
+    dirs = demo.workdirs()
+    assert dirs, demo.output
+    for d in set(dirs):
+        # The component logs are under the cluster's directory; the operator's log
+        # directory is kept only after a failure.
+        if "demo-logs" not in d:
+            assert not Path(d).exists(), f"{d} left behind"
+    left = _processes_mentioning(*set(dirs))
+    assert left == [], left
+
+
+def test_demo_runs_pi_to_success_and_cleans_up(demos: list[Demo]) -> None:
+    demo = Demo()
+    demos.append(demo)
+    assert demo.finish(timeout=300) == 0, demo.output
+    out = demo.output
+    assert re.search(r"mpijob/pi\s+Running", out), out
+    assert re.search(r"mpijob/pi\s+Succeeded", out), out
+    assert re.search(r"mpijob demo-\w+/pi Succeeded after", out), out
+    for line in [
+        "Service    pi",
+        "ConfigMap  pi-config",
+        "Secret     pi-ssh",
+        "Job        pi-launcher",
+        "Pod        pi-worker-0",
+        "Pod        pi-worker-1",
+    ]:
+        assert line in out, out
+    assert re.search(r"Pod        pi-launcher-\w+ \(Succeeded\)", out), out
+    assert out.rstrip().endswith("everything the demo started is stopped"), out
+    _assert_nothing_left(demo)
+
+
+def test_demo_reports_a_failed_job(demos: list[Demo], tmp_path: Path) -> None:
+    job = yaml.safe_load(PI.read_text())
+    job["spec"]["runPolicy"]["backoffLimit"] = 0
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+    launcher.setdefault("metadata", {}).setdefault("annotations", {})[EXIT_CODE] = "1"
+    failing = tmp_path / "failing.yaml"
+    failing.write_text(yaml.safe_dump(job))
+    demo = Demo("--example", str(failing))
+    demos.append(demo)
+    assert demo.finish(timeout=300) == 1, demo.output
+    assert re.search(r"mpijob demo-\w+/pi Failed after", demo.output), demo.output
+    assert "demo: error: mpijob pi failed" in demo.output
+    assert "end of the operator's log" in demo.output
+    _assert_nothing_left(demo)
+
+
+def test_demo_interrupted_stops_everything(demos: list[Demo]) -> None:
+    demo = Demo()
+    demos.append(demo)
+    demo.read_until(r"mpijob\.kubeflow\.org/pi created", timeout=120)
+    demo.proc.send_signal(signal.SIGINT)
+    assert demo.finish(timeout=60) == 130, demo.output
+    assert "interrupted" in demo.output
+    _assert_nothing_left(demo)
+
+
+def test_make_demo_runs_the_module() -> None:
+    out = subprocess.run(
+        ["make", "-n", "demo", "DEMO_ARGS=--fresh"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "-m mpi_operator.localcluster.demo --fresh" in out
