@@ -30,6 +30,7 @@ from mpi_operator.client.testing import eventually
 from mpi_operator.controller.controller import MPIJobController
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k import T9kMPIJobController
+from mpi_operator.localcluster import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 T9K_CRD = REPO / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
@@ -52,6 +53,17 @@ def t9k_crds(full_cluster: Any) -> Iterator[None]:
     finally:
         for name in CRD_NAMES:
             full_cluster.kubectl("delete", "crd", name, "--ignore-not-found", "--wait=true")
+        # kubectl caches discovery: rewrite the cache until the T9k group is gone from
+        # it, else a later bare `kubectl get mpijob` still means the deleted T9k CRD.
+        wait_for(
+            lambda: (
+                not full_cluster.kubectl(
+                    "api-resources", "--api-group=batch.tensorstack.dev", "-o", "name"
+                ).stdout.strip()
+            ),
+            timeout=30,
+            what="kubectl discovery without batch.tensorstack.dev",
+        )
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from mpi_operator.client.testing import eventually
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k import T9kMPIJobController
 from mpi_operator.controller.t9k.context import T9K_MPIJOBS
+from mpi_operator.localcluster import wait_for
 
 Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parents[3]
@@ -41,6 +42,21 @@ def install_t9k_crds(cluster: Any) -> None:
 def uninstall_t9k_crds(cluster: Any) -> None:
     for name in CRD_NAMES:
         cluster.kubectl("delete", "crd", name, "--ignore-not-found", "--wait=true")
+    refresh_kubectl_discovery(cluster)
+
+
+def refresh_kubectl_discovery(cluster: Any, within: float = 30) -> None:
+    """Rewrites kubectl's discovery cache until the T9k group is gone from it, else a
+    later bare ``kubectl get mpijob`` would still resolve to the deleted T9k CRD."""
+    wait_for(
+        lambda: (
+            not cluster.kubectl(
+                "api-resources", "--api-group=batch.tensorstack.dev", "-o", "name"
+            ).stdout.strip()
+        ),
+        timeout=within,
+        what="kubectl discovery without batch.tensorstack.dev",
+    )
 
 
 @pytest.fixture(scope="module")
