@@ -200,6 +200,8 @@ def update_status(
     out = StatusOutcome()
     status = job.status = job.status or MPIJobStatus()
     key = _key(job)
+    if status.phase is None:
+        status.phase = Phase.PENDING.value
     previous = status.phase
     finished = previous in TERMINAL_PHASES
     paused = job.paused
