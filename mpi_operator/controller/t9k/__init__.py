@@ -6,6 +6,10 @@ informers, label selector, queue and metrics, so it runs beside the Kubeflow
 controller in one process without either seeing the other's children.
 """
 
-from mpi_operator.controller.t9k.controller import T9kMPIJobController, T9kOptions
+from mpi_operator.controller.t9k.controller import (
+    T9kMPIJobController,
+    T9kOptions,
+    crd_installed,
+)
 
-__all__ = ["T9kMPIJobController", "T9kOptions"]
+__all__ = ["T9kMPIJobController", "T9kOptions", "crd_installed"]

@@ -32,6 +32,7 @@ from mpi_operator.client import (
     SharedInformer,
     SharedInformerFactory,
     default_controller_rate_limiter,
+    is_not_found,
 )
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k.context import (
@@ -48,7 +49,24 @@ log = structlog.get_logger(__name__)
 
 QUEUE_NAME = "t9k-mpijob"
 
-__all__ = ["QUEUE_NAME", "T9kMPIJobController", "T9kOptions"]
+__all__ = ["QUEUE_NAME", "T9kMPIJobController", "T9kOptions", "crd_installed"]
+
+
+async def crd_installed(client: KubeClient) -> bool:
+    """Whether the API server serves ``mpijobs.batch.tensorstack.dev/v1beta1``.
+
+    The T9k controller's informers never sync without it, so the process
+    starts the controller only when this is true (unless switched off).
+    """
+    path = f"/apis/{T9K_MPIJOBS.group}/{T9K_MPIJOBS.version}"
+    try:
+        found = await client.request("GET", path)
+    except ApiError as err:
+        if is_not_found(err):
+            return False
+        raise
+    resources = (found or {}).get("resources") or []
+    return any(r.get("name") == T9K_MPIJOBS.plural for r in resources)
 
 
 class T9kMPIJobController:

@@ -28,21 +28,30 @@ Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parents[3]
 T9K_CRD = REPO / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
 POD_GROUP_CRD = REPO / "test" / "fixtures" / "crd" / "scheduler.tensorstack.dev_podgroups.yaml"
-CRD_NAMES = ("mpijobs.batch.tensorstack.dev", "podgroups.scheduler.tensorstack.dev")
+T9K_CRD_NAME = "mpijobs.batch.tensorstack.dev"
+CRD_NAMES = (T9K_CRD_NAME, "podgroups.scheduler.tensorstack.dev")
 StartT9k = Callable[..., Awaitable[T9kMPIJobController]]
 
 
-def install_t9k_crds(cluster: Any) -> None:
+def install_t9k_crds(cluster: Any) -> list[str]:
+    """Applies the CRDs; returns the names of those that were not installed before."""
+    installed = [
+        name
+        for name in CRD_NAMES
+        if cluster.kubectl("get", "crd", name, check=False).returncode != 0
+    ]
     for path in (T9K_CRD, POD_GROUP_CRD):
         cluster.kubectl("apply", "-f", str(path))
     for name in CRD_NAMES:
         cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+    return installed
 
 
-def uninstall_t9k_crds(cluster: Any) -> None:
-    for name in CRD_NAMES:
+def uninstall_t9k_crds(cluster: Any, names: list[str]) -> None:
+    for name in names:
         cluster.kubectl("delete", "crd", name, "--ignore-not-found", "--wait=true")
-    refresh_kubectl_discovery(cluster)
+    if T9K_CRD_NAME in names:
+        refresh_kubectl_discovery(cluster)
 
 
 def refresh_kubectl_discovery(cluster: Any, within: float = 30) -> None:
@@ -61,11 +70,11 @@ def refresh_kubectl_discovery(cluster: Any, within: float = 30) -> None:
 
 @pytest.fixture(scope="module")
 def t9k_crds(api_cluster: Any) -> Iterator[None]:
-    install_t9k_crds(api_cluster)
+    installed = install_t9k_crds(api_cluster)
     try:
         yield
     finally:
-        uninstall_t9k_crds(api_cluster)
+        uninstall_t9k_crds(api_cluster, installed)
 
 
 @pytest.fixture

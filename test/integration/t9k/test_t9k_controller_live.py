@@ -10,6 +10,7 @@ from conftest import StartT9k, T9kCluster, conditions, t9k_job
 
 from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES, ApiError
 from mpi_operator.client.testing import eventually
+from mpi_operator.controller.t9k import crd_installed
 from mpi_operator.controller.t9k.context import T9K_POD_GROUPS
 
 ALL = {"job-launcher", "job-worker-0", "job-worker-1"}
@@ -240,3 +241,7 @@ async def test_crd_rejects_bad_priority(t9k: T9kCluster, t9k_crds: None) -> None
     with pytest.raises(ApiError) as info:
         await t9k.create(t9k_job(scheduler={"t9kScheduler": {"queue": "q", "priority": 101}}))
     assert info.value.status == 422
+
+
+async def test_crd_installed_detects_the_t9k_crd(kube: Any, t9k_crds: None) -> None:
+    assert await crd_installed(kube)
