@@ -443,3 +443,16 @@ def _exposition(registry: CollectorRegistry) -> str:
     from prometheus_client import generate_latest
 
     return generate_latest(registry).decode()
+
+
+async def test_t9k_example_runs(
+    full_cluster: Any, full_namespace: str, operator: T9kMPIJobController
+) -> None:
+    ns = full_namespace
+    example = REPO / "examples" / "t9k" / "pi.yaml"
+    await kubectl(full_cluster, "apply", "-n", ns, "-f", str(example))
+    await wait_phase(full_cluster, ns, "pi-t9k", "Running")
+    await finish_launcher(full_cluster, ns, "pi-t9k", 0)
+    await wait_phase(full_cluster, ns, "pi-t9k", "Succeeded")
+    # cleanUpWorkers unfinished: the running workers are removed.
+    await wait_pods(full_cluster, ns, "pi-t9k", {"pi-t9k-launcher"})

@@ -174,3 +174,29 @@ def test_parse_errors_name_the_field() -> None:
     text = str(info.value)
     assert "spec.runPolicy.cleanUpWorkers: Invalid value: 3" in text
     assert 'spec.worker.replicas: Invalid value: "many"' in text
+
+
+def test_example_is_valid_and_gives_the_documented_mpirun_line() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    from mpi_operator.builders.t9k.pods import mpirun_command
+
+    path = Path(__file__).resolve().parents[3] / "examples" / "t9k" / "pi.yaml"
+    example = set_defaults(parse(yaml.safe_load(path.read_text())))
+    assert validate(example) == []
+    assert mpirun_command(example) == [
+        "/usr/local/bin/mpirun",
+        "--prefix",
+        "/usr/local",
+        "--hostfile",
+        "/etc/mpi/hostfile",
+        "--mca",
+        "btl",
+        "^openib",
+        "--allow-run-as-root",
+        "-np",
+        "2",
+        "/home/mpiuser/pi",
+    ]
