@@ -1,0 +1,421 @@
+"""Helpers of the chaos suite (see conftest.py for what it covers and how to run it)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpi_operator.localcluster import COMPLETE_AFTER, EXIT_CODE, LocalCluster
+from mpi_operator.server.testing import OperatorProcess, wait_until
+
+FULL = os.environ.get("MPI_CHAOS_FULL", "") not in ("", "0", "false")
+
+Obj = dict[str, Any]
+
+MPIJOBS = "/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs"
+OPERATOR_LABEL = "training.kubeflow.org/operator-name=mpi-operator"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+# Short leases so that a SIGKILLed operator's successor leads within seconds.
+LEASE_FLAGS = ("--lease-duration=4", "--renew-deadline=3", "--retry-period=0.5")
+LEASE_DURATION = 4.0
+
+
+def scale(short: int, full: int) -> int:
+    return full if FULL else short
+
+
+def report(**figures: Any) -> None:
+    print("CHAOS " + " ".join(f"{k}={v}" for k, v in figures.items()))
+
+
+# -- objects -------------------------------------------------------------------------
+
+
+def mpijob(
+    name: str,
+    *,
+    workers: int = 2,
+    launcher_exit: int | None = 0,
+    complete_after: str = "3s",
+    creation_policy: str | None = None,
+    worker_template: Obj | None = None,
+) -> Obj:
+    """A small MPIJob whose launcher pod ends (KWOK) with ``launcher_exit`` after
+    ``complete_after``; ``launcher_exit=None`` runs it until deleted."""
+    annotations = (
+        {}
+        if launcher_exit is None
+        else {COMPLETE_AFTER: complete_after, EXIT_CODE: str(launcher_exit)}
+    )
+    container = {"name": "main", "image": "mpi-pi"}
+    spec: Obj = {
+        "slotsPerWorker": 1,
+        "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
+        "mpiReplicaSpecs": {
+            "Launcher": {
+                "replicas": 1,
+                "template": {
+                    "metadata": {"annotations": annotations},
+                    "spec": {"containers": [{**container, "command": ["mpirun", "/pi"]}]},
+                },
+            },
+            "Worker": {
+                "replicas": workers,
+                "template": worker_template or {"spec": {"containers": [container]}},
+            },
+        },
+    }
+    if creation_policy:
+        spec["launcherCreationPolicy"] = creation_policy
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def api(cluster: LocalCluster, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+    """One admin call that must succeed; returns the decoded body."""
+    status, out = cluster.request(method, path, body, **kw)
+    if not 200 <= status < 300:
+        raise AssertionError(f"{method} {path}: {status} {out}")
+    return out
+
+
+def create_mpijob(cluster: LocalCluster, ns: str, obj: Obj) -> Obj:
+    result: Obj = api(cluster, "POST", MPIJOBS.format(ns=ns), obj)
+    return result
+
+
+def list_items(cluster: LocalCluster, path: str, selector: str | None = None) -> list[Obj]:
+    if selector:
+        path += "?" + urllib.parse.urlencode({"labelSelector": selector})
+    status, body = cluster.request("GET", path)
+    if status != 200:
+        raise AssertionError(f"GET {path}: {status} {body}")
+    items: list[Obj] = body["items"]
+    return items
+
+
+def mpijobs(cluster: LocalCluster, ns: str) -> list[Obj]:
+    return list_items(cluster, MPIJOBS.format(ns=ns))
+
+
+def condition(job: Obj, kind: str) -> Obj | None:
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind and c.get("status") == "True":
+            return dict(c)
+    return None
+
+
+def final_state(job: Obj) -> str | None:
+    for kind in ("Succeeded", "Failed"):
+        if condition(job, kind):
+            return kind
+    return None
+
+
+def wait_final(
+    cluster: LocalCluster, ns: str, expected: dict[str, str], timeout: float, what: str = ""
+) -> dict[str, Obj]:
+    """Waits until every named MPIJob has the expected final condition; returns them."""
+    last: dict[str, str | None] = {}
+
+    def done() -> dict[str, Obj] | None:
+        jobs = {j["metadata"]["name"]: j for j in mpijobs(cluster, ns)}
+        last.clear()
+        last.update({n: final_state(jobs[n]) if n in jobs else "missing" for n in expected})
+        if all(last[n] == expected[n] for n in expected):
+            return jobs
+        return None
+
+    try:
+        result: dict[str, Obj] = wait_until(done, timeout, what or "every job final", 1.0)
+    except TimeoutError as err:
+        wrong = {n: s for n, s in last.items() if s != expected[n]}
+        raise AssertionError(f"{err}; not as expected: {wrong}") from None
+    return result
+
+
+def delete_all_and_check_no_orphans(cluster: LocalCluster, ns: str, timeout: float = 120) -> None:
+    api(cluster, "DELETE", MPIJOBS.format(ns=ns))
+    kinds = {
+        "pods": "/api/v1/namespaces/{ns}/pods",
+        "jobs": "/apis/batch/v1/namespaces/{ns}/jobs",
+        "services": "/api/v1/namespaces/{ns}/services",
+        "configmaps": "/api/v1/namespaces/{ns}/configmaps",
+        "secrets": "/api/v1/namespaces/{ns}/secrets",
+    }
+    left: dict[str, list[str]] = {}
+
+    def gone() -> bool:
+        left.clear()
+        if mpijobs(cluster, ns):
+            left["mpijobs"] = ["..."]
+        for kind, path in kinds.items():
+            names = [
+                o["metadata"]["name"]
+                for o in list_items(cluster, path.format(ns=ns), OPERATOR_LABEL)
+            ]
+            if names:
+                left[kind] = names
+        return not left
+
+    try:
+        wait_until(gone, timeout, "every child garbage collected", 1.0)
+    except TimeoutError as err:
+        raise AssertionError(f"{err}: orphans {left}") from None
+
+
+# -- watching for duplicates --------------------------------------------------------
+
+
+@dataclass
+class Record:
+    uids: dict[str, set[str]] = field(default_factory=dict)  # name -> every uid seen
+    alive: dict[str, Obj] = field(default_factory=dict)  # uid -> latest object
+    duplicates: list[str] = field(default_factory=list)
+    events: int = 0
+    relists: int = 0
+
+
+def _pod_alive(obj: Obj) -> bool:
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    return (obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+class Watcher:
+    """Records every object of one collection, from a raw watch resumed on every
+    disconnect (relisting after 410 Gone), and flags duplicates as they appear:
+
+    * two different uids alive at once with the same name;
+    * (pods) two alive pods with the same ``job-name`` + ``replica-index`` labels.
+    """
+
+    def __init__(self, cluster: LocalCluster, path: str, *, pods: bool = False) -> None:
+        self.cluster = cluster
+        self.path = path
+        self.pods = pods
+        self.record = Record()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._rv = ""
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"watch {path}")
+        self._ready = threading.Event()
+
+    def __enter__(self) -> Watcher:
+        self._thread.start()
+        if not self._ready.wait(60):
+            raise RuntimeError(f"watch of {self.path} did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def names(self) -> dict[str, set[str]]:
+        with self._lock:
+            return {k: set(v) for k, v in self.record.uids.items()}
+
+    def _alive(self, obj: Obj) -> bool:
+        return _pod_alive(obj) if self.pods else not obj["metadata"].get("deletionTimestamp")
+
+    def _observe(self, kind: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        uid, name = meta.get("uid"), meta.get("name")
+        if not uid or not name:
+            return
+        rec = self.record
+        rec.events += 1
+        rec.uids.setdefault(name, set()).add(uid)
+        if kind == "DELETED" or not self._alive(obj):
+            rec.alive.pop(uid, None)
+            return
+        rec.alive[uid] = obj
+        for other_uid, other in rec.alive.items():
+            if other_uid == uid:
+                continue
+            om = other["metadata"]
+            if om["name"] == name:
+                rec.duplicates.append(f"{name}: uids {other_uid} and {uid} alive at once")
+            if self.pods:
+                labels, olabels = meta.get("labels") or {}, om.get("labels") or {}
+                key = (labels.get(JOB_NAME_LABEL), labels.get(REPLICA_INDEX_LABEL))
+                okey = (olabels.get(JOB_NAME_LABEL), olabels.get(REPLICA_INDEX_LABEL))
+                if key[1] is not None and key == okey and labels.get(JOB_ROLE_LABEL) == "worker":
+                    rec.duplicates.append(f"{key}: pods {om['name']} and {name} alive at once")
+
+    def _relist(self) -> None:
+        status, body = self.cluster.request("GET", self.path)
+        if status != 200:
+            raise OSError(f"list {self.path}: {status}")
+        with self._lock:
+            self.record.relists += 1
+            seen = set()
+            for obj in body["items"]:
+                seen.add(obj["metadata"]["uid"])
+                self._observe("ADDED", obj)
+            for uid in list(self.record.alive):
+                if uid not in seen:
+                    self.record.alive.pop(uid)
+        self._rv = body["metadata"]["resourceVersion"]
+
+    def _watch_once(self) -> None:
+        query = urllib.parse.urlencode(
+            {
+                "watch": "1",
+                "resourceVersion": self._rv,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": "30",
+            }
+        )
+        req = urllib.request.Request(f"{self.cluster.server}{self.path}?{query}")
+        with urllib.request.urlopen(req, context=self.cluster.ssl_context(), timeout=40) as resp:
+            for line in resp:
+                if self._stop.is_set():
+                    return
+                event = json.loads(line)
+                obj = event["object"]
+                if event["type"] == "ERROR":
+                    if obj.get("code") == 410:
+                        self._rv = ""
+                    return
+                self._rv = obj["metadata"].get("resourceVersion", self._rv)
+                if event["type"] == "BOOKMARK":
+                    continue
+                with self._lock:
+                    self._observe(event["type"], obj)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if not self._rv:
+                    self._relist()
+                    self._ready.set()
+                self._watch_once()
+            except urllib.error.HTTPError as err:
+                if err.code == 410:
+                    self._rv = ""
+                else:
+                    self._stop.wait(0.5)
+            except (OSError, ValueError):
+                self._stop.wait(0.5)
+
+
+# -- operator processes --------------------------------------------------------------
+
+
+def secret_material(cluster: LocalCluster, ns: str) -> set[str]:
+    """Fragments of every SSH private key in ``ns``: its base64 (as stored), and the
+    base64 lines of the PEM body (as a log would print the decoded key)."""
+    found: set[str] = set()
+    for secret in list_items(cluster, f"/api/v1/namespaces/{ns}/secrets"):
+        data = secret.get("data") or {}
+        if "ssh-privatekey" not in data:
+            continue
+        encoded = data["ssh-privatekey"]
+        found.add(encoded[:40])
+        pem = base64.b64decode(encoded).decode(errors="replace")
+        for line in pem.splitlines():
+            if line and not line.startswith("-----") and len(line) >= 32:
+                found.add(line[:40])
+    return found
+
+
+def leaks(text: str, material: set[str]) -> list[str]:
+    out = []
+    if "PRIVATE KEY" in text:
+        out.append("PRIVATE KEY")
+    out.extend(m for m in material if m in text)
+    return out
+
+
+class Operators:
+    """Starts ``mpi-operator`` processes; kills them all at teardown, then scans their
+    logs (and the namespaces' events and statuses) for SSH private keys."""
+
+    def __init__(self, cluster: LocalCluster, tmp: Path) -> None:
+        self.cluster = cluster
+        self.tmp = tmp
+        self.procs: list[OperatorProcess] = []
+        self.namespaces: set[str] = set()
+        self.material: set[str] = set()
+
+    def start(self, ns: str, *extra: str, qps: int = 50, burst: int = 100) -> OperatorProcess:
+        self.namespaces.add(ns)
+        proc = OperatorProcess(
+            [
+                f"--kubeConfig={self.cluster.kubeconfig}",
+                f"--namespace={ns}",
+                f"--lock-namespace={ns}",
+                f"--kube-api-qps={qps}",
+                f"--kube-api-burst={burst}",
+                "--shutdown-drain-seconds=0.5",
+                *LEASE_FLAGS,
+                *extra,
+            ],
+            self.tmp / f"operator-{len(self.procs)}.log",
+        )
+        self.procs.append(proc)
+        return proc.start()
+
+    def collect_secrets(self) -> None:
+        """Remembers the namespaces' keys now (call before deleting the MPIJobs)."""
+        for ns in self.namespaces:
+            with contextlib.suppress(Exception):
+                self.material |= secret_material(self.cluster, ns)
+
+    def crashes(self) -> list[str]:
+        """Tracebacks or unexpected exits in the logs (a SIGKILL we sent is not a crash)."""
+        found = []
+        for proc in self.procs:
+            for line in proc.output().splitlines():
+                if "Traceback" in line or '"level": "critical"' in line:
+                    found.append(f"{proc.log_path.name}: {line[:300]}")
+        return found
+
+    def scan(self) -> list[str]:
+        self.collect_secrets()
+        problems = []
+        for proc in self.procs:
+            problems += [f"{proc.log_path.name}: {x}" for x in leaks(proc.output(), self.material)]
+        for ns in self.namespaces:
+            with contextlib.suppress(Exception):
+                events = json.dumps(list_items(self.cluster, f"/api/v1/namespaces/{ns}/events"))
+                problems += [f"events of {ns}: {x}" for x in leaks(events, self.material)]
+                statuses = json.dumps([j.get("status") for j in mpijobs(self.cluster, ns)])
+                problems += [f"statuses in {ns}: {x}" for x in leaks(statuses, self.material)]
+        return problems
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.kill()
+
+
+def leading(proc: OperatorProcess) -> bool:
+    assert proc.poll() is None, proc.output()[-3000:]
+    try:
+        return "mpi_operator_is_leader 1.0" in proc.metrics()
+    except OSError:
+        return False
+
+
+def wait_leading(proc: OperatorProcess, timeout: float = 60) -> None:
+    wait_until(lambda: leading(proc), timeout, "the operator to lead", 0.1)
+
+
+ProcFactory = Callable[..., OperatorProcess]
