@@ -1,0 +1,47 @@
+"""``python -m bench.sidebyside [--preset full|smoke] [--reps N] ...``: see bench/README.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .report import format_summary
+from .runner import preset, run
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.sidebyside", description=__doc__)
+    p.add_argument("--preset", default="full", choices=("full", "smoke"))
+    p.add_argument("--reps", type=int, help="repetitions (default: the preset's)")
+    p.add_argument("--unrelated-pods", type=int, help="unrelated pods for the memory scenario")
+    p.add_argument("--fanout-workers", type=int, help="workers of the fan-out MPIJob (all configs)")
+    p.add_argument("--jobs", type=int, help="MPIJobs of the throughput scenario (all configs)")
+    p.add_argument("--no-raw", action="store_true", help="skip the raw-client ceiling")
+    p.add_argument(
+        "--out", type=Path, help="results JSON (default bench/results/sidebyside-<preset>.json)"
+    )
+    p.add_argument("--workdir", type=Path, help="keep cluster and operator logs here")
+    args = p.parse_args(argv)
+    sizes = preset(args.preset)
+    if args.reps is not None:
+        sizes.reps = args.reps
+    if args.unrelated_pods is not None:
+        sizes.unrelated_pods = args.unrelated_pods
+    if args.fanout_workers is not None:
+        sizes.fanout_workers = {c.name: args.fanout_workers for c in sizes.configs}
+    if args.jobs is not None:
+        sizes.throughput_jobs = {c.name: args.jobs for c in sizes.configs}
+    if args.no_raw:
+        sizes.raw_ceiling = False
+    out = args.out or RESULTS / f"sidebyside-{args.preset}.json"
+    run(sizes, out, workdir=args.workdir)
+    print(format_summary(json.loads(out.read_text())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""The benchmark's control plane: the full local cluster plus an audit log of the operators.
+
+Both operators authenticate as one ServiceAccount (``mpi-operator/operator``, bound
+to ``cluster-admin``) through a token kubeconfig; kube-apiserver writes an audit
+event (level Metadata, stage ResponseComplete) for every request of that user and
+of nobody else, so the API cost of an operator is the audit events written while it
+alone was running, split by verb, resource and user agent. Everything else (the
+harness, kube-controller-manager, kube-scheduler, KWOK) is not audited.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mpi_operator.localcluster import FULL, LocalCluster
+
+LOCK_NAMESPACE = "mpi-operator"
+OPERATOR_SA = "operator"
+OPERATOR_USER = f"system:serviceaccount:{LOCK_NAMESPACE}:{OPERATOR_SA}"
+LEASE_NAME = "mpi-operator"
+
+
+class BenchCluster(LocalCluster):
+    """A :class:`LocalCluster` (shape ``full``) whose API server audits the operators."""
+
+    def __init__(self, workdir: Path, nodes: int = 8) -> None:
+        super().__init__(workdir, FULL, nodes=nodes)
+        self.audit_log = self.workdir / "audit.log"
+        self.operator_kubeconfig = self.workdir / "operator.kubeconfig"
+
+    def _apiserver_args(self, binary: Path) -> list[str]:
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "audit.k8s.io/v1",
+                    "kind": "Policy",
+                    "omitStages": ["RequestReceived", "ResponseStarted"],
+                    "rules": [
+                        {"level": "Metadata", "users": [OPERATOR_USER]},
+                        {"level": "None"},
+                    ],
+                }
+            )
+        )
+        return [
+            *super()._apiserver_args(binary),
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-maxsize=0",
+            "--audit-log-format=json",
+        ]
+
+    def start(self) -> None:
+        super().start()
+        self._setup_operator_identity()
+
+    def _setup_operator_identity(self) -> None:
+        self.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LOCK_NAMESPACE}})
+        self.kubectl("-n", LOCK_NAMESPACE, "create", "serviceaccount", OPERATOR_SA)
+        self.kubectl(
+            "create",
+            "clusterrolebinding",
+            "bench-operator-admin",
+            "--clusterrole=cluster-admin",
+            f"--serviceaccount={LOCK_NAMESPACE}:{OPERATOR_SA}",
+        )
+        token = self.kubectl(
+            "-n", LOCK_NAMESPACE, "create", "token", OPERATOR_SA, "--duration=48h"
+        ).stdout.strip()
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "localcluster",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority-data": base64.b64encode(
+                            self.pki.ca_crt.read_bytes()
+                        ).decode(),
+                    },
+                }
+            ],
+            "users": [{"name": "operator", "user": {"token": token}}],
+            "contexts": [
+                {"name": "operator", "context": {"cluster": "localcluster", "user": "operator"}}
+            ],
+            "current-context": "operator",
+        }
+        self.operator_kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+        self.operator_kubeconfig.chmod(0o600)
+
+    def delete_lease(self) -> None:
+        """Drop the operators' leader-election lease (the reference never releases it)."""
+        self.request(
+            "DELETE",
+            f"/apis/coordination.k8s.io/v1/namespaces/{LOCK_NAMESPACE}/leases/{LEASE_NAME}",
+        )
+
+    def audit_offset(self) -> int:
+        return self.audit_log.stat().st_size if self.audit_log.exists() else 0
+
+
+def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, Any]:
+    """Requests of the operator user logged between two offsets of the audit log.
+
+    Returns ``{"total": n, "by_verb_resource": {"create pods": n, ...},
+    "by_user_agent": {...}}``; subresources are spelled ``pods/status``.
+    """
+    by_vr: Counter[str] = Counter()
+    by_ua: Counter[str] = Counter()
+    with path.open("rb") as f:
+        f.seek(start)
+        data = f.read() if end is None else f.read(max(0, end - start))
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if ev.get("user", {}).get("username") != OPERATOR_USER:
+            continue
+        ref = ev.get("objectRef") or {}
+        resource = ref.get("resource") or ev.get("requestURI", "?").split("?")[0]
+        if ref.get("subresource"):
+            resource += "/" + ref["subresource"]
+        by_vr[f"{ev.get('verb', '?')} {resource}"] += 1
+        ua = str(ev.get("userAgent", "?"))
+        by_ua[_short_agent(ua)] += 1
+    return {
+        "total": sum(by_vr.values()),
+        "by_verb_resource": dict(by_vr.most_common()),
+        "by_user_agent": dict(by_ua.most_common()),
+    }
+
+
+def _short_agent(ua: str) -> str:
+    # client-go: "mpi-operator/v0.0.0 (linux/amd64) kubernetes/$Format/leader-election"
+    if "kubernetes/" in ua and ua.count("/") >= 4:
+        return ua.split(" ")[0].split("/")[0] + " …/" + ua.rsplit("/", 1)[-1]
+    return ua

@@ -1,0 +1,388 @@
+"""Medians, ratios (ours/reference, measured in the same run), targets and charts.
+
+``python -m bench.sidebyside.report bench/results/sidebyside-full.json`` redraws the
+charts and reprints the summary of a results file.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+OURS, REFERENCE, RAW = "ours", "reference", "raw-client"
+
+METRICS = {
+    "fanout": ("all_pods_created_s", "running_s", "cpu_s", "peak_rss_kib", "api_total"),
+    "throughput": (
+        "all_succeeded_s",
+        "create_to_running_p50_s",
+        "create_to_running_p99_s",
+        "cpu_s",
+        "peak_rss_kib",
+        "api_total",
+        "api_per_job",
+    ),
+}
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _value(rec: dict[str, Any], metric: str) -> float | None:
+    if metric == "api_total":
+        return rec.get("api", {}).get("total") if rec["operator"] != RAW else None
+    if metric == "api_per_job":
+        total = rec.get("api", {}).get("total")
+        return total / rec["jobs"] if total is not None and rec.get("jobs") else None
+    v = rec.get(metric)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        groups[(r["config"], r["scenario"])].append(r)
+    out: dict[str, Any] = {}
+    for (config, scenario), recs in groups.items():
+        sc: dict[str, Any] = {}
+        ok = [r for r in recs if "error" not in r]
+        sc["errors"] = [
+            f"{r['operator']} rep{r['rep']}: {r['error']}" for r in recs if "error" in r
+        ]
+        for metric in METRICS[scenario]:
+            entry: dict[str, Any] = {}
+            for who in (OURS, REFERENCE, RAW):
+                samples = [
+                    v for r in ok if r["operator"] == who if (v := _value(r, metric)) is not None
+                ]
+                if samples:
+                    entry[who] = {"median": _median(samples), "samples": samples}
+            med = {w: entry[w]["median"] for w in entry}
+            entry["ratio_ours_reference"] = _ratio(med.get(OURS), med.get(REFERENCE))
+            if RAW in med:
+                entry["ratio_ours_raw"] = _ratio(med.get(OURS), med.get(RAW))
+                entry["ratio_reference_raw"] = _ratio(med.get(REFERENCE), med.get(RAW))
+            # Per-rep ratios (same rep ran back to back): their spread shows the noise.
+            reps = sorted({r["rep"] for r in ok})
+            per_rep = []
+            for rep in reps:
+                a = [_value(r, metric) for r in ok if r["rep"] == rep and r["operator"] == OURS]
+                b = [
+                    _value(r, metric) for r in ok if r["rep"] == rep and r["operator"] == REFERENCE
+                ]
+                if a and b and a[0] is not None and b[0]:
+                    per_rep.append(a[0] / b[0])
+            if per_rep:
+                entry["per_rep_ratios"] = per_rep
+            sc[metric] = entry
+        if scenario == "throughput":
+            sc["api_per_job_by_verb_resource"] = _api_breakdown(ok)
+            sc["jobs"] = ok[0].get("jobs") if ok else None
+        if scenario == "fanout":
+            sc["workers"] = ok[0].get("workers") if ok else None
+        out.setdefault(config, {})[scenario] = sc
+    out["targets"] = targets(out)
+    return out
+
+
+def _api_breakdown(recs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Median requests per MPIJob, by "verb resource", for each operator."""
+    res: dict[str, dict[str, float]] = {}
+    for who in (OURS, REFERENCE):
+        rs = [r for r in recs if r["operator"] == who and r.get("api") and r.get("jobs")]
+        keys = {k for r in rs for k in r["api"]["by_verb_resource"]}
+        res[who] = {
+            k: statistics.median(r["api"]["by_verb_resource"].get(k, 0) / r["jobs"] for r in rs)
+            for k in sorted(keys)
+        }
+    return res
+
+
+def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    def add(what: str, config: str, value: float | None, limit: float) -> None:
+        rows.append(
+            {
+                "target": what,
+                "config": config,
+                "value": value,
+                "limit": limit,
+                "met": None if value is None else value <= limit,
+            }
+        )
+
+    for config, scenarios in summary.items():
+        if config == "targets":
+            continue
+        fo = scenarios.get("fanout", {})
+        created = fo.get("all_pods_created_s", {})
+        if config.startswith("shipped"):
+            add(
+                "fan-out all pods created, ours/reference <= 0.1",
+                config,
+                created.get("ratio_ours_reference"),
+                0.1,
+            )
+        else:
+            add(
+                "fan-out all pods created, ours/reference <= 0.7",
+                config,
+                created.get("ratio_ours_reference"),
+                0.7,
+            )
+        add(
+            "fan-out all pods created, ours/raw ceiling <= 1.5",
+            config,
+            created.get("ratio_ours_raw"),
+            1.5,
+        )
+        tp = scenarios.get("throughput", {})
+        add(
+            "throughput all Succeeded, ours/reference <= 0.7",
+            config,
+            tp.get("all_succeeded_s", {}).get("ratio_ours_reference"),
+            0.7,
+        )
+        add(
+            "peak RSS (throughput + unrelated pods), ours/reference <= 1.0",
+            config,
+            tp.get("peak_rss_kib", {}).get("ratio_ours_reference"),
+            1.0,
+        )
+    return rows
+
+
+# ---- charts -----------------------------------------------------------------------------
+
+
+def write_charts(result: dict[str, Any], stem: Path) -> list[Path]:
+    """One PNG per scenario: ``<stem>-fanout.png``, ``-throughput``, ``-memory``,
+    ``-api``, ``-cpu``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = result["summary"]
+    configs = [c for c in summary if c != "targets"]
+    written: list[Path] = []
+    colors = {OURS: "tab:blue", REFERENCE: "tab:orange", RAW: "tab:gray"}
+
+    def bars(ax: Any, groups: list[tuple[str, dict[str, Any]]], ylabel: str, title: str) -> None:
+        width = 0.27
+        whos = [w for w in (OURS, REFERENCE, RAW) if any(w in e for _, e in groups)]
+        for i, who in enumerate(whos):
+            xs, ys = [], []
+            for gi, (_, entry) in enumerate(groups):
+                if who in entry:
+                    x = gi + (i - (len(whos) - 1) / 2) * width
+                    xs.append(x)
+                    ys.append(entry[who]["median"])
+                    ax.scatter(
+                        [x] * len(entry[who]["samples"]),
+                        entry[who]["samples"],
+                        color="black",
+                        s=8,
+                        zorder=3,
+                    )
+            ax.bar(xs, ys, width, label=who, color=colors[who])
+        for gi, (_, entry) in enumerate(groups):
+            r = entry.get("ratio_ours_reference")
+            if r is not None:
+                top = max(entry[w]["median"] for w in whos if w in entry)
+                ax.annotate(f"{r:.2f}x", (gi, top), ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(groups)), [g for g, _ in groups], fontsize=8)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
+
+    def figure(name: str, panels: list[tuple[str, list[tuple[str, dict[str, Any]]], str]]) -> None:
+        panels = [p for p in panels if p[1]]
+        if not panels:
+            return
+        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+        for ax, (title, groups, ylabel) in zip(axes[0], panels, strict=True):
+            bars(ax, groups, ylabel, title)
+        fig.suptitle(f"{name} (medians, dots = repetitions, label = ours/reference)", fontsize=10)
+        fig.tight_layout()
+        path = Path(f"{stem}-{name}.png")
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+
+    def get(config: str, scenario: str, metric: str) -> dict[str, Any]:
+        entry: dict[str, Any] = summary.get(config, {}).get(scenario, {}).get(metric, {})
+        return entry
+
+    def scale(entry: dict[str, Any], k: float) -> dict[str, Any]:
+        out = dict(entry)
+        for w in (OURS, REFERENCE, RAW):
+            if w in entry:
+                out[w] = {
+                    "median": entry[w]["median"] * k,
+                    "samples": [s * k for s in entry[w]["samples"]],
+                }
+        return out
+
+    def panel(
+        c: str, scenario: str, metrics: list[tuple[str, str]]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        return [(label, get(c, scenario, m)) for m, label in metrics if get(c, scenario, m)]
+
+    figure(
+        "fanout",
+        [
+            (
+                f"{c}: {summary[c].get('fanout', {}).get('workers')} workers",
+                panel(
+                    c,
+                    "fanout",
+                    [("all_pods_created_s", "all pods created"), ("running_s", "Running")],
+                ),
+                "seconds",
+            )
+            for c in configs
+        ],
+    )
+    figure(
+        "throughput",
+        [
+            (
+                f"{c}: {summary[c].get('throughput', {}).get('jobs')} MPIJobs",
+                panel(
+                    c,
+                    "throughput",
+                    [
+                        ("all_succeeded_s", "all Succeeded"),
+                        ("create_to_running_p50_s", "to Running p50"),
+                        ("create_to_running_p99_s", "to Running p99"),
+                    ],
+                ),
+                "seconds",
+            )
+            for c in configs
+        ],
+    )
+    figure(
+        "memory",
+        [
+            (
+                "peak RSS",
+                [
+                    (f"{c}\n{s}", scale(get(c, s, "peak_rss_kib"), 1 / 1024))
+                    for c in configs
+                    for s in ("fanout", "throughput")
+                    if get(c, s, "peak_rss_kib")
+                ],
+                "MiB",
+            )
+        ],
+    )
+    figure(
+        "cpu",
+        [
+            (
+                "operator CPU seconds",
+                [
+                    (f"{c}\n{s}", get(c, s, "cpu_s"))
+                    for c in configs
+                    for s in ("fanout", "throughput")
+                    if get(c, s, "cpu_s")
+                ],
+                "CPU seconds",
+            )
+        ],
+    )
+    # API cost: requests per MPIJob by verb and resource (throughput runs).
+    for c in configs:
+        breakdown = summary[c].get("throughput", {}).get("api_per_job_by_verb_resource")
+        if not breakdown:
+            continue
+        keys = sorted(
+            set(breakdown.get(OURS, {})) | set(breakdown.get(REFERENCE, {})),
+            key=lambda k: (
+                -(breakdown.get(REFERENCE, {}).get(k, 0) + breakdown.get(OURS, {}).get(k, 0))
+            ),
+        )
+        fig, ax = plt.subplots(figsize=(10, max(3.0, 0.28 * len(keys) + 1)))
+        ys = range(len(keys))
+        for i, who in enumerate((OURS, REFERENCE)):
+            vals = [breakdown.get(who, {}).get(k, 0) for k in keys]
+            ax.barh([y + (i - 0.5) * 0.4 for y in ys], vals, 0.4, label=who, color=colors[who])
+        ax.set_yticks(list(ys), keys, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("requests per MPIJob (median over repetitions)")
+        total = get(c, "throughput", "api_per_job")
+        r = total.get("ratio_ours_reference")
+        ax.set_title(
+            f"API requests per MPIJob, {c}" + (f" (total ours/reference {r:.2f}x)" if r else ""),
+            fontsize=9,
+        )
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = Path(f"{stem}-api-{c}.png")
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def format_summary(result: dict[str, Any]) -> str:
+    lines = []
+    summary = result["summary"]
+    for config, scenarios in summary.items():
+        if config == "targets":
+            continue
+        for scenario, sc in scenarios.items():
+            lines.append(f"== {config} / {scenario}")
+            for e in sc.get("errors", []):
+                lines.append(f"   ERROR {e}")
+            for metric, entry in sc.items():
+                if not isinstance(entry, dict) or "ratio_ours_reference" not in entry:
+                    continue
+                meds = "  ".join(
+                    f"{w}={entry[w]['median']:.2f}" for w in (OURS, REFERENCE, RAW) if w in entry
+                )
+                r = entry.get("ratio_ours_reference")
+                extra = (
+                    f"  ours/raw={entry['ratio_ours_raw']:.2f}"
+                    if entry.get("ratio_ours_raw")
+                    else ""
+                )
+                lines.append(
+                    f"   {metric:26s} {meds}  ours/ref={r:.3f}{extra}"
+                    if r is not None
+                    else f"   {metric:26s} {meds}"
+                )
+    lines.append("== targets")
+    for t in summary.get("targets", []):
+        v = "n/a" if t["value"] is None else f"{t['value']:.3f}"
+        met = {True: "MET", False: "NOT MET", None: "not measured"}[t["met"]]
+        lines.append(f"   [{met}] {t['target']} ({t['config']}): {v}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    for arg in argv:
+        path = Path(arg)
+        result = json.loads(path.read_text())
+        result["summary"] = summarize(result["records"])
+        path.write_text(json.dumps(result, indent=1) + "\n")
+        print(format_summary(result))
+        for chart in write_charts(result, path.with_suffix("")):
+            print(f"wrote {chart}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

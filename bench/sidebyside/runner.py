@@ -1,0 +1,304 @@
+"""Runs every scenario for both operators in turn (A B A B ...) and writes the results.
+
+Layout of one run: start a :class:`BenchCluster`, create the unrelated pods
+(scenario 3), then for each client-QPS configuration and each repetition:
+
+* fan-out (scenario 1): ours, reference, then the raw ceiling - each in a fresh
+  namespace deleted (and waited for) before the next;
+* throughput (scenario 2): ours, reference - peak RSS (3), audited API requests (4)
+  and CPU seconds (5) of the operator process are taken from these runs.
+
+Each operator is a fresh process per run, started and stopped around it (always
+stopped: try/finally), so its peak RSS and CPU belong to that run alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .cluster import BenchCluster, audit_counts
+from .operators import OPERATORS, OURS, REFERENCE, RunningOperator, ours_binary, reference_binary
+from .scenarios import create_unrelated_pods, delete_namespace, fanout, raw_ceiling, throughput
+
+
+@dataclass(frozen=True)
+class QpsConfig:
+    name: str
+    qps: int
+    burst: int
+    #: None: pass no flag (the operators' shipped defaults, 5/10 for both).
+    pass_flags: bool
+
+
+SHIPPED = QpsConfig("shipped-defaults", 5, 10, pass_flags=False)
+
+
+@dataclass
+class Sizes:
+    reps: int = 3
+    nodes: int = 8
+    unrelated_pods: int = 5000
+    fanout_workers: dict[str, int] = field(default_factory=dict)
+    throughput_jobs: dict[str, int] = field(default_factory=dict)
+    throughput_workers: int = 4
+    launcher_seconds: float = 5.0
+    raw_ceiling: bool = True
+    #: Repetitions of the raw ceiling per config (default: all); at 5 QPS it is a
+    #: ~100 s wait for a figure fixed by the token bucket ((500 - 10) / 5 s).
+    raw_reps: dict[str, int] = field(default_factory=dict)
+    configs: list[QpsConfig] = field(default_factory=list)
+    timeout: float = 900.0
+
+
+def preset(name: str) -> Sizes:
+    equal = QpsConfig("equal-100-200", 100, 200, pass_flags=True)
+    if name == "smoke":
+        return Sizes(
+            reps=1,
+            nodes=2,
+            unrelated_pods=20,
+            fanout_workers={SHIPPED.name: 2},
+            throughput_jobs={SHIPPED.name: 2},
+            throughput_workers=1,
+            launcher_seconds=1.0,
+            configs=[SHIPPED],
+            timeout=120.0,
+        )
+    if name == "full":
+        # 500-worker fan-out everywhere; at the shipped 5 QPS the reference spends
+        # ~20 requests a job, so 200 jobs would take ~15 minutes a run: 20 jobs there.
+        return Sizes(
+            fanout_workers={SHIPPED.name: 500, equal.name: 500},
+            throughput_jobs={SHIPPED.name: 20, equal.name: 200},
+            raw_reps={SHIPPED.name: 1},
+            configs=[equal, SHIPPED],
+        )
+    raise ValueError(f"unknown preset {name!r}")
+
+
+def _log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+class Runner:
+    def __init__(
+        self, sizes: Sizes, workdir: Path, ours: Path, reference: Path, out: Path | None = None
+    ) -> None:
+        self.out = out
+        self.sizes = sizes
+        self.workdir = workdir
+        self.binaries = {OURS: ours, REFERENCE: reference}
+        self.cluster = BenchCluster(workdir / "cluster", nodes=sizes.nodes)
+        self.records: list[dict[str, Any]] = []
+        self.meta: dict[str, Any] = {}
+
+    def run(self) -> dict[str, Any]:
+        s = self.sizes
+        started = time.monotonic()
+        _log(f"starting the local cluster in {self.cluster.workdir}")
+        self.cluster.start()
+        try:
+            if s.unrelated_pods:
+                info = create_unrelated_pods(self.cluster, s.unrelated_pods)
+                _log(f"created {info['pods']} unrelated pods in {info['seconds']:.1f}s")
+                self.meta["unrelated_pods"] = {k: info[k] for k in ("pods", "seconds")}
+            for config in s.configs:
+                for rep in range(s.reps):
+                    self._fanout_rep(config, rep)
+                for rep in range(s.reps):
+                    self._throughput_rep(config, rep)
+        finally:
+            self.cluster.stop()
+        self.meta["wall_seconds"] = time.monotonic() - started
+        return self.result()
+
+    # -- one operator run ---------------------------------------------------------
+
+    def _with_operator(
+        self,
+        kind: str,
+        config: QpsConfig,
+        scenario: str,
+        rep: int,
+        body: Callable[[RunningOperator, str], dict[str, Any]],
+    ) -> None:
+        ns = self.cluster.create_namespace(f"{scenario}-{kind[:3]}")
+        log = self.workdir / "logs" / f"{scenario}-{config.name}-{rep}-{kind}.log"
+        op = RunningOperator(
+            kind,
+            self.cluster,
+            self.binaries[kind],
+            log,
+            qps=config.qps if config.pass_flags else None,
+            burst=config.burst if config.pass_flags else None,
+        )
+        record: dict[str, Any] = {
+            "scenario": scenario,
+            "config": config.name,
+            "rep": rep,
+            "operator": kind,
+        }
+        audit_start = self.cluster.audit_offset()
+        try:
+            op.start()
+            record["startup_s"] = op.start_seconds
+            record.update(body(op, ns))
+        except Exception as e:
+            record["error"] = f"{type(e).__name__}: {e}"
+            _log(f"{scenario}/{config.name}/{rep}/{kind} FAILED: {record['error']}")
+            traceback.print_exc()
+        finally:
+            op.stop()
+        with contextlib.suppress(Exception):
+            record["namespace_delete_s"] = delete_namespace(self.cluster, ns)
+        record["api"] = audit_counts(self.cluster.audit_log, audit_start)
+        self._add(record)
+        _log(f"{scenario}/{config.name}/rep{rep}/{kind}: " + _brief(record))
+
+    def _add(self, record: dict[str, Any]) -> None:
+        """Keep ``record`` and rewrite the results file: an interrupted run keeps them."""
+        self.records.append(record)
+        if self.out is not None:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.out.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.result(partial=True), indent=1) + "\n")
+            tmp.replace(self.out)
+
+    def _fanout_rep(self, config: QpsConfig, rep: int) -> None:
+        workers = self.sizes.fanout_workers.get(config.name)
+        if not workers:
+            return
+        for kind in OPERATORS:
+            self._with_operator(
+                kind,
+                config,
+                "fanout",
+                rep,
+                lambda op, ns: {
+                    "workers": workers,
+                    **fanout(self.cluster, op, ns, workers, self.sizes.timeout),
+                },
+            )
+        if self.sizes.raw_ceiling and rep < self.sizes.raw_reps.get(config.name, self.sizes.reps):
+            ns = self.cluster.create_namespace("fanout-raw")
+            record: dict[str, Any] = {
+                "scenario": "fanout",
+                "config": config.name,
+                "rep": rep,
+                "operator": "raw-client",
+                "workers": workers,
+            }
+            try:
+                record.update(raw_ceiling(self.cluster, ns, workers, config.qps, config.burst))
+            except Exception as e:
+                record["error"] = f"{type(e).__name__}: {e}"
+            with contextlib.suppress(Exception):
+                record["namespace_delete_s"] = delete_namespace(self.cluster, ns)
+            self._add(record)
+            _log(f"fanout/{config.name}/rep{rep}/raw-client: " + _brief(record))
+
+    def _throughput_rep(self, config: QpsConfig, rep: int) -> None:
+        jobs = self.sizes.throughput_jobs.get(config.name)
+        if not jobs:
+            return
+        s = self.sizes
+        for kind in OPERATORS:
+            self._with_operator(
+                kind,
+                config,
+                "throughput",
+                rep,
+                lambda op, ns: {
+                    "jobs": jobs,
+                    "workers": s.throughput_workers,
+                    "launcher_seconds": s.launcher_seconds,
+                    **throughput(
+                        self.cluster,
+                        op,
+                        ns,
+                        jobs,
+                        s.throughput_workers,
+                        s.launcher_seconds,
+                        s.timeout,
+                    ),
+                },
+            )
+
+    def result(self, partial: bool = False) -> dict[str, Any]:
+        from .report import summarize
+
+        sizes = asdict(self.sizes)
+        return {
+            "generated": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "load_avg_at_end": os.getloadavg(),
+            },
+            "partial": partial,
+            "sizes": sizes,
+            "meta": self.meta,
+            "records": self.records,
+            "summary": summarize(self.records),
+        }
+
+
+def _brief(record: dict[str, Any]) -> str:
+    keys = (
+        "error",
+        "all_pods_created_s",
+        "running_s",
+        "all_succeeded_s",
+        "create_to_running_p50_s",
+        "create_to_running_p99_s",
+        "peak_rss_kib",
+        "cpu_s",
+    )
+    parts = []
+    for k in keys:
+        v = record.get(k)
+        if v is not None:
+            parts.append(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}")
+    if "api" in record:
+        parts.append(f"api_requests={record['api']['total']}")
+    return " ".join(parts)
+
+
+def run(sizes: Sizes, out: Path, workdir: Path | None = None) -> Path:
+    """Run everything, write ``out`` (JSON) and a PNG chart per scenario next to it.
+
+    Logs and the cluster live in ``workdir`` (kept), or in a temporary directory
+    removed afterwards.
+    """
+    from .report import write_charts
+
+    ours = ours_binary()
+    _log("installing/locating the reference operator (hack/install-reference-operator.sh)")
+    reference = reference_binary()
+    tmp = None
+    if workdir is None:
+        workdir = tmp = Path(tempfile.mkdtemp(prefix="bench-sidebyside-"))
+    try:
+        result = Runner(sizes, workdir, ours, reference, out).run()
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
+    _log(f"wrote {out}")
+    for chart in write_charts(result, out.with_suffix("")):
+        _log(f"wrote {chart}")
+    return out

@@ -1,0 +1,165 @@
+"""The scenarios, each run against one already-started operator in a fresh namespace.
+
+Times are seconds on the harness's monotonic clock, measured from just before the
+first create request; "seen" means the harness's watch delivered the object.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from mpi_operator.localcluster import LocalCluster, wait_for
+
+from .kube import (
+    JOB_ROLE_LABEL,
+    MPIJOBS,
+    PODS,
+    RawClient,
+    Watch,
+    mpijob,
+    unrelated_pod,
+    worker_like_pod,
+)
+from .operators import RunningOperator
+
+
+def delete_namespace(cluster: LocalCluster, ns: str, timeout: float = 600) -> float:
+    """Delete ``ns`` and wait until it is gone; return the seconds it took."""
+    t0 = time.monotonic()
+    cluster.delete_namespace(ns)
+    wait_for(
+        lambda: cluster.request("GET", f"/api/v1/namespaces/{ns}")[0] == 404,
+        timeout,
+        f"namespace {ns} deleted",
+        interval=0.5,
+    )
+    return time.monotonic() - t0
+
+
+def fanout(
+    cluster: LocalCluster, op: RunningOperator, ns: str, workers: int, timeout: float
+) -> dict[str, Any]:
+    """One MPIJob of ``workers`` workers (launcher runs on): seconds until every worker
+    pod exists, and until the MPIJob's Running condition."""
+    pods = Watch(cluster, PODS.format(ns=ns), f"{JOB_ROLE_LABEL}=worker").start()
+    jobs = Watch(cluster, MPIJOBS.format(ns=ns)).start()
+    cpu0 = op.stats().cpu_seconds
+    try:
+        t0 = time.monotonic()
+        status, body = cluster.request(
+            "POST", MPIJOBS.format(ns=ns), mpijob("fanout", workers, None)
+        )
+        if status != 201:
+            raise RuntimeError(f"creating the MPIJob: {status} {body}")
+        pods.wait(lambda: len(pods.first_seen) >= workers, timeout, f"{workers} worker pods")
+        t_pods = max(pods.first_seen.values()) - t0
+        jobs.wait(
+            lambda: ("fanout", "Running") in jobs.conditions,
+            timeout,
+            "the MPIJob Running",
+        )
+        t_running = jobs.conditions[("fanout", "Running")] - t0
+        op.check_alive()
+        stats = op.stats()
+        return {
+            "all_pods_created_s": t_pods,
+            "running_s": t_running,
+            "first_pod_s": min(pods.first_seen.values()) - t0,
+            "cpu_s": stats.cpu_seconds - cpu0,
+            "peak_rss_kib": stats.hwm_kib,
+        }
+    finally:
+        pods.stop()
+        jobs.stop()
+
+
+def raw_ceiling(
+    cluster: LocalCluster, ns: str, workers: int, qps: int, burst: int, threads: int = 32
+) -> dict[str, Any]:
+    """The same number of worker-shaped pods created by a plain concurrent client at
+    the same client QPS/burst: seconds until every pod exists (seen by the watch)."""
+    pods = Watch(cluster, PODS.format(ns=ns), f"{JOB_ROLE_LABEL}=worker").start()
+    try:
+        client = RawClient(cluster, threads=threads, qps=qps, burst=burst)
+        path = PODS.format(ns=ns)
+        items = [(path, worker_like_pod(f"raw-worker-{i}", "raw")) for i in range(workers)]
+        t0 = time.monotonic()
+        acks = client.create_all(items)
+        pods.wait(lambda: len(pods.first_seen) >= workers, 120, f"{workers} raw pods seen")
+        return {
+            "all_pods_created_s": max(pods.first_seen.values()) - t0,
+            "acknowledged_s": max(acks) - t0,
+        }
+    finally:
+        pods.stop()
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), int(-(-q * len(ordered) // 100))))
+    return ordered[rank - 1]
+
+
+def throughput(
+    cluster: LocalCluster,
+    op: RunningOperator,
+    ns: str,
+    jobs_n: int,
+    workers: int,
+    launcher_seconds: float,
+    timeout: float,
+    submit_threads: int = 16,
+) -> dict[str, Any]:
+    """``jobs_n`` MPIJobs submitted at once, launchers completing after
+    ``launcher_seconds``: seconds until all Succeeded; per-job create-to-Running."""
+    jobs = Watch(cluster, MPIJOBS.format(ns=ns)).start()
+    cpu0 = op.stats().cpu_seconds
+    try:
+        names = [f"job-{i:04d}" for i in range(jobs_n)]
+        path = MPIJOBS.format(ns=ns)
+        client = RawClient(cluster, threads=submit_threads)  # unthrottled: "at once"
+        t0 = time.monotonic()
+        acks = client.create_all([(path, mpijob(n, workers, launcher_seconds)) for n in names])
+        created = dict(zip(names, acks, strict=True))
+        t_submitted = max(acks) - t0
+
+        def all_succeeded() -> bool:
+            done = [n for (n, c) in jobs.conditions if c in ("Succeeded", "Failed")]
+            return len(done) >= jobs_n
+
+        jobs.wait(all_succeeded, timeout, f"{jobs_n} MPIJobs finished")
+        op.check_alive()
+        stats = op.stats()
+        failed = [n for (n, c) in jobs.conditions if c == "Failed"]
+        succeeded = jobs.with_condition("Succeeded")
+        running = jobs.with_condition("Running")
+        to_running = [running[n] - created[n] for n in names if n in running]
+        return {
+            "all_succeeded_s": max(succeeded.values()) - t0 if succeeded else None,
+            "submitted_s": t_submitted,
+            "failed": len(failed),
+            "never_running": jobs_n - len(to_running),
+            "create_to_running_p50_s": statistics.median(to_running) if to_running else None,
+            "create_to_running_p99_s": percentile(to_running, 99) if to_running else None,
+            "cpu_s": stats.cpu_seconds - cpu0,
+            "peak_rss_kib": stats.hwm_kib,
+        }
+    finally:
+        jobs.stop()
+
+
+def create_unrelated_pods(
+    cluster: LocalCluster, total: int, namespaces: int = 10, threads: int = 16
+) -> dict[str, Any]:
+    """``total`` Pending pods spread over ``namespaces`` fresh namespaces."""
+    names = [cluster.create_namespace("unrelated", wait_for_sa=False) for _ in range(namespaces)]
+    items = [
+        (PODS.format(ns=names[i % namespaces]), unrelated_pod(f"unrelated-{i:05d}"))
+        for i in range(total)
+    ]
+    t0 = time.monotonic()
+    RawClient(cluster, threads=threads).create_all(items)
+    return {"pods": total, "namespaces": names, "seconds": time.monotonic() - t0}
