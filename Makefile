@@ -52,7 +52,7 @@ crd: venv binaries
 	$(BIN)/python hack/generate_crd.py
 
 bench: venv
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -277,7 +277,7 @@ def _brief(record: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def run(sizes: Sizes, out: Path, workdir: Path | None = None) -> Path:
+def run(sizes: Sizes, out: Path, workdir: Path | None = None, charts: bool = True) -> Path:
     """Run everything, write ``out`` (JSON) and a PNG chart per scenario next to it.
 
     Logs and the cluster live in ``workdir`` (kept), or in a temporary directory
@@ -299,6 +299,7 @@ def run(sizes: Sizes, out: Path, workdir: Path | None = None) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
     _log(f"wrote {out}")
-    for chart in write_charts(result, out.with_suffix("")):
-        _log(f"wrote {chart}")
+    if charts:
+        for chart in write_charts(result, out.with_suffix("")):
+            _log(f"wrote {chart}")
     return out

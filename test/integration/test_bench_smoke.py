@@ -1,0 +1,72 @@
+"""Smoke run of the side-by-side benchmark harness (bench/sidebyside), so it never rots.
+
+One tiny MPIJob each way (fan-out, throughput) for both operators - ours and the
+reference Go operator v0.8.2, installed by hack/install-reference-operator.sh when
+missing (needs Go; a cold install takes a few minutes once, then it is cached) - on
+the harness's own full local cluster. Checks the plumbing, not the figures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.sidebyside.report import format_summary
+from bench.sidebyside.runner import preset, run
+from mpi_operator.localcluster import Binaries, BinariesMissingError
+from mpi_operator.localcluster import binaries as binmod
+
+pytestmark = [pytest.mark.full_cluster, pytest.mark.timeout(1200)]
+
+
+def _have_binaries() -> Binaries:
+    try:
+        return binmod.find(binmod.FULL_BINARIES)
+    except BinariesMissingError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+def test_sidebyside_smoke(tmp_path: Path) -> None:
+    _have_binaries()
+    charts = importlib.util.find_spec("matplotlib") is not None
+    out = tmp_path / "results" / "smoke.json"
+    run(preset("smoke"), out, workdir=tmp_path / "work", charts=charts)
+
+    result = json.loads(out.read_text())
+    assert result["partial"] is False
+    records = result["records"]
+    errors = [r for r in records if "error" in r]
+    assert not errors, errors
+    seen = {(r["scenario"], r["operator"]) for r in records}
+    assert seen == {
+        ("fanout", "ours"),
+        ("fanout", "reference"),
+        ("fanout", "raw-client"),
+        ("throughput", "ours"),
+        ("throughput", "reference"),
+    }
+    for r in records:
+        if r["scenario"] == "fanout":
+            assert r["all_pods_created_s"] > 0
+        if r["operator"] == "raw-client":
+            continue
+        assert r["peak_rss_kib"] > 0
+        assert r["cpu_s"] >= 0
+        # The audit log attributes the operator's own requests to it.
+        assert r["api"]["by_verb_resource"].get("create pods", 0) >= 1, r["api"]
+        if r["scenario"] == "fanout":
+            assert r["running_s"] >= r["all_pods_created_s"] - 1.0
+        else:
+            assert r["failed"] == 0 and r["never_running"] == 0
+            assert r["all_succeeded_s"] >= r["launcher_seconds"]
+
+    summary = result["summary"]["shipped-defaults"]
+    assert summary["fanout"]["all_pods_created_s"]["ratio_ours_reference"] > 0
+    assert summary["throughput"]["all_succeeded_s"]["ratio_ours_reference"] > 0
+    assert "targets" in format_summary(result)
+    if charts:
+        for name in ("fanout", "throughput", "memory", "cpu", "api-shipped-defaults"):
+            assert (tmp_path / "results" / f"smoke-{name}.png").stat().st_size > 0
