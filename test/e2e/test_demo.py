@@ -167,3 +167,24 @@ def test_make_demo_runs_the_module() -> None:
         check=True,
     ).stdout
     assert "-m mpi_operator.localcluster.demo --fresh" in out
+
+
+def test_kwok_behaviour_is_added_to_a_copy() -> None:
+    from mpi_operator.localcluster import COMPLETE_AFTER, START_DELAY
+    from mpi_operator.localcluster.demo import job_state, load_mpijob, with_kwok_behaviour
+
+    original = load_mpijob(PI)
+    job = with_kwok_behaviour(original, launcher_runs_for="3s", start_delay="1s")
+    assert original == load_mpijob(PI)
+    specs = job["spec"]["mpiReplicaSpecs"]
+    launcher = specs["Launcher"]["template"]["metadata"]["annotations"]
+    worker = specs["Worker"]["template"]["metadata"]["annotations"]
+    assert launcher == {COMPLETE_AFTER: "3s", START_DELAY: "1s"}
+    assert worker == {START_DELAY: "1s"}
+    assert job_state({}) == "Pending"
+    conditions = [
+        {"type": "Created", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        {"type": "Running", "status": "False", "lastTransitionTime": "2026-01-01T00:00:09Z"},
+        {"type": "Succeeded", "status": "True", "lastTransitionTime": "2026-01-01T00:00:09Z"},
+    ]
+    assert job_state({"status": {"conditions": conditions}}) == "Succeeded"
