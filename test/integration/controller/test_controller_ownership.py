@@ -56,16 +56,20 @@ async def test_invalid_job_gets_a_validation_event_and_nothing_else(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     await start_operator()
-    bad = mpijob(workers=1, mpiImplementation="LAM")
-    bad["spec"]["mpiReplicaSpecs"]["Launcher"]["replicas"] = 2
+    # The CRD accepts these restart policies (they are API values); the
+    # controller supports neither and says so for both.
+    bad = mpijob(workers=1)
+    bad["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = "Always"
+    bad["spec"]["mpiReplicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode"
     await cluster.create_mpijob(bad)
     event = await cluster.wait_event("ValidationError")
     assert event == (
         "Warning",
         "ValidationError",
-        "Found validation errors: [spec.mpiReplicaSpecs[Launcher].replicas: Invalid value: 2: "
-        'must be 1, spec.mpiImplementation: Unsupported value: "LAM": supported values: '
-        '"Intel", "MPICH", "OpenMPI"]',
+        "Found validation errors: [spec.mpiReplicaSpecs[Launcher].restartPolicy: "
+        'Unsupported value: "Always": supported values: "Never", "OnFailure", '
+        "spec.mpiReplicaSpecs[Worker].restartPolicy: "
+        'Unsupported value: "ExitCode": supported values: "Never", "OnFailure"]',
     )
     assert await cluster.workers() == []
     assert await cluster.launcher() is None
