@@ -355,7 +355,14 @@ class Operators:
         self.namespaces: set[str] = set()
         self.material: set[str] = set()
 
-    def start(self, ns: str, *extra: str, qps: int = 50, burst: int = 100) -> OperatorProcess:
+    def start(
+        self,
+        ns: str,
+        *extra: str,
+        qps: int = 50,
+        burst: int = 100,
+        lease: tuple[str, ...] = LEASE_FLAGS,
+    ) -> OperatorProcess:
         self.namespaces.add(ns)
         proc = OperatorProcess(
             [
@@ -365,7 +372,7 @@ class Operators:
                 f"--kube-api-qps={qps}",
                 f"--kube-api-burst={burst}",
                 "--shutdown-drain-seconds=0.5",
-                *LEASE_FLAGS,
+                *lease,
                 *extra,
             ],
             self.tmp / f"operator-{len(self.procs)}.log",
@@ -380,13 +387,21 @@ class Operators:
                 self.material |= secret_material(self.cluster, ns)
 
     def crashes(self) -> list[str]:
-        """Tracebacks or unexpected exits in the logs (a SIGKILL we sent is not a crash)."""
-        found = []
-        for proc in self.procs:
-            for line in proc.output().splitlines():
-                if "Traceback" in line or '"level": "critical"' in line:
-                    found.append(f"{proc.log_path.name}: {line[:300]}")
-        return found
+        """Processes that exited on their own (a SIGKILL sent by the test is not one)."""
+        return [
+            f"{p.log_path.name} exited {p.poll()}: {p.output()[-1000:]}"
+            for p in self.procs
+            if p.poll() not in (None, -9)
+        ]
+
+    def tracebacks(self) -> list[str]:
+        """Log lines with a Python traceback: errors that are not API answers."""
+        return [
+            f"{proc.log_path.name}: {line[:600]}"
+            for proc in self.procs
+            for line in proc.output().splitlines()
+            if "Traceback" in line
+        ]
 
     def scan(self) -> list[str]:
         self.collect_secrets()

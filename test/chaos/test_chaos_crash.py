@@ -69,7 +69,7 @@ def test_chaos_sigkill_at_random_moments_loses_and_duplicates_nothing(
 
     recreated_workers = {n: u for n, u in pod_names.items() if "-worker-" in n and len(u) > 1}
     recreated_launchers = {n: u for n, u in job_names.items() if len(u) > 1}
-    crashes = operators.crashes()
+    crashes = operators.crashes() + operators.tracebacks()
     report(
         test="crash",
         jobs=jobs,
