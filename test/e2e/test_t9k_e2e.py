@@ -456,3 +456,23 @@ async def test_t9k_example_runs(
     await wait_phase(full_cluster, ns, "pi-t9k", "Succeeded")
     # cleanUpWorkers unfinished: the running workers are removed.
     await wait_pods(full_cluster, ns, "pi-t9k", {"pi-t9k-launcher"})
+
+
+async def test_t9k_deleting_the_job_removes_every_child(
+    full_cluster: Any, full_namespace: str, operator: T9kMPIJobController
+) -> None:
+    ns = full_namespace
+    await apply(full_cluster, ns, t9k_job("gone"))
+    await wait_phase(full_cluster, ns, "gone", "Running")
+    await kubectl(full_cluster, "delete", T9K, "gone", "-n", ns, "--wait=true")
+
+    async def no_children_left() -> bool:
+        for kind in ("pods", "services", "configmaps", "secrets"):
+            items = await kubectl_json(
+                full_cluster, "get", kind, "-n", ns, "-l", "batch.tensorstack.dev/job-name=gone"
+            )
+            if items["items"]:
+                return False
+        return True
+
+    await eventually(no_children_left, within=60, interval=0.5, what="children garbage-collected")
