@@ -100,6 +100,7 @@ class T9kMPIJobSyncer:
                     )
                 )
             else:
+                await self._delete_surplus_pods(job, pods)
                 pods.update(await self._create_missing_pods(shared, job, pods))
         outcome = update_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
         if status.phase in TERMINAL_PHASES:
@@ -133,6 +134,14 @@ class T9kMPIJobSyncer:
                 raise pod
             result[str(pod["metadata"]["name"])] = pod
         return result
+
+    async def _delete_surplus_pods(self, job: MPIJob, pods: dict[str, Obj]) -> None:
+        """Removes workers beyond ``spec.worker.replicas`` (after a scale-down)."""
+        wanted = {name for _, _, name in slots(job)}
+        surplus = [name for name in pods if name not in wanted]
+        await asyncio.gather(*(children.delete_pod(self.ctx, job.namespace, n) for n in surplus))
+        for name in surplus:
+            del pods[name]
 
     async def _clean_up_workers(self, job: MPIJob, pods: dict[str, Obj]) -> None:
         policy = job.spec.run_policy.clean_up_policy()

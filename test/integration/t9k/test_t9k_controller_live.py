@@ -245,3 +245,20 @@ async def test_crd_rejects_bad_priority(t9k: T9kCluster, t9k_crds: None) -> None
 
 async def test_crd_installed_detects_the_t9k_crd(kube: Any, t9k_crds: None) -> None:
     assert await crd_installed(kube)
+
+
+async def test_scale_down_removes_surplus_workers_and_rewrites_the_hostfile(
+    t9k: T9kCluster, start_t9k: StartT9k
+) -> None:
+    await start_t9k()
+    await t9k.create(t9k_job(workers=3))
+    await t9k.wait_pods({"job-launcher", "job-worker-0", "job-worker-1", "job-worker-2"})
+    await t9k.patch_job({"spec": {"worker": {"replicas": 1}}})
+    await t9k.wait_pods({"job-launcher", "job-worker-0"})
+
+    async def hostfile_rewritten() -> bool:
+        config = await t9k.kube.get(CONFIGMAPS, t9k.ns, "job-config")
+        return bool(config["data"]["hostfile"] == f"job-worker-0.job.{t9k.ns}.svc slots=1\n")
+
+    await eventually(hostfile_rewritten, within=20, what="hostfile with one worker")
+    await t9k.wait_status(lambda s: s.get("aggregate") == agg(pending=2), "two pending pods")
