@@ -112,10 +112,12 @@ def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, An
     """Requests of the operator user logged between two offsets of the audit log.
 
     Returns ``{"total": n, "by_verb_resource": {"create pods": n, ...},
-    "by_user_agent": {...}}``; subresources are spelled ``pods/status``.
+    "by_user_agent": {...}, "failed_by_verb_resource_code": {"create pods 409": n}}``;
+    subresources are spelled ``pods/status``.
     """
     by_vr: Counter[str] = Counter()
     by_ua: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
     with path.open("rb") as f:
         f.seek(start)
         data = f.read() if end is None else f.read(max(0, end - start))
@@ -132,13 +134,18 @@ def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, An
         resource = ref.get("resource") or ev.get("requestURI", "?").split("?")[0]
         if ref.get("subresource"):
             resource += "/" + ref["subresource"]
-        by_vr[f"{ev.get('verb', '?')} {resource}"] += 1
+        key = f"{ev.get('verb', '?')} {resource}"
+        by_vr[key] += 1
+        code = (ev.get("responseStatus") or {}).get("code", 0)
+        if code >= 400:
+            failed[f"{key} {code}"] += 1
         ua = str(ev.get("userAgent", "?"))
         by_ua[_short_agent(ua)] += 1
     return {
         "total": sum(by_vr.values()),
         "by_verb_resource": dict(by_vr.most_common()),
         "by_user_agent": dict(by_ua.most_common()),
+        "failed_by_verb_resource_code": dict(failed.most_common()),
     }
 
 

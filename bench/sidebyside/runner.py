@@ -163,7 +163,9 @@ class Runner:
             op.stop()
         with contextlib.suppress(Exception):
             record["namespace_delete_s"] = delete_namespace(self.cluster, ns)
-        record["api"] = audit_counts(self.cluster.audit_log, audit_start)
+        audit_end = self.cluster.audit_offset()
+        record["api"] = audit_counts(self.cluster.audit_log, audit_start, audit_end)
+        record["audit_log_offsets"] = [audit_start, audit_end]
         self._add(record)
         _log(f"{scenario}/{config.name}/rep{rep}/{kind}: " + _brief(record))
 
