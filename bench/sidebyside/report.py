@@ -372,6 +372,92 @@ def format_summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+LABELS = {
+    "all_pods_created_s": "all worker pods created (s)",
+    "running_s": "MPIJob Running (s)",
+    "all_succeeded_s": "all MPIJobs Succeeded (s)",
+    "create_to_running_p50_s": "create to Running p50 (s)",
+    "create_to_running_p99_s": "create to Running p99 (s)",
+    "cpu_s": "operator CPU (s)",
+    "peak_rss_kib": "peak RSS (MiB)",
+    "api_total": "API requests (run)",
+    "api_per_job": "API requests per MPIJob",
+}
+
+
+def format_markdown(result: dict[str, Any], charts_prefix: str = "") -> str:
+    """The summary as Markdown tables (medians over repetitions, ratios of medians)."""
+    summary = result["summary"]
+    sizes = result.get("sizes", {})
+    lines = [
+        f"Generated {result.get('generated')} on {result.get('machine', {}).get('cpus')} CPUs"
+        f" ({result.get('machine', {}).get('platform')}); wall time "
+        f"{result.get('meta', {}).get('wall_seconds', 0) / 60:.0f} min"
+        + (" - **partial run**" if result.get("partial") else "")
+        + ".",
+        "",
+        f"Sizes: {sizes.get('reps')} repetitions; fan-out workers {sizes.get('fanout_workers')};"
+        f" throughput MPIJobs {sizes.get('throughput_jobs')} of {sizes.get('throughput_workers')}"
+        f" workers, launchers complete after {sizes.get('launcher_seconds')} s;"
+        f" {sizes.get('unrelated_pods')} unrelated pods; {sizes.get('nodes')} KWOK nodes.",
+        "",
+    ]
+    for config, scenarios in summary.items():
+        if config == "targets":
+            continue
+        for scenario, sc in scenarios.items():
+            n = sc.get("workers") if scenario == "fanout" else sc.get("jobs")
+            unit = "workers" if scenario == "fanout" else "MPIJobs"
+            lines += [
+                f"### {scenario} - {config} ({n} {unit})",
+                "",
+                "| metric | ours | reference | raw client | ours/reference | per-rep ratios |",
+                "|---|---:|---:|---:|---:|---|",
+            ]
+            for metric, entry in sc.items():
+                if not isinstance(entry, dict) or "ratio_ours_reference" not in entry:
+                    continue
+                k = 1 / 1024 if metric == "peak_rss_kib" else 1.0
+
+                def cell(who: str, entry: dict[str, Any] = entry, k: float = k) -> str:
+                    return f"{entry[who]['median'] * k:.2f}" if who in entry else ""
+
+                r = entry.get("ratio_ours_reference")
+                reps = ", ".join(f"{x:.2f}" for x in entry.get("per_rep_ratios", []))
+                raw = entry.get("ratio_ours_raw")
+                rtxt = "" if r is None else f"**{r:.2f}**"
+                if raw is not None:
+                    rtxt += f" (ours/raw {raw:.2f})"
+                lines.append(
+                    f"| {LABELS.get(metric, metric)} | {cell(OURS)} | {cell(REFERENCE)} "
+                    f"| {cell(RAW)} | {rtxt} | {reps} |"
+                )
+            for e in sc.get("errors", []):
+                lines.append(f"\nError: {e}")
+            api = sc.get("api_per_job_by_verb_resource")
+            if api:
+                keys = sorted(
+                    set(api.get(OURS, {})) | set(api.get(REFERENCE, {})),
+                    key=lambda x: -(api.get(OURS, {}).get(x, 0) + api.get(REFERENCE, {}).get(x, 0)),
+                )
+                lines += ["", "| requests per MPIJob | ours | reference |", "|---|---:|---:|"]
+                for key in keys[:25]:
+                    a = api.get(OURS, {}).get(key, 0)
+                    b = api.get(REFERENCE, {}).get(key, 0)
+                    lines.append(f"| {key} | {a:.2f} | {b:.2f} |")
+            lines.append("")
+    lines += ["### Targets", "", "| target | config | measured | met |", "|---|---|---:|---|"]
+    for t in summary.get("targets", []):
+        v = "n/a" if t["value"] is None else f"{t['value']:.2f}"
+        met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
+        lines.append(f"| {t['target']} | {t['config']} | {v} | {met} |")
+    if charts_prefix:
+        lines += ["", "Charts:", ""]
+        for name in ("fanout", "throughput", "memory", "cpu"):
+            lines.append(f"![{name}]({charts_prefix}-{name}.png)")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     for arg in argv:
         path = Path(arg)
@@ -379,6 +465,9 @@ def main(argv: list[str]) -> int:
         result["summary"] = summarize(result["records"])
         path.write_text(json.dumps(result, indent=1) + "\n")
         print(format_summary(result))
+        md = path.with_suffix(".md")
+        md.write_text(format_markdown(result, path.with_suffix("").name))
+        print(f"wrote {md}")
         for chart in write_charts(result, path.with_suffix("")):
             print(f"wrote {chart}")
     return 0
