@@ -29,6 +29,7 @@ from mpi_operator.api.v2beta1 import (
 from mpi_operator.builders.common import is_suspended
 from mpi_operator.client import MPIJOBS, WARNING, split_key
 from mpi_operator.client.events import truncate_message
+from mpi_operator.client.kubeapi import ApiError
 from mpi_operator.controller import children
 from mpi_operator.controller import launcher as launchers
 from mpi_operator.controller import workers as worker_pods
@@ -54,6 +55,8 @@ log = structlog.get_logger(__name__)
 Obj = dict[str, Any]
 
 VALIDATION_ERROR = "ValidationError"
+INVALID_POD_TEMPLATE = "InvalidPodTemplate"
+INVALID = 422  # the API server's "Invalid": the same object is rejected every time
 
 
 class MPIJobSyncer:
@@ -129,15 +132,21 @@ class MPIJobSyncer:
             await children.ensure_service(ctx, shared, job)
             await children.ensure_config_map(ctx, shared, job)
             await children.ensure_ssh_secret(ctx, shared, job)
-            if not is_suspended(job):
-                if ctx.options.gang is not None:
-                    await children.ensure_pod_group(ctx, shared, job)
-                workers = await worker_pods.ensure_workers(ctx, shared, job)
-            if launcher is None and (
-                job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
-                or worker_pods.count_ready(workers) == len(workers)
-            ):
-                launcher = await launchers.create_launcher(ctx, shared, job)
+            try:
+                if not is_suspended(job):
+                    if ctx.options.gang is not None:
+                        await children.ensure_pod_group(ctx, shared, job)
+                    workers = await worker_pods.ensure_workers(ctx, shared, job)
+                if launcher is None and (
+                    job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
+                    or worker_pods.count_ready(workers) == len(workers)
+                ):
+                    launcher = await launchers.create_launcher(ctx, shared, job)
+            except ApiError as err:
+                if err.status != INVALID:
+                    raise
+                await self._fail_invalid(shared, job, err, pending, created)
+                return
         if launcher is not None:
             launcher = await launchers.sync_suspension(ctx, shared, job, launcher)
         if is_suspended(job):
@@ -151,6 +160,26 @@ class MPIJobSyncer:
         outcome = update_status(job, launcher, launcher_pods, workers, now)
         outcome.events[:0] = pending
         await self._write_status(shared, job, outcome, created)
+
+    async def _fail_invalid(
+        self, shared: Obj, job: MPIJob, err: ApiError, pending: list[Event], created: bool
+    ) -> None:
+        """A worker pod or the launcher Job that the API server rejects as Invalid."""
+        # Deviation from the reference (it retries forever): fail fast, no requeue.
+        status = job.status
+        assert status is not None
+        now = self.ctx.clock.now()
+        message = truncate_message(
+            f"MPIJob {job.namespace}/{job.name} has failed: "
+            f"the API server rejected its pod template: {err.message}"
+        )
+        if status.completion_time is None:
+            status.completion_time = format_time(now)
+        if update_conditions(
+            status, ConditionType.FAILED, TRUE, INVALID_POD_TEMPLATE, message, now
+        ):
+            pending.append(Event(WARNING, INVALID_POD_TEMPLATE, message))
+        await self._write_status(shared, job, StatusOutcome(events=pending, failed=True), created)
 
     async def _clean_up_workers(self, shared: Obj, job: MPIJob) -> None:
         await worker_pods.delete_workers(self.ctx, shared, job)
