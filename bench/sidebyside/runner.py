@@ -285,7 +285,7 @@ def run(sizes: Sizes, out: Path, workdir: Path | None = None, charts: bool = Tru
     Logs and the cluster live in ``workdir`` (kept), or in a temporary directory
     removed afterwards.
     """
-    from .report import write_charts
+    from .report import format_markdown, write_charts
 
     ours = ours_binary()
     _log("installing/locating the reference operator (hack/install-reference-operator.sh)")
@@ -301,6 +301,9 @@ def run(sizes: Sizes, out: Path, workdir: Path | None = None, charts: bool = Tru
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
     _log(f"wrote {out}")
+    md = out.with_suffix(".md")
+    md.write_text(format_markdown(result, out.with_suffix("").name if charts else ""))
+    _log(f"wrote {md}")
     if charts:
         for chart in write_charts(result, out.with_suffix("")):
             _log(f"wrote {chart}")
