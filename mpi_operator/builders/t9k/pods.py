@@ -9,7 +9,9 @@ accepts connections on the SSH port.
 Run modes change the commands: in debug mode the launcher runs ``sleep inf``
 and workers sshd unless ``replicaSpecs`` override them; after a resume
 (``resumed``), ``resumeSpecs`` override command and args when given. Both
-can drop the launcher's init container with ``skipInitContainer``.
+can drop the launcher's init container with ``skipInitContainer``. Pods are
+annotated with the mode they were built for (``batch.tensorstack.dev/run-mode``:
+normal, debug, resumed) so the controller replaces them when the mode changes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mpi_operator.api.t9k import (
+    GROUP,
     GROUP_NAME_LABEL,
     QUEUE_LABEL,
     REPLICA_INDEX_LABEL,
@@ -49,6 +52,10 @@ from mpi_operator.builders.t9k.common import (
 from mpi_operator.builders.t9k.config import CONFIG_MOUNT_PATH, HOSTFILE_KEY, HOSTFILE_PATH
 
 DEFAULT_INIT_IMAGE = "busybox:1.36"
+RUN_MODE_ANNOTATION = f"{GROUP}/run-mode"
+RUN_MODE_NORMAL = "normal"
+RUN_MODE_DEBUG = "debug"
+RUN_MODE_RESUMED = "resumed"
 INIT_CONTAINER_NAME = "wait-for-workers"
 CONFIG_VOLUME = "mpi-job-config"
 DEBUG_LAUNCHER_COMMAND = ["sleep", "inf"]
@@ -133,7 +140,21 @@ def _mount(container: Obj, name: str, path: str) -> None:
     ]
 
 
-def _pod(job: MPIJob, name: str, replica_type: ReplicaType, index: int) -> tuple[Obj, Obj]:
+def run_mode(job: MPIJob, resumed: bool) -> str:
+    """The mode pods are built for; a pod of another mode is replaced."""
+    if job.debug is not None:
+        return RUN_MODE_DEBUG
+    return RUN_MODE_RESUMED if resumed else RUN_MODE_NORMAL
+
+
+def pod_run_mode(pod: Obj) -> str:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(RUN_MODE_ANNOTATION) or RUN_MODE_NORMAL)
+
+
+def _pod(
+    job: MPIJob, name: str, replica_type: ReplicaType, index: int, resumed: bool
+) -> tuple[Obj, Obj]:
     """The pod skeleton from the worker template, and its MPI container."""
     template = deep_copy(job.worker.template)
     meta = template.get("metadata") or {}
@@ -150,8 +171,10 @@ def _pod(job: MPIJob, name: str, replica_type: ReplicaType, index: int) -> tuple
         labels[QUEUE_LABEL] = scheduler.queue or ""
         pod_spec["schedulerName"] = T9K_SCHEDULER_NAME
     pod_meta: Obj = {"name": name, "namespace": job.namespace, "labels": labels}
-    if meta.get("annotations"):
-        pod_meta["annotations"] = meta["annotations"]
+    pod_meta["annotations"] = {
+        **(meta.get("annotations") or {}),
+        RUN_MODE_ANNOTATION: run_mode(job, resumed),
+    }
     pod_meta["ownerReferences"] = [owner_reference(job)]
     pod_spec["hostname"] = name
     pod_spec["subdomain"] = job.name
@@ -167,7 +190,7 @@ def _pod(job: MPIJob, name: str, replica_type: ReplicaType, index: int) -> tuple
 
 
 def new_worker_pod(job: MPIJob, index: int, *, resumed: bool = False) -> Obj:
-    pod, container = _pod(job, worker_name(job, index), ReplicaType.WORKER, index)
+    pod, container = _pod(job, worker_name(job, index), ReplicaType.WORKER, index, resumed)
     sshd = [job.spec.ssh.sshd_path or "/usr/sbin/sshd", "-De"]
     _set_command(container, sshd, _override(job, ReplicaType.WORKER, resumed))
     return pod
@@ -190,7 +213,7 @@ def _strip_gpus(container: Obj) -> None:
 def new_launcher_pod(
     job: MPIJob, *, resumed: bool = False, init_image: str = DEFAULT_INIT_IMAGE
 ) -> Obj:
-    pod, container = _pod(job, launcher_name(job), ReplicaType.LAUNCHER, 0)
+    pod, container = _pod(job, launcher_name(job), ReplicaType.LAUNCHER, 0, resumed)
     pod_spec = pod["spec"]
     # Sidecars of the workers would keep the launcher pod from ever finishing.
     pod_spec["containers"] = [container]

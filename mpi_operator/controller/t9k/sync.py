@@ -27,7 +27,12 @@ from mpi_operator.api.t9k import (
     set_defaults,
     validate,
 )
-from mpi_operator.builders.t9k.pods import new_launcher_pod, new_worker_pod
+from mpi_operator.builders.t9k.pods import (
+    new_launcher_pod,
+    new_worker_pod,
+    pod_run_mode,
+    run_mode,
+)
 from mpi_operator.client import WARNING, split_key
 from mpi_operator.client.events import truncate_message
 from mpi_operator.controller.t9k import children
@@ -136,9 +141,19 @@ class T9kMPIJobSyncer:
         return result
 
     async def _delete_surplus_pods(self, job: MPIJob, pods: dict[str, Obj]) -> None:
-        """Removes workers beyond ``spec.worker.replicas`` (after a scale-down)."""
+        """Removes workers beyond ``spec.worker.replicas`` (after a scale-down), and
+        pods built for another run mode (debug switched on or off): they come back
+        in the right mode once gone."""
         wanted = {name for _, _, name in slots(job)}
         surplus = [name for name in pods if name not in wanted]
+        assert job.status is not None
+        mode = run_mode(job, get_condition(job.status, ConditionType.PAUSED) is not None)
+        stale = [
+            name
+            for name, pod in pods.items()
+            if name in wanted and not is_terminating(pod) and pod_run_mode(pod) != mode
+        ]
+        await asyncio.gather(*(children.delete_pod(self.ctx, job.namespace, n) for n in stale))
         await asyncio.gather(*(children.delete_pod(self.ctx, job.namespace, n) for n in surplus))
         for name in surplus:
             del pods[name]

@@ -262,3 +262,28 @@ async def test_scale_down_removes_surplus_workers_and_rewrites_the_hostfile(
 
     await eventually(hostfile_rewritten, within=20, what="hostfile with one worker")
     await t9k.wait_status(lambda s: s.get("aggregate") == agg(pending=2), "two pending pods")
+
+
+async def test_switching_debug_mode_replaces_the_pods(t9k: T9kCluster, start_t9k: StartT9k) -> None:
+    await start_t9k()
+    await t9k.create(t9k_job(workers=1))
+    pods = await t9k.wait_pods({"job-launcher", "job-worker-0"})
+    assert mpi_container(pods["job-launcher"])["command"][0] == "mpirun"
+    await t9k.patch_job({"spec": {"runMode": {"debug": {"enabled": True}}}})
+
+    async def launcher_sleeps() -> bool:
+        launcher = (await t9k.pods()).get("job-launcher")
+        return launcher is not None and mpi_container(launcher)["command"] == ["sleep", "inf"]
+
+    await eventually(launcher_sleeps, within=20, what="debug launcher")
+    await t9k.wait_phase("Debugging")
+    await t9k.patch_job({"spec": {"runMode": {"debug": {"enabled": False}}}})
+
+    async def launcher_runs_mpirun() -> bool:
+        launcher = (await t9k.pods()).get("job-launcher")
+        return launcher is not None and mpi_container(launcher)["command"][0] == "mpirun"
+
+    await eventually(launcher_runs_mpirun, within=20, what="normal launcher again")
+    await t9k.wait_phase("Pending")
+    status = await t9k.status()
+    assert conditions(status)["Debugging"] == "False"

@@ -238,7 +238,7 @@ def test_worker_pod() -> None:
             "name": "pi-worker-1",
             "namespace": "ns",
             "labels": pod_labels("worker", 1),
-            "annotations": {"note": "x"},
+            "annotations": {"note": "x", "batch.tensorstack.dev/run-mode": "normal"},
             "ownerReferences": [OWNER],
         },
         "spec": {
@@ -268,7 +268,7 @@ def test_launcher_pod() -> None:
             "name": "pi-launcher",
             "namespace": "ns",
             "labels": pod_labels("launcher", 0),
-            "annotations": {"note": "x"},
+            "annotations": {"note": "x", "batch.tensorstack.dev/run-mode": "normal"},
             "ownerReferences": [OWNER],
         },
         "spec": {
@@ -345,6 +345,7 @@ def test_debug_mode_defaults() -> None:
     assert mpi(launcher)["command"] == ["sleep", "inf"]
     assert launcher["spec"]["initContainers"] == [INIT]
     assert mpi(new_worker_pod(job, 0))["command"] == ["/usr/sbin/sshd", "-De"]
+    assert launcher["metadata"]["annotations"]["batch.tensorstack.dev/run-mode"] == "debug"
 
 
 def test_debug_mode_overrides() -> None:
@@ -389,6 +390,7 @@ def test_resume_specs_apply_only_after_a_resume() -> None:
     assert mpi(resumed)["command"] == ["mpirun"]
     assert mpi(resumed)["args"] == ["--resume"]
     assert "initContainers" not in resumed["spec"]
+    assert resumed["metadata"]["annotations"]["batch.tensorstack.dev/run-mode"] == "resumed"
     worker = mpi(new_worker_pod(job, 0, resumed=True))
     assert worker["command"] == ["/usr/sbin/sshd", "-De"]
     assert worker["args"] == ["-p", "2222"]
