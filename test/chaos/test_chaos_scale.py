@@ -1,0 +1,151 @@
+"""Scale limits: pods the API server rejects fail the job fast; a many-worker job
+completes; many idle MPIJobs leave the operator idle."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+from chaos_support import (
+    MPIJOBS,
+    Operators,
+    condition,
+    create_mpijob,
+    list_items,
+    mpijob,
+    report,
+    scale,
+    wait_final,
+    wait_leading,
+)
+
+from mpi_operator.localcluster import LocalCluster
+from mpi_operator.server.testing import OperatorProcess, wait_until
+
+BAD_CONTAINER = {"name": "Not_A_DNS_Label", "image": "mpi-pi"}
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15 (1-based) of the whole line.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _syncs(proc: OperatorProcess) -> float:
+    return sum(
+        float(m.group(1))
+        for m in re.finditer(
+            r"^mpi_operator_reconcile_duration_seconds_count\{[^}]*\} (\S+)$",
+            proc.metrics(),
+            re.M,
+        )
+    )
+
+
+@pytest.mark.parametrize("replica", ["Worker", "Launcher"])
+def test_chaos_pods_the_api_server_rejects_fail_the_job_fast(
+    full_cluster: LocalCluster, full_namespace: str, operators: Operators, replica: str
+) -> None:
+    ns = full_namespace
+    proc = operators.start(ns)
+    wait_leading(proc)
+    obj = mpijob("rejected", launcher_exit=None)
+    template = obj["spec"]["mpiReplicaSpecs"][replica]["template"]
+    template["spec"]["containers"] = [BAD_CONTAINER]
+    create_mpijob(full_cluster, ns, obj)  # the CRD takes it: pod validation does not
+
+    started = time.monotonic()
+    job = wait_final(full_cluster, ns, {"rejected": "Failed"}, timeout=30)["rejected"]
+    elapsed = time.monotonic() - started
+    failed = condition(job, "Failed")
+    assert failed is not None
+    assert failed["reason"] == "InvalidPodTemplate"
+    assert (
+        "spec.containers[0].name" in failed["message"]
+        or "containers[0].name" in (failed["message"])
+    ), failed
+    assert "Not_A_DNS_Label" in failed["message"]
+
+    events = [
+        e
+        for e in list_items(full_cluster, f"/api/v1/namespaces/{ns}/events")
+        if e["involvedObject"]["name"] == "rejected" and e["type"] == "Warning"
+    ]
+    assert any(e["reason"] == "InvalidPodTemplate" for e in events), events
+
+    # Not retried: the sync count stays put once the job has failed.
+    wait_until(lambda: _syncs(proc) > 0, 10, "metrics")
+    before = _syncs(proc)
+    time.sleep(5)  # an observation window: nothing should happen in it
+    after = _syncs(proc)
+    retries = proc.output().count("sync failed; retrying")
+    report(
+        test=f"fail-fast-{replica.lower()}", seconds_to_failed=round(elapsed, 1), retries=retries
+    )
+    assert after - before <= 1, (before, after)
+    assert retries <= 1, proc.output()[-3000:]
+    pods = list_items(full_cluster, f"/api/v1/namespaces/{ns}/pods")
+    assert not [p for p in pods if p["status"].get("phase") in ("Pending", "Running")] or (
+        replica == "Launcher"  # its workers were valid: cleanPodPolicy Running removes them
+    )
+
+
+def test_chaos_many_worker_job_completes(
+    full_cluster: LocalCluster, full_namespace: str, operators: Operators
+) -> None:
+    ns = full_namespace
+    workers = scale(200, 1000)
+    if workers + 1 > 4 * 250:  # four fake nodes of 250 pods: one more for the rest
+        full_cluster.ensure(full_cluster._node("kwok-node-chaos"))
+    proc = operators.start(ns, qps=200, burst=400)
+    wait_leading(proc)
+    started = time.monotonic()
+    create_mpijob(
+        full_cluster,
+        ns,
+        mpijob("wide", workers=workers, complete_after="5s", creation_policy="WaitForWorkersReady"),
+    )
+    job = wait_final(full_cluster, ns, {"wide": "Succeeded"}, timeout=scale(300, 900))["wide"]
+    elapsed = time.monotonic() - started
+    report(test="wide-job", workers=workers, seconds=round(elapsed, 1))
+    assert job["status"]["replicaStatuses"]["Launcher"] == {"succeeded": 1}
+    assert not operators.crashes()
+
+
+def test_chaos_idle_mpijobs_leave_the_operator_idle(
+    full_cluster: LocalCluster, full_namespace: str, operators: Operators
+) -> None:
+    ns = full_namespace
+    count = scale(200, 1000)
+    proc = operators.start(ns, qps=200, burst=400)
+    wait_leading(proc)
+    for i in range(count):
+        obj = mpijob(f"idle-{i}", workers=1, launcher_exit=None)
+        obj["spec"]["runPolicy"]["suspend"] = True
+        create_mpijob(full_cluster, ns, obj)
+
+    def settled() -> bool:
+        jobs = list_items(full_cluster, MPIJOBS.format(ns=ns))
+        return len(jobs) == count and all(condition(j, "Suspended") for j in jobs)
+
+    wait_until(settled, scale(180, 600), "every idle MPIJob Suspended", 2.0)
+    # Quiet: no sync for 3 s in a row.
+    last = [_syncs(proc), time.monotonic()]
+
+    def quiet() -> bool:
+        now = _syncs(proc)
+        if now != last[0]:
+            last[:] = [now, time.monotonic()]
+        return time.monotonic() - last[1] >= 3
+
+    wait_until(quiet, 120, "the operator to go quiet", 0.5)
+    window = 20.0
+    cpu0, syncs0 = _cpu_seconds(proc.pid), _syncs(proc)
+    time.sleep(window)  # the idle measurement window
+    cpu, syncs = _cpu_seconds(proc.pid) - cpu0, _syncs(proc) - syncs0
+    report(test="idle", mpijobs=count, window_s=window, cpu_s=round(cpu, 2), syncs=syncs)
+    assert cpu <= 0.05 * window, f"{cpu:.2f} CPU seconds in {window}s idle with {count} MPIJobs"
+    assert syncs == 0
