@@ -15,11 +15,13 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.sidebyside", description=__doc__)
-    p.add_argument("--preset", default="full", choices=("full", "smoke"))
+    p.add_argument("--preset", default="full", choices=("full", "reduced", "smoke"))
     p.add_argument("--reps", type=int, help="repetitions (default: the preset's)")
     p.add_argument("--unrelated-pods", type=int, help="unrelated pods for the memory scenario")
     p.add_argument("--fanout-workers", type=int, help="workers of the fan-out MPIJob (all configs)")
     p.add_argument("--jobs", type=int, help="MPIJobs of the throughput scenario (all configs)")
+    p.add_argument("--no-fanout", action="store_true", help="skip the fan-out scenario")
+    p.add_argument("--timeout", type=float, help="seconds each wait may take")
     p.add_argument("--no-raw", action="store_true", help="skip the raw-client ceiling")
     p.add_argument(
         "--out", type=Path, help="results JSON (default bench/results/sidebyside-<preset>.json)"
@@ -35,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
         sizes.fanout_workers = {c.name: args.fanout_workers for c in sizes.configs}
     if args.jobs is not None:
         sizes.throughput_jobs = {c.name: args.jobs for c in sizes.configs}
+    if args.no_fanout:
+        sizes.fanout_workers = {}
+    if args.timeout is not None:
+        sizes.timeout = args.timeout
     if args.no_raw:
         sizes.raw_ceiling = False
     out = args.out or RESULTS / f"sidebyside-{args.preset}.json"

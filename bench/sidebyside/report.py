@@ -85,6 +85,12 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
                 entry["per_rep_ratios"] = per_rep
             sc[metric] = entry
         if scenario == "throughput":
+            sc["timed_out"] = [
+                f"{r['operator']} rep{r['rep']}: {r.get('succeeded')}/{r['jobs']} Succeeded, "
+                f"{r.get('never_running')} never Running after {r['all_succeeded_s']:.0f} s"
+                for r in ok
+                if r.get("timed_out")
+            ]
             sc["api_per_job_by_verb_resource"] = _api_breakdown(ok)
             sc["jobs"] = ok[0].get("jobs") if ok else None
         if scenario == "fanout":
@@ -434,6 +440,10 @@ def format_markdown(result: dict[str, Any], charts_prefix: str = "") -> str:
                 )
             for e in sc.get("errors", []):
                 lines.append(f"\nError: {e}")
+            for e in sc.get("timed_out", []):
+                lines.append(
+                    f"\nTimed out (its all-Succeeded time is a lower bound, the timeout): {e}"
+                )
             api = sc.get("api_per_job_by_verb_resource")
             if api:
                 keys = sorted(
