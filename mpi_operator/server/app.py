@@ -23,6 +23,7 @@ from collections.abc import Mapping
 import structlog
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from mpi_operator.client.errors import ApiError
 from mpi_operator.client.kubeapi import KubeClient
 from mpi_operator.client.leaderelection import (
     HealthzAdaptor,
@@ -31,6 +32,7 @@ from mpi_operator.client.leaderelection import (
     default_identity,
 )
 from mpi_operator.controller.controller import MPIJobController
+from mpi_operator.controller.t9k import T9kMPIJobController, crd_installed
 from mpi_operator.server.http import HttpServer, healthz_app, metrics_app
 from mpi_operator.server.options import ServerOptions, leader_election_config, version_lines
 from mpi_operator.server.preflight import Preflight, PreflightError
@@ -84,6 +86,7 @@ class Operator:
         self.election_client: KubeClient | None = None
         self.elector: LeaderElector | None = None
         self.controller: MPIJobController | None = None
+        self.t9k_controller: T9kMPIJobController | None = None
 
     # -- entry point -----------------------------------------------------------
     async def run(self) -> int:
@@ -167,6 +170,7 @@ class Operator:
             # Built now (started only when leading) so that its metrics are
             # exported by followers too.
             self.controller = MPIJobController(self.client, opts.controller_options())
+            self.t9k_controller = await self._new_t9k_controller(self.controller)
         except Exception as err:
             log.exception("controller set-up failed")
             log.error(f"error setting up the controller: {err}")
@@ -181,6 +185,27 @@ class Operator:
             return EXIT_FAILURE
         self._servers.append(healthz)
         return None
+
+    async def _new_t9k_controller(self, kubeflow: MPIJobController) -> T9kMPIJobController | None:
+        """The T9k controller, sharing the Event recorder, when it is on and its CRD is served."""
+        assert self.client is not None
+        if not self.opts.enable_t9k_controller:
+            return None
+        try:
+            installed = await crd_installed(self.client)
+        except ApiError as err:
+            log.warning(
+                "cannot tell whether the T9k MPIJob CRD is installed; not serving it",
+                error=str(err),
+            )
+            return None
+        if not installed:
+            log.info("T9k MPIJob CRD not installed; serving kubeflow.org MPIJobs only")
+            return None
+        log.info("serving T9k MPIJobs (batch.tensorstack.dev/v1beta1) too")
+        return T9kMPIJobController(
+            self.client, self.opts.controller_options(), recorder=kubeflow.recorder
+        )
 
     async def _new_client(self, user_agent: str) -> KubeClient:
         client = await build_client(self.opts, self.environ, user_agent=user_agent)
@@ -237,8 +262,11 @@ class Operator:
         controller = self.controller
         assert controller is not None
         log.info("leading started", identity=self.identity)
+        t9k = self.t9k_controller
         try:
             await controller.start(self.opts.cache_sync_timeout)
+            if t9k is not None:
+                await t9k.start(self.opts.cache_sync_timeout)
             await asyncio.Future()  # until leadership ends or we shut down
         except asyncio.CancelledError:
             raise
@@ -246,9 +274,12 @@ class Operator:
             log.exception("controller failed")
             self._fail(f"error running controller: {err}")
         finally:
+            # The T9k controller first: the Kubeflow one owns the shared recorder.
+            if t9k is not None:
+                await self._stop_controller(t9k)
             await self._stop_controller(controller)
 
-    async def _stop_controller(self, controller: MPIJobController) -> None:
+    async def _stop_controller(self, controller: MPIJobController | T9kMPIJobController) -> None:
         log.info("stopping controller", drain_seconds=self.opts.shutdown_drain_seconds)
         try:
             await controller.stop(self.opts.shutdown_drain_seconds)

@@ -59,6 +59,8 @@ class ServerOptions:
     retry_period: float = 3.0
     cache_sync_timeout: float = 120.0
     shutdown_drain_seconds: float = 3.0
+    enable_t9k_controller: bool = True
+    """Serve batch.tensorstack.dev MPIJobs too, when their CRD is installed."""
 
     @property
     def gang(self) -> GangScheduling | None:
@@ -98,13 +100,15 @@ def _positive(value: str) -> float:
     return number
 
 
-def _bool_flag(parser: argparse.ArgumentParser, name: str, dest: str, help: str) -> None:
+def _bool_flag(
+    parser: argparse.ArgumentParser, name: str, dest: str, help: str, default: bool = False
+) -> None:
     # ``--flag`` or ``--flag=false``, as Go's boolean flags.
     parser.add_argument(
         name,
         nargs="?",
         const=True,
-        default=False,
+        default=default,
         type=_go_bool,
         dest=dest,
         help=help,
@@ -178,6 +182,14 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
     p.add_argument("--healthz-port", type=_port, default=8080, help="port serving /healthz")
     p.add_argument("--healthz-bind-address", default="0.0.0.0")
     p.add_argument("--monitoring-bind-address", default="0.0.0.0")
+    _bool_flag(
+        p,
+        "--enable-t9k-controller",
+        dest="enable_t9k_controller",
+        help="also serve TensorStack T9k MPIJobs (batch.tensorstack.dev/v1beta1) when their "
+        "CRD is installed; --enable-t9k-controller=false switches it off",
+        default=True,
+    )
     hidden = argparse.SUPPRESS
     p.add_argument("--lease-duration", type=_positive, default=15.0, help=hidden)
     p.add_argument("--renew-deadline", type=_positive, default=5.0, help=hidden)
@@ -251,6 +263,7 @@ def parse_args(
         retry_period=ns.retry_period,
         cache_sync_timeout=ns.cache_sync_timeout,
         shutdown_drain_seconds=ns.shutdown_drain_seconds,
+        enable_t9k_controller=ns.enable_t9k_controller,
     )
     if not opts.print_version:
         try:

@@ -476,3 +476,45 @@ async def test_t9k_deleting_the_job_removes_every_child(
         return True
 
     await eventually(no_children_left, within=60, interval=0.5, what="children garbage-collected")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+async def test_t9k_controller_in_the_operator_process_follows_its_flag(
+    full_cluster: Any, full_namespace: str, t9k_crds: None, tmp_path: Path, enabled: bool
+) -> None:
+    """The real ``mpi-operator`` serves T9k MPIJobs when their CRD is installed,
+    unless ``--enable-t9k-controller=false``; Kubeflow MPIJobs are served either way."""
+    from mpi_operator.server.testing import OperatorProcess
+
+    ns = full_namespace
+    proc = OperatorProcess(
+        [
+            f"--kubeConfig={full_cluster.kubeconfig}",
+            f"--namespace={ns}",
+            f"--lock-namespace={ns}",
+            "--kube-api-qps=50",
+            "--kube-api-burst=100",
+            f"--enable-t9k-controller={str(enabled).lower()}",
+        ],
+        tmp_path / "operator.log",
+    )
+    try:
+        proc.start()
+        await apply(full_cluster, ns, t9k_job("t9k"))
+        await apply(full_cluster, ns, kubeflow_job("kf"))
+
+        async def kubeflow_succeeded() -> bool:
+            job = await kubectl_json(full_cluster, "get", KUBEFLOW, "kf", "-n", ns)
+            return "Succeeded" in conditions(job.get("status") or {})
+
+        await eventually(kubeflow_succeeded, within=90, interval=0.5, what="Kubeflow job done")
+        if enabled:
+            await wait_phase(full_cluster, ns, "t9k", "Running", within=90)
+            await finish_launcher(full_cluster, ns, "t9k", 0)
+            await wait_phase(full_cluster, ns, "t9k", "Succeeded", within=90)
+        else:
+            assert await t9k_status(full_cluster, ns, "t9k") == {}
+            assert await pod_names(full_cluster, ns, "t9k") == set()
+        assert ("serving T9k MPIJobs" in proc.output()) is enabled
+    finally:
+        proc.kill()

@@ -69,6 +69,9 @@ def test_namespace_defaults_to_kubeflow_namespace_env() -> None:
         (["--version"], "print_version", True),
         (["-version"], "print_version", True),
         (["--version=false"], "print_version", False),
+        ([], "enable_t9k_controller", True),
+        (["--enable-t9k-controller=false"], "enable_t9k_controller", False),
+        (["--enable-t9k-controller"], "enable_t9k_controller", True),
         (
             ["--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1"],
             "lease_duration",
