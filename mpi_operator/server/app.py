@@ -33,6 +33,7 @@ from mpi_operator.client.leaderelection import (
 )
 from mpi_operator.controller.controller import MPIJobController
 from mpi_operator.controller.t9k import T9kMPIJobController, crd_installed
+from mpi_operator.controller.t9k.context import T9K_MPIJOBS
 from mpi_operator.server.http import HttpServer, healthz_app, metrics_app
 from mpi_operator.server.options import ServerOptions, leader_election_config, version_lines
 from mpi_operator.server.preflight import Preflight, PreflightError
@@ -201,6 +202,18 @@ class Operator:
             return None
         if not installed:
             log.info("T9k MPIJob CRD not installed; serving kubeflow.org MPIJobs only")
+            return None
+        try:
+            await self.client.list(T9K_MPIJOBS, self.opts.namespace or None, limit=1)
+        except ApiError as err:
+            if err.status != 403:
+                raise
+            # Installing the CRD alone must not crash-loop an operator whose
+            # RBAC predates it: serve Kubeflow MPIJobs and say what is missing.
+            log.warning(
+                "T9k MPIJob CRD installed but RBAC forbids listing its MPIJobs; not serving them",
+                error=err.message,
+            )
             return None
         log.info("serving T9k MPIJobs (batch.tensorstack.dev/v1beta1) too")
         return T9kMPIJobController(

@@ -381,3 +381,38 @@ def test_upgrade_over_the_go_operators_installation(tmp_path: Path) -> None:
         assert [v["name"] for v in crd["spec"]["versions"] if v.get("served")] == ["v2beta1"]
     finally:
         cluster.stop()
+
+
+def test_t9k_crd_without_t9k_rbac_leaves_kubeflow_jobs_served(
+    full_cluster: LocalCluster, full_namespace: str, cluster_wide_rbac: Any, tmp_path: Path
+) -> None:
+    """The shipped role does not cover T9k MPIJobs: installing their CRD must not
+    crash-loop the operator; it says why it does not serve them and runs the rest."""
+    t9k_crd = ROOT / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
+    name = "mpijobs.batch.tensorstack.dev"
+    preinstalled = full_cluster.kubectl("get", "crd", name, check=False).returncode == 0
+    full_cluster.kubectl("apply", "-f", str(t9k_crd))
+    full_cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+    kubeconfig = service_account_kubeconfig(
+        full_cluster, "mpi-operator", "mpi-operator", tmp_path / "sa.kubeconfig"
+    )
+    proc = start_operator(tmp_path, kubeconfig, "--lock-namespace=mpi-operator")
+    try:
+        _run_pi_to_success(full_cluster, full_namespace, proc)
+        assert "RBAC forbids listing its MPIJobs; not serving them" in proc.output()
+        _stop(proc)
+    finally:
+        proc.kill()
+        if not preinstalled:
+            full_cluster.kubectl("delete", "crd", name, "--ignore-not-found", "--wait=true")
+            # kubectl caches discovery; a bare `kubectl get mpijob` elsewhere must
+            # mean the Kubeflow kind again.
+            wait_until(
+                lambda: (
+                    not full_cluster.kubectl(
+                        "api-resources", "--api-group=batch.tensorstack.dev", "-o", "name"
+                    ).stdout.strip()
+                ),
+                30,
+                "kubectl discovery without batch.tensorstack.dev",
+            )
