@@ -1,7 +1,8 @@
 """Medians, ratios (ours/reference, measured in the same run), targets and charts.
 
 ``python -m bench.sidebyside.report bench/results/sidebyside-full.json`` redraws the
-charts and reprints the summary of a results file.
+charts and rewrites the summary (JSON and Markdown) of a results file;
+``python -m bench.sidebyside.report --merge OUT.json A.json B.json`` merges runs first.
 """
 
 from __future__ import annotations
@@ -468,7 +469,43 @@ def format_markdown(result: dict[str, Any], charts_prefix: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def merge(out: Path, sources: list[Path]) -> dict[str, Any]:
+    """One results file from several runs (for example a run's completed scenarios and
+    a later run of the others): records are kept as they are, with their source; each
+    ratio still compares runs of one source, made back to back on one cluster."""
+    results = [json.loads(p.read_text()) for p in sources]
+    records = []
+    for path, result in zip(sources, results, strict=True):
+        for r in result["records"]:
+            records.append({**r, "source": path.name})
+    merged = {
+        "generated": max(r["generated"] for r in results),
+        "machine": results[-1]["machine"],
+        "partial": any(r.get("partial") for r in results),
+        "sources": [
+            {
+                "file": p.name,
+                "generated": r["generated"],
+                "sizes": r["sizes"],
+                "partial": r.get("partial"),
+                "meta": r.get("meta"),
+            }
+            for p, r in zip(sources, results, strict=True)
+        ],
+        "sizes": results[-1]["sizes"],
+        "meta": {"wall_seconds": sum(r.get("meta", {}).get("wall_seconds", 0) for r in results)},
+        "records": records,
+    }
+    merged["summary"] = summarize(records)
+    out.write_text(json.dumps(merged, indent=1) + "\n")
+    return merged
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--merge"]:
+        out, *sources = (Path(a) for a in argv[1:])
+        merge(out, sources)
+        argv = [str(out)]
     for arg in argv:
         path = Path(arg)
         result = json.loads(path.read_text())
