@@ -93,6 +93,7 @@ class RunningOperator:
         log: Path,
         qps: int | None = None,
         burst: int | None = None,
+        extra_args: tuple[str, ...] = (),
     ) -> None:
         self.kind = kind
         self.cluster = cluster
@@ -101,6 +102,7 @@ class RunningOperator:
             args += ["--kube-api-qps", str(qps)]
         if burst is not None:
             args += ["--kube-api-burst", str(burst)]
+        args += extra_args
         if kind == OURS:
             (health,) = free_ports(1)
             args += ["--healthz-port", str(health), "--healthz-bind-address", "127.0.0.1"]

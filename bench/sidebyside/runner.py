@@ -38,8 +38,10 @@ class QpsConfig:
     name: str
     qps: int
     burst: int
-    #: None: pass no flag (the operators' shipped defaults, 5/10 for both).
+    #: False: pass no flag (the operators' shipped defaults, 5/10 for both).
     pass_flags: bool
+    #: More flags for both operators (same spelling in both).
+    extra_args: tuple[str, ...] = ()
 
 
 SHIPPED = QpsConfig("shipped-defaults", 5, 10, pass_flags=False)
@@ -95,6 +97,27 @@ def preset(name: str) -> Sizes:
             throughput_jobs={SHIPPED.name: 10, equal.name: 50},
             raw_reps={SHIPPED.name: 1},
             configs=[equal, SHIPPED],
+            timeout=180.0,
+        )
+    if name == "queue":
+        # Throughput with the controller work queue's token bucket (10/s, burst 100 in
+        # both, as upstream: every event is enqueued rate limited) opened up, to show
+        # what bounds the throughput scenario.
+        queue = QpsConfig(
+            "equal-100-200-queue-1000-2000",
+            100,
+            200,
+            pass_flags=True,
+            extra_args=(
+                "--controller-queue-rate-limit",
+                "1000",
+                "--controller-queue-burst",
+                "2000",
+            ),
+        )
+        return Sizes(
+            throughput_jobs={queue.name: 50},
+            configs=[queue],
             timeout=180.0,
         )
     raise ValueError(f"unknown preset {name!r}")
@@ -155,6 +178,7 @@ class Runner:
             log,
             qps=config.qps if config.pass_flags else None,
             burst=config.burst if config.pass_flags else None,
+            extra_args=config.extra_args,
         )
         record: dict[str, Any] = {
             "scenario": scenario,
