@@ -81,7 +81,7 @@ class MPIJobSyncer:
             return
         if (shared.get("metadata") or {}).get("deletionTimestamp"):
             return
-        errors = validate(job)
+        errors = validate(job) + worker_pods.scale_errors(job)
         if errors:
             self._report_invalid(shared, aggregate(errors))
             return

@@ -1,0 +1,286 @@
+"""Hostile input: the corpus of ``test/fixtures/hostile/`` and hypothesis-generated
+specs. None crashes or stalls the operator (a good job created after them succeeds),
+each gets an API rejection or a Warning event naming the field, and the events are
+deduplicated (an Event's count grows; no flood of Event objects).
+
+The namespace has a ResourceQuota of 10 BestEffort pods, so that a hostile job that
+is valid but enormous (2^31-1 workers) cannot fill the shared cluster; the good jobs
+request resources and are not limited by it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+from chaos_support import (
+    MPIJOBS,
+    Obj,
+    Operators,
+    api,
+    condition,
+    create_mpijob,
+    list_items,
+    mpijob,
+    report,
+    scale,
+    wait_final,
+    wait_leading,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mpi_operator.localcluster import LocalCluster
+from mpi_operator.server.testing import wait_until
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
+BEST_EFFORT_PODS = 10
+EVENT_DEADLINE = 45.0
+
+
+def _quota(cluster: LocalCluster, ns: str) -> None:
+    # No resourcequota controller runs in the local cluster: the status is set by
+    # hand, and the admission plugin keeps ``used`` up to date from there.
+    hard = {"pods": str(BEST_EFFORT_PODS)}
+    path = f"/api/v1/namespaces/{ns}/resourcequotas"
+    quota = api(
+        cluster,
+        "POST",
+        path,
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "best-effort"},
+            "spec": {"hard": hard, "scopes": ["BestEffort"]},
+        },
+    )
+    quota["status"] = {"hard": hard, "used": {"pods": "0"}}
+    api(cluster, "PUT", f"{path}/best-effort/status", quota)
+
+
+def _good(name: str) -> Obj:
+    obj = mpijob(name, complete_after="2s")
+    for spec in obj["spec"]["mpiReplicaSpecs"].values():
+        for c in spec["template"]["spec"]["containers"]:
+            c["resources"] = {"requests": {"cpu": "10m", "memory": "16Mi"}}
+    return obj
+
+
+def _inflate(obj: Obj, path: str, size: int) -> None:
+    parts = path.split(".")
+    cur: Any = obj
+    for p in parts[:-1]:
+        cur = cur[int(p)] if isinstance(cur, list) else cur[p]
+    last = parts[-1]
+    if isinstance(cur, list):
+        cur[int(last)] = "a" * size
+    else:
+        cur[last] = "a" * size
+
+
+def _corpus() -> list[tuple[str, Obj, str, str]]:
+    cases = []
+    for path in sorted(CORPUS.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        obj = doc["object"]
+        for where, size in (doc.get("inflate") or {}).items():
+            _inflate(obj, where, size)
+        cases.append((path.stem, obj, str(doc.get("field") or ""), doc.get("expect", "")))
+    return cases
+
+
+def _post(cluster: LocalCluster, ns: str, obj: Obj) -> tuple[int, str]:
+    status, body = cluster.request("POST", MPIJOBS.format(ns=ns), obj, timeout=60)
+    message = body.get("message", "") if isinstance(body, dict) else str(body)
+    return status, str(message)
+
+
+def _warnings(cluster: LocalCluster, ns: str) -> list[Obj]:
+    return [
+        e
+        for e in list_items(cluster, f"/api/v1/namespaces/{ns}/events")
+        if e.get("type") == "Warning" and e["involvedObject"].get("kind") == "MPIJob"
+    ]
+
+
+def _explained(cluster: LocalCluster, ns: str, name: str, field: str) -> str | None:
+    """The Warning event or Failed condition of ``name`` that names ``field``."""
+    for e in _warnings(cluster, ns):
+        if e["involvedObject"]["name"] == name and field.lower() in e["message"].lower():
+            return f"{e['reason']}: {e['message'][:200]}"
+    status, job = cluster.request("GET", f"{MPIJOBS.format(ns=ns)}/{name}")
+    failed = condition(job, "Failed") if status == 200 else None
+    if failed and field.lower() in failed["message"].lower():
+        return f"Failed/{failed['reason']}: {failed['message'][:200]}"
+    return None
+
+
+def _dedup_figures(cluster: LocalCluster, ns: str) -> tuple[int, int, int]:
+    """(Event objects, their total count, the most Event objects for one
+    object+reason) over the namespace's Warning events of MPIJobs."""
+    events = _warnings(cluster, ns)
+    per_key = Counter((e["involvedObject"]["name"], e["reason"]) for e in events)
+    total = sum(int(e.get("count") or 1) for e in events)
+    return len(events), total, max(per_key.values(), default=0)
+
+
+def test_chaos_hostile_corpus(
+    full_cluster: LocalCluster, full_namespace: str, operators: Operators
+) -> None:
+    ns = full_namespace
+    _quota(full_cluster, ns)
+    proc = operators.start(ns)
+    wait_leading(proc)
+    cases = _corpus()
+    rejected: dict[str, str] = {}
+    accepted: dict[str, tuple[str, str]] = {}
+    for key, obj, field, expect in cases:
+        status, message = _post(full_cluster, ns, obj)
+        if status >= 400:
+            assert status != 500 or not field, (key, status, message)
+            assert field.lower() in message.lower(), f"{key}: {status} {message[:300]}"
+            rejected[key] = f"{status} {message[:160]}"
+        else:
+            accepted[obj["metadata"]["name"]] = (field, expect)
+
+    # The operator still works: a good job created after all of them succeeds.
+    create_mpijob(full_cluster, ns, _good("good-after-corpus"))
+    wait_final(full_cluster, ns, {"good-after-corpus": "Succeeded"}, timeout=90)
+
+    explained: dict[str, str] = {}
+    unexplained: dict[str, str] = {}
+    for name, (field, expect) in accepted.items():
+        if expect == "ignored":  # another controller's: no children, no event
+            svc, _ = full_cluster.request("GET", f"/api/v1/namespaces/{ns}/services/{name}")
+            assert svc == 404, name
+            continue
+        if not field:
+            continue
+        try:
+            explained[name] = wait_until(
+                lambda n=name, f=field: _explained(full_cluster, ns, n, f),  # type: ignore[misc]
+                EVENT_DEADLINE,
+                f"a Warning naming {field} for {name}",
+                1.0,
+            )
+        except TimeoutError:
+            unexplained[name] = field
+    # Let the operator retry what it retries for a while, then count the events.
+    time.sleep(5)  # an observation window for event deduplication
+    objects, total, worst = _dedup_figures(full_cluster, ns)
+    crashes = operators.crashes() + operators.tracebacks()
+    report(
+        test="hostile-corpus",
+        hostile_inputs=len(cases),
+        api_rejections=len(rejected),
+        warning_events=len(explained),
+        unexplained=len(unexplained),
+        warning_event_objects=objects,
+        warning_event_count_total=total,
+        max_event_objects_per_reason=worst,
+        crashes=len(crashes),
+    )
+    print(json.dumps({"rejected": rejected, "explained": explained}, indent=1))
+    assert not unexplained, unexplained
+    assert not crashes, crashes
+    assert worst <= 3, "events are not deduplicated"
+
+
+def _specs() -> st.SearchStrategy[Obj]:
+    ints = st.one_of(
+        st.integers(-3, 4), st.sampled_from([2**31, -(2**31), 10**12]), st.text(max_size=3)
+    )
+    names = st.sampled_from(["main", "Bad_Name", "", "x" * 70, "ok-name", "-x"])
+    implementation = st.sampled_from(["OpenMPI", "Intel", "MPICH", "", "Foo", 5, None])
+    policy = st.sampled_from(["Running", "All", "None", "", "Sometimes", 3])
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Obj:
+        obj = mpijob("x", launcher_exit=0, complete_after="2s")
+        spec = obj["spec"]
+        replica_specs = spec["mpiReplicaSpecs"]
+        worker = replica_specs["Worker"]
+        worker["replicas"] = draw(ints)
+        spec["slotsPerWorker"] = draw(ints)
+        if (impl := draw(implementation)) is not None:
+            spec["mpiImplementation"] = impl
+        spec["runPolicy"]["cleanPodPolicy"] = draw(policy)
+        spec["runPolicy"]["backoffLimit"] = draw(ints)
+        worker["template"]["spec"]["containers"][0]["name"] = draw(names)
+        if draw(st.booleans()):
+            del replica_specs["Launcher"]
+        else:
+            replica_specs["Launcher"]["replicas"] = draw(ints)
+        if draw(st.booleans()):
+            replica_specs[draw(st.sampled_from(["Chief", "worker", ""]))] = copy.deepcopy(worker)
+        if draw(st.booleans()):
+            worker["template"]["spec"]["containers"][0]["env"] = [
+                {"name": draw(st.text(max_size=5)), "value": draw(st.text(max_size=20))}
+            ]
+        return obj
+
+    return build()
+
+
+def test_chaos_hypothesis_specs(
+    full_cluster: LocalCluster, full_namespace: str, operators: Operators
+) -> None:
+    ns = full_namespace
+    _quota(full_cluster, ns)
+    proc = operators.start(ns)
+    wait_leading(proc)
+    statuses: Counter[int] = Counter()
+    accepted: list[str] = []
+    counter = [0]
+
+    @settings(
+        max_examples=scale(40, 200),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(spec=_specs())
+    def post(spec: Obj) -> None:
+        counter[0] += 1
+        name = f"hyp-{counter[0]}"
+        spec["metadata"]["name"] = name
+        status, message = _post(full_cluster, ns, spec)
+        statuses[status] += 1
+        assert status in (201, 400, 422), (status, message[:300])
+        if status == 201:
+            accepted.append(name)
+
+    post()
+    create_mpijob(full_cluster, ns, _good("good-after-hypothesis"))
+    wait_final(full_cluster, ns, {"good-after-hypothesis": "Succeeded"}, timeout=90)
+
+    def every_accepted_handled() -> bool:
+        warned = {e["involvedObject"]["name"] for e in _warnings(full_cluster, ns)}
+        jobs = {j["metadata"]["name"]: j for j in list_items(full_cluster, MPIJOBS.format(ns=ns))}
+        pending = [
+            n
+            for n in accepted
+            if n not in warned and not (jobs[n].get("status") or {}).get("conditions")
+        ]
+        return not pending
+
+    wait_until(every_accepted_handled, EVENT_DEADLINE, "a status or a Warning for each", 1.0)
+    objects, total, worst = _dedup_figures(full_cluster, ns)
+    crashes = operators.crashes() + operators.tracebacks()
+    report(
+        test="hostile-hypothesis",
+        hostile_inputs=counter[0],
+        api_answers=dict(statuses),
+        accepted=len(accepted),
+        warning_event_objects=objects,
+        warning_event_count_total=total,
+        max_event_objects_per_reason=worst,
+        crashes=len(crashes),
+    )
+    assert not crashes, crashes
+    assert worst <= 3, "events are not deduplicated"
