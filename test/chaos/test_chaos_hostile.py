@@ -173,27 +173,30 @@ def test_chaos_hostile_corpus(
         except TimeoutError:
             unexplained[name] = field
 
-    def repeated() -> list[Obj]:
+    # Many failed syncs of quota-buster, few Event objects: repeats are counted on
+    # one Event, and client-go's spam filter (burst 25 per object) bounds the rest.
+    def buster() -> list[Obj]:
         return [
-            e
-            for e in _warnings(full_cluster, ns)
-            if e["involvedObject"]["name"] == "quota-buster" and int(e.get("count") or 1) >= 3
+            e for e in _warnings(full_cluster, ns) if e["involvedObject"]["name"] == "quota-buster"
         ]
 
     try:
-        repeated_events = wait_until(repeated, 60, "a Warning repeated three times", 1.0)
+        wait_until(
+            lambda: any(int(e.get("count") or 1) >= 3 for e in buster()),
+            60,
+            "a repeated warning counted three times on one Event",
+            1.0,
+        )
     except TimeoutError:
-        seen = [
-            (e["reason"], e.get("count"), e["message"][:200])
-            for e in _warnings(full_cluster, ns)
-            if e["involvedObject"]["name"] == "quota-buster"
-        ]
-        raise AssertionError(f"no repeated Warning for quota-buster: {seen}") from None
+        seen = [(e["reason"], e.get("count"), e["message"][:120]) for e in buster()]
+        raise AssertionError(f"quota-buster's warnings: {seen}") from None
+    buster_events = buster()
     objects, total, worst = _dedup_figures(full_cluster, ns)
     crashes = operators.crashes() + operators.tracebacks()
     report(
         test="hostile-corpus",
-        repeated_warning_count=max(int(e.get("count") or 1) for e in repeated_events),
+        quota_buster_event_objects=len(buster_events),
+        quota_buster_warnings=sum(int(e.get("count") or 1) for e in buster_events),
         hostile_inputs=len(cases),
         api_rejections=len(rejected),
         warning_events=len(explained),
@@ -207,6 +210,7 @@ def test_chaos_hostile_corpus(
     assert not unexplained, unexplained
     assert not crashes, crashes
     assert worst == 1, "the same warning in more than one Event object"
+    assert len(buster_events) <= 25, "a flood of Event objects for one MPIJob"
 
 
 def _specs() -> st.SearchStrategy[Obj]:

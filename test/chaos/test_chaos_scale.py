@@ -98,7 +98,7 @@ def test_chaos_many_worker_job_completes(
     full_cluster: LocalCluster, full_namespace: str, operators: Operators
 ) -> None:
     ns = full_namespace
-    workers = scale(200, 1000)
+    workers = scale(100, 1000)
     if workers + 1 > 4 * 250:  # four fake nodes of 250 pods: one more for the rest
         full_cluster.ensure(full_cluster._node("kwok-node-chaos"))
     proc = operators.start(ns, qps=200, burst=400)
