@@ -70,7 +70,9 @@ class Backoff:
         clock: Clock,
         *,
         initial: float = 0.8,
-        maximum: float = 30.0,
+        # Deviation: client-go waits up to 30 s (60 s with jitter); a 10 s cap keeps
+        # final statuses within 30 s of an API server coming back.
+        maximum: float = 10.0,
         factor: float = 2.0,
         jitter: float = 1.0,
         reset_after: float = 120.0,
@@ -93,7 +95,7 @@ class Backoff:
         self._last = now
         base = self._current
         self._current = min(self._current * self.factor, self.maximum)
-        return base + base * self.jitter * self._rng.random()
+        return min(base + base * self.jitter * self._rng.random(), self.maximum)
 
 
 def _name_of(obj: Any) -> str | None:
