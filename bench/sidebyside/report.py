@@ -396,6 +396,20 @@ def format_markdown(result: dict[str, Any], charts_prefix: str = "") -> str:
     """The summary as Markdown tables (medians over repetitions, ratios of medians)."""
     summary = result["summary"]
     sizes = result.get("sizes", {})
+    if result.get("sources"):
+        lines = [f"Merged from {len(result['sources'])} runs on one machine:", ""]
+        for src in result["sources"]:
+            sz = src["sizes"]
+            partial = ", partial (interrupted)" if src.get("partial") else ""
+            lines.append(
+                f"* `{src['file']}` ({src['generated']}{partial}):"
+                f" fan-out workers {sz.get('fanout_workers')}, throughput MPIJobs"
+                f" {sz.get('throughput_jobs')}, {sz.get('reps')} repetitions,"
+                f" {sz.get('unrelated_pods')} unrelated pods, timeout {sz.get('timeout')} s"
+            )
+        lines.append("")
+        result = {**result, "sources": None}
+        return "\n".join(lines) + format_markdown(result, charts_prefix).split("\n", 3)[3]
     lines = [
         f"Generated {result.get('generated')} on {result.get('machine', {}).get('cpus')} CPUs"
         f" ({result.get('machine', {}).get('platform')}); wall time "
