@@ -72,12 +72,12 @@ def test_chaos_apiserver_restarts_and_410_lose_no_final_state(
         for obj in specs:
             create_mpijob(full_cluster, ns, obj)
         for _ in range(2):
-            time.sleep(rng.uniform(2, 6))  # a random fault moment
+            time.sleep(rng.uniform(1, 5))  # a random fault moment
             full_cluster.restart_apiserver()
             returns.append(time.time())
         # Every watch of the operator now resumes from a compacted revision: 410 Gone
         # (restarting the API server drops its watch cache, which would serve it).
-        time.sleep(rng.uniform(2, 6))
+        time.sleep(rng.uniform(1, 5))
         full_cluster.compact_etcd()
         full_cluster.restart_apiserver()
         returns.append(time.time())
@@ -188,7 +188,7 @@ def test_chaos_throttled_client_loses_nothing(
 ) -> None:
     """One request per second (burst 1): every job still reaches its final state."""
     ns = full_namespace
-    expected, specs = _expected_jobs("slow", scale(3, 12), random.Random(), 4)
+    expected, specs = _expected_jobs("slow", scale(2, 12), random.Random(), 4)
     proc = operators.start(ns, qps=1, burst=1)
     wait_leading(proc, timeout=90)
     for obj in specs:

@@ -82,12 +82,16 @@ def test_chaos_pods_the_api_server_rejects_fail_the_job_fast(
     before = _syncs(proc)
     time.sleep(5)  # an observation window: nothing should happen in it
     after = _syncs(proc)
-    retries = proc.output().count("sync failed; retrying")
+    # (A 409 on the first status write, racing the cache, may be retried: fine.)
+    retries = sum(
+        "sync failed; retrying" in line and ("422" in line or "is invalid" in line)
+        for line in proc.output().splitlines()
+    )
     report(
         test=f"fail-fast-{replica.lower()}", seconds_to_failed=round(elapsed, 1), retries=retries
     )
     assert after - before <= 1, (before, after)
-    assert retries <= 1, proc.output()[-3000:]
+    assert retries == 0, proc.output()[-3000:]
     pods = list_items(full_cluster, f"/api/v1/namespaces/{ns}/pods")
     assert not [p for p in pods if p["status"].get("phase") in ("Pending", "Running")] or (
         replica == "Launcher"  # its workers were valid: cleanPodPolicy Running removes them
