@@ -60,7 +60,10 @@ def test_sidebyside_smoke(tmp_path: Path) -> None:
         if r["scenario"] == "fanout":
             assert r["running_s"] >= r["all_pods_created_s"] - 1.0
         else:
-            assert r["failed"] == 0 and r["never_running"] == 0
+            # Not never_running == 0: an operator may sync a job only after its
+            # 1-second launcher finished and go straight to Succeeded.
+            assert r["failed"] == 0 and r["succeeded"] == r["jobs"]
+            assert not r["timed_out"]
             assert r["all_succeeded_s"] >= r["launcher_seconds"]
 
     summary = result["summary"]["shipped-defaults"]
