@@ -13,6 +13,7 @@ from typing import Any
 from mpi_operator.api.v2beta1 import API_VERSION, KIND, OPERATOR_NAME, OPERATOR_NAME_LABEL
 from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, controller_of
+from mpi_operator.controller.expectations import CreationExpectations
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
 
@@ -50,6 +51,11 @@ class SyncContext:
     options: ControllerOptions
     metrics: ControllerMetrics
     keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
+    expectations: CreationExpectations | None = None
+
+    def __post_init__(self) -> None:
+        if self.expectations is None:
+            self.expectations = CreationExpectations(self.clock)
 
 
 def job_reference(shared: Obj) -> Obj:

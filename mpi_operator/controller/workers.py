@@ -117,10 +117,20 @@ async def _create_missing(
         results = await asyncio.gather(
             *(_create_worker(ctx, shared, job, i) for i in indexes), return_exceptions=True
         )
+        failure: BaseException | None = None
         for i, result in zip(indexes, results, strict=True):
             if isinstance(result, BaseException):
-                raise result
-            created[i] = result
+                failure = failure or result
+            else:
+                created[i] = result
+        # Recorded before raising: the pods of a failed batch's siblings exist.
+        assert ctx.expectations is not None
+        ctx.expectations.expect(
+            f"{job.namespace}/{job.name}",
+            (created[i]["metadata"]["name"] for i in indexes if i in created),
+        )
+        if failure is not None:
+            raise failure
         start += batch
         batch *= 2
     return created
@@ -138,11 +148,19 @@ async def ensure_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> list[Obj
             # Deviation: only our own pods are removed on scale-down.
             if index is not None and index >= replicas and is_controlled_by(pod, job.uid):
                 await _delete_pod(ctx, job.namespace, pod["metadata"]["name"])
+    key = f"{job.namespace}/{job.name}"
+    expectations = ctx.expectations
+    assert expectations is not None
+    in_flight = expectations.unobserved(key, (p["metadata"]["name"] for p in pods))
     existing: dict[int, Obj] = {}
     missing: list[int] = []
     for i in range(replicas):
-        found = ctx.listers.pods.get(job.namespace, worker_name(job, i))
-        if found is None:
+        name = worker_name(job, i)
+        found = ctx.listers.pods.get(job.namespace, name)
+        if found is None and name in in_flight:
+            # Created by an earlier sync, not yet in the cache: a pod that has not started.
+            existing[i] = {"metadata": {"name": name, "namespace": job.namespace}, "status": {}}
+        elif found is None:
             missing.append(i)
         elif not is_controlled_by(found, job.uid):
             raise _resource_exists(ctx, shared, found["metadata"]["name"])

@@ -1,0 +1,45 @@
+"""Pods we created that the informer has not shown us yet.
+
+Without this, a sync that runs before the cache caught up with the previous
+sync's creations sees those pods as missing and creates them again (each
+answered AlreadyExists). client-go's Job controller keeps
+ControllerExpectations for the same reason; we keep the names, not counts,
+and forget a name once the cache shows it or after ``ttl`` seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mpi_operator.client import Clock
+
+DEFAULT_TTL = 300.0  # as client-go's ExpectationsTimeout
+
+
+class CreationExpectations:
+    def __init__(self, clock: Clock, ttl: float = DEFAULT_TTL) -> None:
+        self._clock = clock
+        self._ttl = ttl
+        self._pending: dict[str, dict[str, float]] = {}
+
+    def expect(self, key: str, names: Iterable[str]) -> None:
+        now = self._clock.monotonic()
+        self._pending.setdefault(key, {}).update(dict.fromkeys(names, now))
+
+    def unobserved(self, key: str, cached: Iterable[str]) -> set[str]:
+        """Names created for ``key`` that the cache still lacks; forgets the rest."""
+        pending = self._pending.get(key)
+        if not pending:
+            return set()
+        now = self._clock.monotonic()
+        seen = set(cached)
+        for name, since in list(pending.items()):
+            if name in seen or now - since > self._ttl:
+                del pending[name]
+        if not pending:
+            del self._pending[key]
+            return set()
+        return set(pending)
+
+    def forget(self, key: str) -> None:
+        self._pending.pop(key, None)
