@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,7 +14,7 @@ from mpi_operator.api.field_errors import (
     required,
 )
 from mpi_operator.api.t9k.types import CleanUpPolicy, MPIJob, ReplicaType
-from mpi_operator.api.v2beta1.validation import dns1035_label_errors
+from mpi_operator.api.v2beta1.validation import worker_hostname_errors
 
 _CLEAN_UP_POLICIES = sorted(p.value for p in CleanUpPolicy)
 _REPLICA_TYPES = sorted(t.value for t in ReplicaType)
@@ -72,15 +71,7 @@ def validate(job: MPIJob) -> list[FieldError]:
 
 
 def _validate_name(job: MPIJob) -> list[FieldError]:
-    hostname = f"{job.name}-worker-{max(job.worker_replicas, 1) - 1}"
-    errors = dns1035_label_errors(hostname)
-    if not errors:
-        return []
-    detail = (
-        f"will not able to create pod and service with invalid DNS label "
-        f"{json.dumps(hostname)}: {', '.join(errors)}"
-    )
-    return [invalid("metadata.name", job.name, detail)]
+    return worker_hostname_errors(job.name, job.worker_replicas)
 
 
 def _validate_scheduler(job: MPIJob) -> list[FieldError]:

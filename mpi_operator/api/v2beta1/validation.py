@@ -64,8 +64,12 @@ def validate(job: MPIJob) -> list[FieldError]:
 def _validate_name(job: MPIJob) -> list[FieldError]:
     worker = job.replica_spec(ReplicaType.WORKER)
     replicas = worker.replicas if worker is not None and worker.replicas else 1
-    replicas = max(replicas, 1)
-    hostname = f"{job.name}-worker-{replicas - 1}"
+    return worker_hostname_errors(job.name, replicas)
+
+
+def worker_hostname_errors(name: str, replicas: int) -> list[FieldError]:
+    """The last worker's hostname must be a DNS-1035 label, or no pod can be made."""
+    hostname = f"{name}-worker-{max(replicas, 1) - 1}"
     errors = dns1035_label_errors(hostname)
     if not errors:
         return []
@@ -73,7 +77,7 @@ def _validate_name(job: MPIJob) -> list[FieldError]:
         f"will not able to create pod and service with invalid DNS label "
         f"{json.dumps(hostname)}: {', '.join(errors)}"
     )
-    return [invalid("metadata.name", job.name, detail)]
+    return [invalid("metadata.name", name, detail)]
 
 
 def _validate_spec(job: MPIJob) -> list[FieldError]:
