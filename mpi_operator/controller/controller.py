@@ -8,10 +8,6 @@ successful one clears that backoff (``forget``).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
-
 import structlog
 from prometheus_client import REGISTRY, CollectorRegistry
 
@@ -32,12 +28,13 @@ from mpi_operator.client import (
     SharedInformerFactory,
     default_controller_rate_limiter,
 )
-from mpi_operator.client.kubeapi import PRIORITY_CLASSES, ApiError
+from mpi_operator.client.kubeapi import PRIORITY_CLASSES
 from mpi_operator.controller.children import pod_group_resource
 from mpi_operator.controller.context import OPERATOR_SELECTOR, Listers, SyncContext
 from mpi_operator.controller.handlers import ChildHandlers, MPIJobHandlers
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.sync import MPIJobSyncer
 
 log = structlog.get_logger(__name__)
@@ -81,7 +78,9 @@ class MPIJobController:
                 metrics=self.metrics,
             )
         )
-        self._workers: list[asyncio.Task[None]] = []
+        self.runner = SyncRunner(
+            QUEUE_NAME, self.queue, self.syncer.sync, self.metrics.reconcile_duration
+        )
         self._connect_handlers()
 
     def _informers(self) -> dict[str, SharedInformer]:
@@ -144,53 +143,12 @@ class MPIJobController:
         self.factory.start()
         if not await self.factory.wait_for_cache_sync(sync_timeout):
             raise RuntimeError("failed to wait for caches to sync")
-        for i in range(max(self.options.threadiness, 1)):
-            self._workers.append(asyncio.create_task(self._run_worker(), name=f"worker-{i}"))
-        log.info("controller started", workers=len(self._workers))
-
-    async def _run_worker(self) -> None:
-        while await self.process_next_work_item():
-            pass
-
-    async def process_next_work_item(self) -> bool:
-        key, shutdown = await self.queue.get()
-        if shutdown or key is None:
-            return False
-        started = time.perf_counter()
-        result = "success"
-        try:
-            await self.syncer.sync(key)
-            self.queue.forget(key)
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:
-            result = "error"
-            self.queue.add_rate_limited(key)
-            level = log.warning if isinstance(err, ApiError) else log.error
-            level(
-                "sync failed; retrying",
-                mpijob=key,
-                error=str(err)[:500],
-                requeues=self.queue.num_requeues(key),
-                exc_info=not isinstance(err, ApiError),
-            )
-        finally:
-            self.queue.done(key)
-            elapsed = time.perf_counter() - started
-            self.metrics.reconcile_duration.labels(result).observe(elapsed)
-        log.debug("synced", mpijob=key, seconds=round(elapsed, 4), result=result)
-        return True
+        self.runner.start(self.options.threadiness)
+        log.info("controller started", workers=self.runner.workers)
 
     async def stop(self, drain_seconds: float = 5.0) -> None:
         """Lets in-flight syncs finish (up to ``drain_seconds``), then stops everything."""
-        self.queue.shut_down()
-        if self._workers:
-            _, pending = await asyncio.wait(self._workers, timeout=drain_seconds)
-            for task in pending:
-                task.cancel()
-            for task in self._workers:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        await self.runner.stop(drain_seconds)
         for informer in self.informers.values():
             await informer.stop()
         await self.recorder.stop(drain_seconds=min(drain_seconds, 2.0))

@@ -10,10 +10,6 @@ the API client (and the recorder, when one is passed in).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
-
 import structlog
 from prometheus_client import REGISTRY, CollectorRegistry, Histogram
 
@@ -35,6 +31,7 @@ from mpi_operator.client import (
     is_not_found,
 )
 from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.t9k.context import (
     T9K_MPIJOBS,
     T9K_OPERATOR_SELECTOR,
@@ -131,7 +128,9 @@ class T9kMPIJobController:
                 options=t9k_options or T9kOptions(),
             )
         )
-        self._workers: list[asyncio.Task[None]] = []
+        self.runner = SyncRunner(
+            "t9k-mpijob", self.queue, self.syncer.sync, self.reconcile_duration
+        )
         jobs = JobHandlers(self.enqueue)
         i["mpijobs"].add_event_handler(EventHandler(on_add=jobs.on_add, on_update=jobs.on_update))
         kids = ChildHandlers(i["mpijobs"].lister, self.enqueue)
@@ -152,51 +151,12 @@ class T9kMPIJobController:
         self.factory.start()
         if not await self.factory.wait_for_cache_sync(sync_timeout):
             raise RuntimeError("failed to wait for T9k MPIJob caches to sync")
-        for n in range(max(self.options.threadiness, 1)):
-            self._workers.append(asyncio.create_task(self._run_worker(), name=f"t9k-worker-{n}"))
-        log.info("t9k controller started", workers=len(self._workers))
-
-    async def _run_worker(self) -> None:
-        while await self.process_next_work_item():
-            pass
-
-    async def process_next_work_item(self) -> bool:
-        key, shutdown = await self.queue.get()
-        if shutdown or key is None:
-            return False
-        started = time.perf_counter()
-        result = "success"
-        try:
-            await self.syncer.sync(key)
-            self.queue.forget(key)
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:
-            result = "error"
-            self.queue.add_rate_limited(key)
-            level = log.warning if isinstance(err, ApiError) else log.error
-            level(
-                "t9k sync failed; retrying",
-                mpijob=key,
-                error=str(err)[:500],
-                requeues=self.queue.num_requeues(key),
-                exc_info=not isinstance(err, ApiError),
-            )
-        finally:
-            self.queue.done(key)
-            self.reconcile_duration.labels(result).observe(time.perf_counter() - started)
-        return True
+        self.runner.start(self.options.threadiness)
+        log.info("t9k controller started", workers=self.runner.workers)
 
     async def stop(self, drain_seconds: float = 5.0) -> None:
         """Lets in-flight syncs finish (up to ``drain_seconds``), then stops everything."""
-        self.queue.shut_down()
-        if self._workers:
-            _, pending = await asyncio.wait(self._workers, timeout=drain_seconds)
-            for task in pending:
-                task.cancel()
-            for task in self._workers:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        await self.runner.stop(drain_seconds)
         for informer in self.informers.values():
             await informer.stop()
         if self._owns_recorder:

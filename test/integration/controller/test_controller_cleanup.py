@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Cluster, StartOperator, mpijob
+from controller_harness import Cluster, StartOperator, mpijob
 
 
 @pytest.mark.parametrize(

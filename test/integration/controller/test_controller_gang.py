@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from conftest import Cluster, StartOperator, mpijob
+from controller_harness import Cluster, StartOperator, mpijob
 
 from mpi_operator.builders.podgroup import GangScheduling
 from mpi_operator.client.kubeapi import (

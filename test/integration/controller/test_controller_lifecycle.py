@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from conftest import Cluster, StartOperator, mpijob
+from controller_harness import Cluster, StartOperator, mpijob
 
 from mpi_operator.client import CONFIGMAPS, MPIJOBS, SECRETS, SERVICES
 from mpi_operator.client.testing import eventually

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Cluster, StartOperator, mpijob
+from controller_harness import Cluster, StartOperator, mpijob
 
 from mpi_operator.client import CONFIGMAPS, JOBS, PODS, SECRETS, SERVICES
 from mpi_operator.client.testing import eventually

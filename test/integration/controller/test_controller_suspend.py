@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import Cluster, StartOperator, mpijob
+from controller_harness import Cluster, StartOperator, mpijob
 
 from mpi_operator.client import JOBS, MPIJOBS
 from mpi_operator.client.testing import eventually
