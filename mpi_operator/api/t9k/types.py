@@ -16,8 +16,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
+
+from mpi_operator.api.object_model import ApiModel, ApiObject
 
 GROUP = "batch.tensorstack.dev"
 VERSION = "v1beta1"
@@ -75,13 +76,7 @@ class ConditionType(StrEnum):
     DEBUGGING = "Debugging"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="allow",
-        validate_assignment=False,
-    )
+_Model = ApiModel
 
 
 class WorkerSpec(_Model):
@@ -213,33 +208,12 @@ class MPIJobStatus(_Model):
     tasks: list[Task] | None = None
 
 
-class MPIJob(_Model):
+class MPIJob(ApiObject):
     api_version: str | None = API_VERSION
     kind: str | None = KIND
     metadata: dict[str, Any] = Field(default_factory=dict)
     spec: MPIJobSpec = Field(default_factory=MPIJobSpec)
     status: MPIJobStatus | None = None
-
-    @classmethod
-    def from_dict(cls, obj: dict[str, Any]) -> MPIJob:
-        """Parses wire JSON; raises pydantic.ValidationError on wrong types."""
-        return cls.model_validate(obj)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Wire JSON: only the fields that were given or set by defaulting."""
-        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
-
-    @property
-    def name(self) -> str:
-        return str(self.metadata.get("name", ""))
-
-    @property
-    def namespace(self) -> str:
-        return str(self.metadata.get("namespace", ""))
-
-    @property
-    def uid(self) -> str:
-        return str(self.metadata.get("uid", ""))
 
     @property
     def worker(self) -> WorkerSpec:

@@ -17,8 +17,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
+
+from mpi_operator.api.object_model import ApiModel, ApiObject
 
 GROUP = "kubeflow.org"
 VERSION = "v2beta1"
@@ -79,13 +80,7 @@ class ManagedBy(StrEnum):
     MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="allow",
-        validate_assignment=False,
-    )
+_Model = ApiModel
 
 
 class SchedulingPolicy(_Model):
@@ -147,33 +142,12 @@ class JobStatus(_Model):
     last_reconcile_time: str | None = None
 
 
-class MPIJob(_Model):
+class MPIJob(ApiObject):
     api_version: str | None = API_VERSION
     kind: str | None = KIND
     metadata: dict[str, Any] = Field(default_factory=dict)
     spec: MPIJobSpec = Field(default_factory=MPIJobSpec)
     status: JobStatus | None = None
-
-    @classmethod
-    def from_dict(cls, obj: dict[str, Any]) -> MPIJob:
-        """Parses wire JSON; raises pydantic.ValidationError on wrong types."""
-        return cls.model_validate(obj)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Wire JSON: only the fields that were given or set by defaulting."""
-        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
-
-    @property
-    def name(self) -> str:
-        return str(self.metadata.get("name", ""))
-
-    @property
-    def namespace(self) -> str:
-        return str(self.metadata.get("namespace", ""))
-
-    @property
-    def uid(self) -> str:
-        return str(self.metadata.get("uid", ""))
 
     def replica_spec(self, replica_type: ReplicaType) -> ReplicaSpec | None:
         specs = self.spec.mpi_replica_specs
