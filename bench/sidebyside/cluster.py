@@ -11,7 +11,6 @@ harness, kube-controller-manager, kube-scheduler, KWOK) is not audited.
 from __future__ import annotations
 
 import base64
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import yaml
 
 from mpi_operator.localcluster import FULL, LocalCluster
+from mpi_operator.localcluster.cluster import audit_code, audit_user, read_audit_events
 
 LOCK_NAMESPACE = "mpi-operator"
 OPERATOR_SA = "operator"
@@ -29,33 +29,12 @@ LEASE_NAME = "mpi-operator"
 class BenchCluster(LocalCluster):
     """A :class:`LocalCluster` (shape ``full``) whose API server audits the operators."""
 
-    def __init__(self, workdir: Path, nodes: int = 8) -> None:
-        super().__init__(workdir, FULL, nodes=nodes)
-        self.audit_log = self.workdir / "audit.log"
-        self.operator_kubeconfig = self.workdir / "operator.kubeconfig"
+    audit_log: Path
 
-    def _apiserver_args(self, binary: Path) -> list[str]:
-        policy = self.workdir / "audit-policy.yaml"
-        policy.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "audit.k8s.io/v1",
-                    "kind": "Policy",
-                    "omitStages": ["RequestReceived", "ResponseStarted"],
-                    "rules": [
-                        {"level": "Metadata", "users": [OPERATOR_USER]},
-                        {"level": "None"},
-                    ],
-                }
-            )
-        )
-        return [
-            *super()._apiserver_args(binary),
-            f"--audit-policy-file={policy}",
-            f"--audit-log-path={self.audit_log}",
-            "--audit-log-maxsize=0",
-            "--audit-log-format=json",
-        ]
+    def __init__(self, workdir: Path, nodes: int = 8) -> None:
+        super().__init__(workdir, FULL, nodes=nodes, audit_users=[OPERATOR_USER])
+        assert self.audit_log is not None
+        self.operator_kubeconfig = self.workdir / "operator.kubeconfig"
 
     def start(self) -> None:
         super().start()
@@ -104,9 +83,6 @@ class BenchCluster(LocalCluster):
             f"/apis/coordination.k8s.io/v1/namespaces/{LOCK_NAMESPACE}/leases/{LEASE_NAME}",
         )
 
-    def audit_offset(self) -> int:
-        return self.audit_log.stat().st_size if self.audit_log.exists() else 0
-
 
 def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, Any]:
     """Requests of the operator user logged between two offsets of the audit log.
@@ -118,17 +94,8 @@ def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, An
     by_vr: Counter[str] = Counter()
     by_ua: Counter[str] = Counter()
     failed: Counter[str] = Counter()
-    with path.open("rb") as f:
-        f.seek(start)
-        data = f.read() if end is None else f.read(max(0, end - start))
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if ev.get("user", {}).get("username") != OPERATOR_USER:
+    for ev in read_audit_events(path, start, end):
+        if audit_user(ev) != OPERATOR_USER:
             continue
         ref = ev.get("objectRef") or {}
         resource = ref.get("resource") or ev.get("requestURI", "?").split("?")[0]
@@ -136,7 +103,7 @@ def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, An
             resource += "/" + ref["subresource"]
         key = f"{ev.get('verb', '?')} {resource}"
         by_vr[key] += 1
-        code = (ev.get("responseStatus") or {}).get("code", 0)
+        code = audit_code(ev)
         if code >= 400:
             failed[f"{key} {code}"] += 1
         ua = str(ev.get("userAgent", "?"))

@@ -17,7 +17,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -53,6 +53,8 @@ KCM_CONTROLLERS = (
 #: Capacity of each fake node of the full shape.
 NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "250", "nvidia.com/gpu": "8"}
 START_TIMEOUT = 120.0
+#: The group of every ServiceAccount's user (``audit_groups=[SERVICE_ACCOUNTS]``).
+SERVICE_ACCOUNTS = "system:serviceaccounts"
 
 
 class ClusterError(RuntimeError):
@@ -129,6 +131,13 @@ class LocalCluster:
 
     ``detached=True`` lets the processes outlive this Python process (``up``/``down``);
     otherwise they are killed when it dies, even by SIGKILL.
+
+    ``audit_users`` / ``audit_groups``: kube-apiserver writes a JSON audit log
+    (:attr:`audit_log`; level Metadata, stage ResponseComplete only) of the requests
+    of these users and of the members of these groups, and of nobody else; read it
+    with :meth:`audit_events`. The admin user (the components, the tests' own calls)
+    is in neither unless named. ``admission_plugins`` are enabled on top of the
+    default ones (e.g. ``OwnerReferencesPermissionEnforcement``).
     """
 
     def __init__(
@@ -141,6 +150,9 @@ class LocalCluster:
         crd_files: Iterable[Path] | None = None,
         nodes: int = 4,
         watch_cache: bool | None = None,
+        audit_users: Sequence[str] = (),
+        audit_groups: Sequence[str] = (),
+        admission_plugins: Sequence[str] = (),
     ) -> None:
         if shape not in SHAPES:
             raise ValueError(f"shape must be one of {SHAPES}, not {shape!r}")
@@ -161,6 +173,13 @@ class LocalCluster:
         self._ssl: ssl.SSLContext | None = None
         #: Where to record the processes as soon as they start (``up``/``down``).
         self.state_path: Path | None = None
+        self.audit_users = list(audit_users)
+        self.audit_groups = list(audit_groups)
+        self.admission_plugins = list(admission_plugins)
+        #: The JSON audit log (one event a line), None unless someone is audited.
+        self.audit_log: Path | None = (
+            self.workdir / "audit.log" if self.audit_users or self.audit_groups else None
+        )
 
     def __repr__(self) -> str:
         return f"LocalCluster(shape={self.shape!r}, server={self.server!r})"
@@ -302,6 +321,26 @@ class LocalCluster:
             if "compacted" not in str(e):
                 raise
         return rev
+
+    # -- the audit log
+
+    def audit_offset(self) -> int:
+        """The audit log's current size: pass it to :meth:`audit_events` as ``start``."""
+        if self.audit_log is None:
+            raise ClusterError("this cluster audits nobody (no audit_users/audit_groups)")
+        return self.audit_log.stat().st_size if self.audit_log.exists() else 0
+
+    def audit_events(
+        self, start: int = 0, end: int | None = None, user: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The audit events written between two offsets of :attr:`audit_log` (from
+        :meth:`audit_offset`), optionally only those of one user, in order."""
+        if self.audit_log is None:
+            raise ClusterError("this cluster audits nobody (no audit_users/audit_groups)")
+        events = read_audit_events(self.audit_log, start, end)
+        if user is None:
+            return events
+        return [e for e in events if audit_user(e) == user]
 
     # -- kubectl and REST
 
@@ -566,6 +605,10 @@ class LocalCluster:
         ]
         if not self.watch_cache:
             args.append("--watch-cache=false")
+        if self.audit_log is not None:
+            args += self._audit_args()
+        if self.admission_plugins:
+            args.append(f"--enable-admission-plugins={','.join(self.admission_plugins)}")
         if self.shape == API:
             # No controller manager creates the default ServiceAccounts (as envtest).
             args.append("--disable-admission-plugins=ServiceAccount")
@@ -574,6 +617,31 @@ class LocalCluster:
             # puts on new nodes; KWOK keeps the nodes Ready.
             args.append("--disable-admission-plugins=TaintNodesByCondition")
         return args
+
+    def _audit_args(self) -> list[str]:
+        assert self.audit_log is not None
+        rules: list[dict[str, Any]] = []
+        if self.audit_users:
+            rules.append({"level": "Metadata", "users": self.audit_users})
+        if self.audit_groups:
+            rules.append({"level": "Metadata", "userGroups": self.audit_groups})
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "audit.k8s.io/v1",
+                    "kind": "Policy",
+                    "omitStages": ["RequestReceived", "ResponseStarted"],
+                    "rules": [*rules, {"level": "None"}],
+                }
+            )
+        )
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-maxsize=0",
+            "--audit-log-format=json",
+        ]
 
     def _component_common(self, component: str) -> list[str]:
         return [
@@ -638,6 +706,37 @@ class LocalCluster:
 
 class _Dead(StopWaitingError):
     pass
+
+
+def read_audit_events(path: Path, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
+    """The JSON audit events of ``path`` between two byte offsets (a partly written
+    last line is skipped)."""
+    if not path.exists():
+        return []
+    with path.open("rb") as f:
+        f.seek(start)
+        data = f.read() if end is None else f.read(max(0, end - start))
+    events: list[dict[str, Any]] = []
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def audit_user(event: dict[str, Any]) -> str:
+    """The user an audit event was made by."""
+    return str((event.get("user") or {}).get("username") or "")
+
+
+def audit_code(event: dict[str, Any]) -> int:
+    """The HTTP status an audited request was answered with (0 if not recorded)."""
+    return int((event.get("responseStatus") or {}).get("code") or 0)
 
 
 def _collection_path(obj: dict[str, Any]) -> str:
