@@ -1,7 +1,9 @@
 """Shared fixtures: real local control planes (``mpi_operator.localcluster``).
 
 * ``api_cluster`` (session): etcd + kube-apiserver, envtest-like.
-* ``full_cluster`` (session): + kube-controller-manager, kube-scheduler, KWOK fake nodes.
+* ``full_cluster`` (session): + kube-controller-manager, kube-scheduler, KWOK fake nodes;
+  its API server audits every ServiceAccount's requests (``.audit_events()``), and
+  nobody else's: the tests' operators under a ServiceAccount token, not the admin.
 * ``namespace`` / ``full_namespace`` (function): a fresh namespace in one of them,
   deleted afterwards.
 
@@ -22,6 +24,7 @@ from collections.abc import Iterator
 import pytest
 
 from mpi_operator.localcluster import API, FULL, BinariesMissingError, LocalCluster
+from mpi_operator.localcluster.cluster import SERVICE_ACCOUNTS
 
 _API_FIXTURES = {"api_cluster", "namespace"}
 _FULL_FIXTURES = {"full_cluster", "full_namespace"}
@@ -51,7 +54,8 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 
 def _start(factory: pytest.TempPathFactory, shape: str) -> LocalCluster:
-    cluster = LocalCluster(factory.mktemp(f"{shape}-cluster"), shape)
+    audit = [SERVICE_ACCOUNTS] if shape == FULL else []
+    cluster = LocalCluster(factory.mktemp(f"{shape}-cluster"), shape, audit_groups=audit)
     try:
         _ = cluster.bins
     except BinariesMissingError as e:

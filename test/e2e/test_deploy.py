@@ -5,7 +5,8 @@
 * RBAC is sufficient: the operator runs under the manifests' own ServiceAccount
   (a token minted with ``kubectl create token``), cluster-wide as the Deployment
   runs it, with the namespaced overlay's Role, and with gang scheduling, and runs
-  the pi example to Succeeded with no authorization failure in its log.
+  the pi example to Succeeded with no authorization failure in its log nor in the
+  API server's audit log (the session cluster audits every ServiceAccount).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from examples_support import (
 )
 
 from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.cluster import audit_code, audit_user
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 OVERLAYS = ROOT / "manifests" / "overlays"
@@ -155,6 +157,37 @@ def _denials(proc: OperatorProcess) -> list[str]:
     return [line for line in proc.output().splitlines() if DENIED.search(line)]
 
 
+def _user(namespace: str, account: str = "mpi-operator") -> str:
+    return f"system:serviceaccount:{namespace}:{account}"
+
+
+def preflight_probe(event: dict[str, Any]) -> bool:
+    """The start-up check's GET of the lock namespace (mpi_operator/server/preflight.py):
+    no role of the manifests grants reading Namespaces, and the check skips itself on
+    the 403 it gets (logged at debug level only). The one denial tolerated."""
+    ref = event.get("objectRef") or {}
+    return (
+        event.get("verb") == "get"
+        and ref.get("resource") == "namespaces"
+        and not ref.get("subresource")
+        and audit_code(event) == 403
+    )
+
+
+def _audit_denials(cluster: LocalCluster, start: int, user: str) -> list[str]:
+    """The requests of ``user`` the API server answered 401 or 403 since ``start``,
+    but for the start-up probe of the lock namespace."""
+    return [
+        f"{e.get('verb')} {e.get('requestURI')} -> {audit_code(e)}"
+        for e in cluster.audit_events(start)
+        if audit_user(e) == user and audit_code(e) in (401, 403) and not preflight_probe(e)
+    ]
+
+
+def _audited(cluster: LocalCluster, start: int, user: str) -> int:
+    return sum(1 for e in cluster.audit_events(start) if audit_user(e) == user)
+
+
 @pytest.fixture
 def cluster_wide_rbac(full_cluster: LocalCluster) -> Iterator[list[dict[str, Any]]]:
     """The single file's Namespace, ServiceAccount and RBAC, applied (not the CRD,
@@ -223,12 +256,16 @@ def test_operator_runs_pi_under_its_cluster_role(
     kubeconfig = service_account_kubeconfig(
         full_cluster, "mpi-operator", "mpi-operator", tmp_path / "sa.kubeconfig"
     )
+    audit_start = full_cluster.audit_offset()
     # As the Deployment runs it: all namespaces, Lease in its own namespace.
     proc = start_operator(tmp_path, kubeconfig, "--lock-namespace=mpi-operator")
     try:
         _run_pi_to_success(full_cluster, full_namespace, proc)
         _stop(proc)
         assert _denials(proc) == []
+        user = _user("mpi-operator")
+        assert _audited(full_cluster, audit_start, user) > 0
+        assert _audit_denials(full_cluster, audit_start, user) == []
         lease = json.loads(
             full_cluster.kubectl(
                 "get", "lease", "mpi-operator", "-n", "mpi-operator", "-o", "json"
@@ -248,6 +285,7 @@ def test_operator_with_gang_scheduling_under_its_cluster_role(
     kubeconfig = service_account_kubeconfig(
         full_cluster, "mpi-operator", "mpi-operator", tmp_path / "sa.kubeconfig"
     )
+    audit_start = full_cluster.audit_offset()
     proc = start_operator(
         tmp_path, kubeconfig, "--lock-namespace=mpi-operator", "--gang-scheduling=volcano"
     )
@@ -266,6 +304,9 @@ def test_operator_with_gang_scheduling_under_its_cluster_role(
         wait_until(lambda: not items(full_cluster, podgroups), 30, "the PodGroup's deletion")
         _stop(proc)
         assert _denials(proc) == []
+        user = _user("mpi-operator")
+        assert _audited(full_cluster, audit_start, user) > 0
+        assert _audit_denials(full_cluster, audit_start, user) == []
     finally:
         proc.kill()
         print(f"--- operator log ---\n{proc.output()[-6000:]}")
@@ -303,11 +344,14 @@ def test_operator_runs_pi_under_the_namespaced_role(
     kubeconfig = service_account_kubeconfig(
         full_cluster, ns, "mpi-operator", tmp_path / "sa.kubeconfig"
     )
+    audit_start = full_cluster.audit_offset()
     proc = start_operator(tmp_path, kubeconfig, f"--namespace={ns}", f"--lock-namespace={ns}")
     try:
         _run_pi_to_success(full_cluster, ns, proc)
         _stop(proc)
         assert _denials(proc) == []
+        assert _audited(full_cluster, audit_start, _user(ns)) > 0
+        assert _audit_denials(full_cluster, audit_start, _user(ns)) == []
     finally:
         proc.kill()
         print(f"--- operator log ---\n{proc.output()[-6000:]}")
