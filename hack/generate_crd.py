@@ -259,6 +259,10 @@ DESCRIPTIONS: dict[str, str] = {
     "JobStatus.startTime": "When the operator first acknowledged the job (RFC 3339).",
     "JobStatus.completionTime": "When the job finished (RFC 3339).",
     "JobStatus.lastReconcileTime": "When the operator last reconciled the job (RFC 3339).",
+    "JobStatus.state": (
+        "Type of the latest condition that is true (Created, Running, Suspended, Succeeded, "
+        "Failed); written by this operator for display, not part of the reference API."
+    ),
     "JobCondition": "One condition of the job.",
     "JobCondition.type": "Created, Running, Restarting, Succeeded, Suspended or Failed.",
     "JobCondition.status": "True, False or Unknown.",
@@ -452,24 +456,15 @@ def status_schema(walker: ModelWalker) -> Schema:
 # ---- the CRD --------------------------------------------------------------------------------
 
 PRINTER_COLUMNS: list[Schema] = [
+    # A column shows the first value its JSONPath finds and a filter's matches can't be
+    # indexed, so "the last true condition" is written by the operator as status.state.
     {
         "name": "State",
         "type": "string",
         "description": (
-            "Type of the most recently changed condition (the operator moves a condition "
-            "to the end of the list when it changes)."
+            "The latest true condition: Created, Running, Suspended, Succeeded or Failed."
         ),
-        "jsonPath": ".status.conditions[-1:].type",
-    },
-    # A column shows the first value its JSONPath finds, and a filter's matches can't be
-    # indexed: "the last condition whose status is True" has no JSONPath. So STATE is the
-    # last condition, true or not, and STATUS says which (a suspended job's last change
-    # is Running turning False).
-    {
-        "name": "Status",
-        "type": "string",
-        "description": "Status of the most recently changed condition: True, False or Unknown.",
-        "jsonPath": ".status.conditions[-1:].status",
+        "jsonPath": ".status.state",
     },
     {
         "name": "Active",
@@ -494,7 +489,7 @@ PRINTER_COLUMNS: list[Schema] = [
         "type": "date",
         "jsonPath": ".metadata.creationTimestamp",
     },
-    # With -o wide: why the condition STATE names last changed.
+    # With -o wide: the reason of the latest condition change (true or not).
     {
         "name": "Reason",
         "type": "string",

@@ -5,6 +5,7 @@
 * Running and Restarting exclude each other.
 * Setting Failed or Succeeded turns Running (and an earlier Failed) to False.
 * The changed condition moves to the end of the list.
+* ``status.state`` (ours, not the reference's) names the latest true condition.
 """
 
 from __future__ import annotations
@@ -52,6 +53,25 @@ def is_failed(status: JobStatus) -> bool:
 
 def is_finished(status: JobStatus) -> bool:
     return is_succeeded(status) or is_failed(status)
+
+
+def latest_true_condition(status: JobStatus) -> str | None:
+    """The type of the true condition nearest the end of the list: since a changed
+    condition moves to the end, the one that became true last."""
+    for condition in reversed(status.conditions or []):
+        if condition.status == TRUE:
+            return condition.type
+    return None
+
+
+def refresh_state(status: JobStatus) -> None:
+    """Sets ``status.state`` from the conditions; leaves it unset while none is true."""
+    state = latest_true_condition(status)
+    if state is not None:
+        status.state = state
+    elif status.state is not None:
+        status.state = None
+        status.model_fields_set.discard("state")
 
 
 def new_condition(

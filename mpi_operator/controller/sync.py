@@ -39,6 +39,7 @@ from mpi_operator.controller.conditions import (
     format_time,
     is_finished,
     is_succeeded,
+    refresh_state,
     update_conditions,
 )
 from mpi_operator.controller.context import SyncContext, job_reference
@@ -192,6 +193,7 @@ class MPIJobSyncer:
         self, shared: Obj, job: MPIJob, outcome: StatusOutcome, created: bool
     ) -> None:
         assert job.status is not None
+        refresh_state(job.status)
         new_status = job.status.model_dump(by_alias=True, exclude_unset=True, mode="json")
         if new_status != (shared.get("status") or {}):
             body = {**shared, "status": new_status}

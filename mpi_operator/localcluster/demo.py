@@ -103,14 +103,9 @@ def _conditions(job: Obj) -> dict[str, str]:
 
 
 def job_state(job: Obj) -> str:
-    """The latest condition that holds, as ``kubectl get mpijobs`` shows it."""
-    true = [
-        c for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"
-    ]
-    if not true:
-        return "Pending"
-    latest = max(true, key=lambda c: str(c.get("lastTransitionTime") or ""))
-    return str(latest.get("type"))
+    """The latest true condition (the operator's ``status.state``), as the STATE column of
+    ``kubectl get mpijobs`` shows it; "Pending" until the operator has written it."""
+    return str((job.get("status") or {}).get("state") or "Pending")
 
 
 def _owned_by(obj: Obj, uid: str) -> bool:

@@ -51,6 +51,21 @@ def condition(job: Obj, kind: str) -> str:
     return ""
 
 
+def kubectl_table(cluster: LocalCluster, *args: str) -> list[dict[str, str]]:
+    """Rows of ``kubectl get <args>``'s table by column name; an empty cell is "" (columns
+    are cut where the header's names start, as kubectl pads them)."""
+    lines = cluster.kubectl("get", *args).stdout.splitlines()
+    names = lines[0].split()
+    starts = [
+        lines[0].index(f"{name} " if i < len(names) - 1 else name) for i, name in enumerate(names)
+    ]
+    ends = [*starts[1:], None]
+    return [
+        {name: line[a:b].strip() for name, a, b in zip(names, starts, ends, strict=True)}
+        for line in lines[1:]
+    ]
+
+
 def items(cluster: LocalCluster, path: str) -> list[Obj]:
     body = get(cluster, path)
     return list((body or {}).get("items") or [])

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from examples_support import kubectl_table
 
 from mpi_operator.localcluster import LocalCluster
 
@@ -312,21 +313,6 @@ def _set_status(cluster: LocalCluster, namespace: str, name: str, status: dict[s
     )  # fmt: skip
 
 
-def _table(cluster: LocalCluster, *args: str) -> list[dict[str, str]]:
-    """Rows of kubectl's table by column name; an empty cell is "" (columns are cut
-    where the header's names start, as kubectl pads them)."""
-    lines = cluster.kubectl("get", *args).stdout.splitlines()
-    names = lines[0].split()
-    starts = [
-        lines[0].index(f"{name} " if i < len(names) - 1 else name) for i, name in enumerate(names)
-    ]
-    ends = [*starts[1:], None]
-    return [
-        {name: line[a:b].strip() for name, a, b in zip(names, starts, ends, strict=True)}
-        for line in lines[1:]
-    ]
-
-
 def _cond(type_: str, status: str, reason: str) -> dict[str, str]:
     return {
         "type": type_,
@@ -381,6 +367,7 @@ def test_printer_columns(api_cluster: LocalCluster, namespace: str) -> None:
                 _cond("Running", "True", "MPIJobRunning"),
             ],
             "replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": 3}},
+            "state": "Running",
         },
     )
     _set_status(
@@ -394,85 +381,36 @@ def test_printer_columns(api_cluster: LocalCluster, namespace: str) -> None:
                 _cond("Succeeded", "True", "MPIJobSucceeded"),
             ],
             "replicaStatuses": {"Launcher": {"succeeded": 1}, "Worker": {}},
+            "state": "Succeeded",
         },
     )
     for resource in ("mpijobs", "mpij", "mpijob.kubeflow.org"):
-        rows = {r["NAME"]: r for r in _table(api_cluster, resource, "-n", namespace)}
+        rows = {r["NAME"]: r for r in kubectl_table(api_cluster, resource, "-n", namespace)}
         assert list(rows["running"]) == [
             "NAME",
             "STATE",
-            "STATUS",
             "ACTIVE",
             "WORKERS",
             "LAUNCHER",
             "AGE",
         ]
         assert rows["running"]["STATE"] == "Running"
-        assert rows["running"]["STATUS"] == "True"
         assert rows["running"]["ACTIVE"] == "3"
         assert rows["running"]["WORKERS"] == "4"
         assert rows["running"]["LAUNCHER"] == '{"active":1}'
         assert rows["done"]["STATE"] == "Succeeded"
-        assert rows["done"]["STATUS"] == "True"
         assert rows["done"]["ACTIVE"] == ""
         assert rows["done"]["WORKERS"] == "2"
         assert rows["done"]["LAUNCHER"] == '{"succeeded":1}'
         assert {k: v for k, v in rows["new"].items() if k not in ("NAME", "AGE")} == {
             "STATE": "",
-            "STATUS": "",
             "ACTIVE": "",
             "WORKERS": "",
             "LAUNCHER": "",
         }
-    wide = {r["NAME"]: r for r in _table(api_cluster, "mpij", "-n", namespace, "-o", "wide")}
-    assert (wide["done"]["STATUS"], wide["done"]["REASON"]) == ("True", "MPIJobSucceeded")
-    assert (wide["running"]["STATUS"], wide["running"]["REASON"]) == ("True", "MPIJobRunning")
-
-
-@pytest.mark.parametrize(
-    ("conditions", "expected"),
-    [
-        # What the operator writes when it suspends a job: Running turns False last.
-        (
-            [
-                _cond("Created", "True", "MPIJobCreated"),
-                _cond("Suspended", "True", "MPIJobSuspended"),
-                _cond("Running", "False", "MPIJobSuspended"),
-            ],
-            ("Running", "False", "MPIJobSuspended"),
-        ),
-        # ... and when it resumes it, before the pods run again.
-        (
-            [
-                _cond("Created", "True", "MPIJobCreated"),
-                _cond("Running", "False", "MPIJobSuspended"),
-                _cond("Suspended", "False", "MPIJobResumed"),
-            ],
-            ("Suspended", "False", "MPIJobResumed"),
-        ),
-        (
-            [
-                _cond("Created", "True", "MPIJobCreated"),
-                _cond("Running", "False", "MPIJobRunning"),
-                _cond("Failed", "True", "BackoffLimitExceeded"),
-            ],
-            ("Failed", "True", "BackoffLimitExceeded"),
-        ),
-        ([_cond("Created", "True", "MPIJobCreated")], ("Created", "True", "MPIJobCreated")),
-    ],
-    ids=["suspended", "resumed", "failed", "created"],
-)
-def test_state_is_the_most_recently_changed_condition(
-    api_cluster: LocalCluster,
-    namespace: str,
-    conditions: list[dict[str, str]],
-    expected: tuple[str, str, str],
-) -> None:
-    """STATE is the last condition of the list, true or not; STATUS says which."""
-    _create(api_cluster, namespace, _job())
-    _set_status(api_cluster, namespace, "job", {"conditions": conditions})
-    row = _table(api_cluster, "mpij", "job", "-n", namespace, "-o", "wide")[0]
-    assert (row["STATE"], row["STATUS"], row["REASON"]) == expected
+    wide = {r["NAME"]: r for r in kubectl_table(api_cluster, "mpij", "-n", namespace, "-o", "wide")}
+    assert wide["done"]["REASON"] == "MPIJobSucceeded"
+    assert wide["running"]["REASON"] == "MPIJobRunning"
 
 
 def test_categories(api_cluster: LocalCluster, namespace: str) -> None:

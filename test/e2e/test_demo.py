@@ -187,4 +187,5 @@ def test_kwok_behaviour_is_added_to_a_copy() -> None:
         {"type": "Running", "status": "False", "lastTransitionTime": "2026-01-01T00:00:09Z"},
         {"type": "Succeeded", "status": "True", "lastTransitionTime": "2026-01-01T00:00:09Z"},
     ]
-    assert job_state({"status": {"conditions": conditions}}) == "Succeeded"
+    assert job_state({"status": {"conditions": conditions}}) == "Pending"
+    assert job_state({"status": {"conditions": conditions, "state": "Succeeded"}}) == "Succeeded"

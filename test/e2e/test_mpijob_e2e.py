@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from examples_support import kubectl_table
 from prometheus_client import CollectorRegistry
 
 from mpi_operator.client import KubeClient
@@ -190,3 +191,55 @@ async def test_deleting_the_mpijob_removes_every_child(
     await eventually(
         no_children_left, within=60, interval=0.5, what="garbage collector removes the children"
     )
+
+
+async def test_kubectl_get_shows_the_state_through_the_lifecycle(
+    full_cluster: Any, full_namespace: str, operator: MPIJobController
+) -> None:
+    """STATE is the latest true condition: Suspended, then Running once resumed, then
+    Succeeded; a job whose launcher fails reads Failed."""
+    ns = full_namespace
+    job = pi_job("columns")
+    job["spec"]["runPolicy"]["suspend"] = True
+    annotations = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"]
+    annotations["kwok.mpi-operator.io/complete-after"] = "8s"
+    await kubectl(full_cluster, "apply", "-n", ns, "-f", "-", input=yaml.safe_dump(job))
+    await kubectl(
+        full_cluster, "apply", "-n", ns, "-f", "-",
+        input=yaml.safe_dump(pi_job("failing", launcher_exit=2)),
+    )  # fmt: skip
+
+    async def row(name: str) -> dict[str, str]:
+        rows = await asyncio.to_thread(kubectl_table, full_cluster, "mpijobs", name, "-n", ns)
+        return rows[0]
+
+    async def shows(name: str, **expected: str) -> bool:
+        current = await row(name)
+        return all(current[k] == v for k, v in expected.items())
+
+    await eventually(
+        lambda: shows("columns", STATE="Suspended", ACTIVE="", WORKERS="2", LAUNCHER="{}"),
+        within=30, interval=0.3, what="STATE Suspended",
+    )  # fmt: skip
+    await kubectl(
+        full_cluster, "patch", "mpijob", "columns", "-n", ns, "--type=merge",
+        "-p", json.dumps({"spec": {"runPolicy": {"suspend": False}}}),
+    )  # fmt: skip
+    await eventually(
+        lambda: shows("columns", STATE="Running", ACTIVE="2", LAUNCHER='{"active":1}'),
+        within=60, interval=0.3, what="STATE Running with 2 active workers",
+    )  # fmt: skip
+    await eventually(
+        lambda: shows("columns", STATE="Succeeded", LAUNCHER='{"succeeded":1}'),
+        within=60, interval=0.3, what="STATE Succeeded",
+    )  # fmt: skip
+    await eventually(
+        lambda: shows("failing", STATE="Failed"), within=60, interval=0.3, what="STATE Failed"
+    )
+    assert list(await row("columns")) == [
+        "NAME", "STATE", "ACTIVE", "WORKERS", "LAUNCHER", "AGE",
+    ]  # fmt: skip
+    wide = await asyncio.to_thread(kubectl_table, full_cluster, "mpij", "-n", ns, "-o", "wide")
+    reasons = {r["NAME"]: r["REASON"] for r in wide}
+    assert reasons["columns"] == "MPIJobSucceeded"
+    assert reasons["failing"].startswith("BackoffLimitExceeded")

@@ -140,6 +140,9 @@ class JobStatus(_Model):
     start_time: str | None = None
     completion_time: str | None = None
     last_reconcile_time: str | None = None
+    # Not in the reference API: the type of the latest true condition, written by the
+    # operator for `kubectl get mpijobs` (a printer column's JSONPath cannot select it).
+    state: str | None = None
 
 
 class MPIJob(ApiObject):

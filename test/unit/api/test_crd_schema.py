@@ -133,13 +133,12 @@ def test_printer_columns(version: dict[str, Any]) -> None:
     columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
     assert [c["name"] for c in version["additionalPrinterColumns"] if not c.get("priority")] == [
         "State",
-        "Status",
         "Active",
         "Workers",
         "Launcher",
         "Age",
     ]
-    assert columns["State"]["jsonPath"] == ".status.conditions[-1:].type"
+    assert columns["State"]["jsonPath"] == ".status.state"
     assert columns["Active"]["jsonPath"] == ".status.replicaStatuses.Worker.active"
     assert columns["Workers"]["jsonPath"] == ".spec.mpiReplicaSpecs.Worker.replicas"
     assert columns["Launcher"]["jsonPath"] == ".status.replicaStatuses.Launcher"
@@ -148,7 +147,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         "type": "date",
         "jsonPath": ".metadata.creationTimestamp",
     }
-    assert columns["Status"]["jsonPath"] == ".status.conditions[-1:].status"
+    assert columns["Reason"]["jsonPath"] == ".status.conditions[-1:].reason"
     assert columns["Reason"]["priority"] == 1
 
 
@@ -346,6 +345,7 @@ def test_status_fields_the_controller_writes_survive_pruning(schema: dict[str, A
         "startTime",
         "completionTime",
         "lastReconcileTime",
+        "state",
     }
     condition = status["conditions"]["items"]["properties"]
     assert set(condition) == {

@@ -1,4 +1,5 @@
-"""Condition transition rules, as the reference operator applies them."""
+"""Condition transition rules, as the reference operator applies them, and the
+state (latest true condition) that our operator adds for display."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from mpi_operator.controller.conditions import (
     is_failed,
     is_finished,
     is_succeeded,
+    refresh_state,
     update_conditions,
 )
 
@@ -59,3 +61,45 @@ def test_finishing_turns_running_false_and_moves_last() -> None:
         ("Succeeded", "True", "S"),
     ]
     assert is_succeeded(status) and is_finished(status) and not is_failed(status)
+
+
+# (conditions applied in order, expected status.state)
+STATE_CASES = [
+    ([], None),
+    ([("Created", "True")], "Created"),
+    ([("Created", "True"), ("Running", "True")], "Running"),
+    # Suspending: Suspended turns True, then Running False is the latest change.
+    (
+        [("Created", "True"), ("Running", "True"), ("Suspended", "True"), ("Running", "False")],
+        "Suspended",
+    ),
+    # Resuming: Suspended turns False last; until the pods run only Created is true.
+    (
+        [("Created", "True"), ("Suspended", "True"), ("Running", "False"), ("Suspended", "False")],
+        "Created",
+    ),
+    (
+        [("Created", "True"), ("Suspended", "True"), ("Suspended", "False"), ("Running", "True")],
+        "Running",
+    ),
+    ([("Created", "True"), ("Running", "True"), ("Succeeded", "True")], "Succeeded"),
+    ([("Created", "True"), ("Running", "True"), ("Failed", "True")], "Failed"),
+]
+
+
+def test_state_is_the_latest_true_condition() -> None:
+    for changes, expected in STATE_CASES:
+        status = JobStatus()
+        for condition_type, condition_status in changes:
+            update_conditions(status, condition_type, condition_status, "R", "", T0)
+        refresh_state(status)
+        assert status.state == expected, changes
+        dumped = status.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        assert dumped.get("state") == expected, changes
+        assert ("state" in dumped) == (expected is not None), changes
+
+
+def test_state_is_dropped_when_no_condition_is_true() -> None:
+    status = JobStatus.model_validate({"conditions": [], "state": "Running"})
+    refresh_state(status)
+    assert "state" not in status.model_dump(by_alias=True, exclude_unset=True, mode="json")
