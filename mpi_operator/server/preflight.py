@@ -136,13 +136,24 @@ class Preflight:
 
     async def check_watch(self, resource: Resource) -> None:
         namespace = self.namespace if resource.namespaced else None
-        attrs: dict[str, Any] = {
-            "verb": "watch",
-            "group": resource.group,
-            "resource": resource.plural,
-        }
+        status = await self._access_review("watch", resource.group, resource.plural, namespace)
+        if status is not None and not status.get("allowed"):
+            where = self.scope if resource.namespaced else "the cluster"
+            reason = status.get("reason") or "no RBAC rule allows it"
+            raise PreflightError(
+                f"RBAC forbids watching {resource.plural}.{resource.group or 'core'} in "
+                f"{where}: {reason}"
+            )
+
+    async def _access_review(
+        self, verb: str, group: str, plural: str, namespace: str | None = None, name: str = ""
+    ) -> dict[str, Any] | None:
+        """The status of a SelfSubjectAccessReview, or None when it cannot be asked."""
+        attrs: dict[str, Any] = {"verb": verb, "group": group, "resource": plural}
         if namespace:
             attrs["namespace"] = namespace
+        if name:
+            attrs["name"] = name
         review = {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SelfSubjectAccessReview",
@@ -151,20 +162,17 @@ class Preflight:
         try:
             answer = await self._request("POST", SSAR_PATH, body=review, client=self.review_client)
         except ApiError as err:
-            log.debug(
-                "cannot ask whether watching is allowed", resource=str(resource), error=str(err)
-            )
-            return
-        status = (answer or {}).get("status") or {}
-        if not status.get("allowed"):
-            where = self.scope if resource.namespaced else "the cluster"
-            reason = status.get("reason") or "no RBAC rule allows it"
-            raise PreflightError(
-                f"RBAC forbids watching {resource.plural}.{resource.group or 'core'} in "
-                f"{where}: {reason}"
-            )
+            log.debug("cannot ask for access", verb=verb, resource=plural, error=str(err))
+            return None
+        return dict((answer or {}).get("status") or {})
 
     async def check_lock_namespace(self) -> None:
+        # Asked first, so that a role without namespace reads (as deploy/'s) leaves no
+        # denial in the API server's audit log.
+        review = await self._access_review("get", "", "namespaces", name=self.lock_namespace)
+        if not (review or {}).get("allowed"):
+            log.debug("lock namespace not checked: reading namespaces is not allowed")
+            return
         try:
             await self._request("GET", NAMESPACES.path(None, self.lock_namespace))
         except ApiError as err:
@@ -173,7 +181,6 @@ class Preflight:
                     f"the lock namespace {self.lock_namespace!r} does not exist: create it or "
                     "choose another with --lock-namespace"
                 ) from err
-            # Typically 403: the operator's role need not read namespaces.
             log.debug("lock namespace not checked", error=str(err))
 
     async def check_leases(self) -> None:
