@@ -143,7 +143,8 @@ class T9kMPIJobController:
                 )
 
     def enqueue(self, key: str) -> None:
-        self.queue.add_rate_limited(key)
+        # Plain add, as the Kubeflow controller (see there); failed syncs back off per key.
+        self.queue.add(key)
 
     async def start(self, sync_timeout: float | None = 60.0) -> None:
         """Starts the informers and workers once the caches are in sync."""
