@@ -18,14 +18,16 @@ errors are in :mod:`mpi_operator.client.errors`. Both are re-exported here.
 
 from __future__ import annotations
 
-import json
 import os
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
+import orjson
 import structlog
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import load_incluster_config, load_kube_config
@@ -125,6 +127,8 @@ class KubeClient:
             TokenBucket(qps, max(burst, 1), self.clock) if qps > 0 else None
         )
         self.user_agent = user_agent
+        self._session: aiohttp.ClientSession | None = None
+        self._proxy: str | None = None
 
     @classmethod
     async def from_kubeconfig(
@@ -164,7 +168,28 @@ class KubeClient:
         return await cls.from_kubeconfig(kubeconfig, qps=qps, burst=burst, clock=clock)
 
     async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
         await self.api_client.close()
+
+    def _http(self) -> aiohttp.ClientSession:
+        """Our session on kubernetes_asyncio's connector (its TLS set-up), made on first use.
+
+        Deviation from kubernetes_asyncio's own session: trust_env is off (it reads
+        ~/.netrc and the proxy variables in a thread on every request); a proxy from
+        the environment is looked up once, as Go's ProxyFromEnvironment caches it.
+        """
+        if self._session is None:
+            connector = self.api_client.rest_client.pool_manager.connector
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                connector_owner=False,
+                trust_env=False,
+                read_bufsize=2**21,
+            )
+            host = str(self.configuration.host or "")
+            self._proxy = self.configuration.proxy or _env_proxy(host)
+        return self._session
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -195,14 +220,23 @@ class KubeClient:
         queries: list[tuple[str, str]] = list(query or [])
         await self.api_client.update_params_for_auth(headers, queries, ["BearerToken"])
         url = str(self.configuration.host or "").rstrip("/") + path
-        resp: aiohttp.ClientResponse = await self.api_client.rest_client.request(
+        data: bytes | None
+        if body is None or isinstance(body, bytes):
+            data = body
+        elif isinstance(body, str):
+            data = body.encode()
+        else:
+            data = orjson.dumps(body)
+        session = self._http()
+        resp: aiohttp.ClientResponse = await session.request(
             method,
             url,
-            query_params=cast(Any, queries) or None,
+            params=queries or None,
             headers=headers,
-            body=body,
-            _preload_content=False,
-            _request_timeout=client_timeout,
+            data=data,
+            timeout=client_timeout,
+            proxy=self._proxy,
+            server_hostname=self.configuration.tls_server_name,
         )
         return resp
 
@@ -219,7 +253,15 @@ class KubeClient:
         """Send one request; return the decoded JSON body or raise :class:`ApiError`."""
         client_timeout = aiohttp.ClientTimeout(total=request_timeout)
         for attempt in range(_MAX_429_RETRIES + 1):
-            resp = await self._send(method, path, query, body, content_type, client_timeout)
+            try:
+                resp = await self._send(method, path, query, body, content_type, client_timeout)
+            except aiohttp.ClientConnectorError:
+                raise
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
+                # As Go's transport: a request that failed on a pooled connection the server
+                # had closed (e.g. it restarted) is sent once more, on a new connection.
+                log.debug("connection lost, sending again", method=method, error=str(err))
+                resp = await self._send(method, path, query, body, content_type, client_timeout)
             try:
                 data = await resp.read()
             finally:
@@ -231,7 +273,7 @@ class KubeClient:
                 continue
             parsed: Any
             try:
-                parsed = json.loads(data) if data else None
+                parsed = orjson.loads(data) if data else None
             except ValueError:
                 parsed = data.decode("utf-8", "replace")
             if not 200 <= resp.status < 300:
@@ -254,7 +296,7 @@ class KubeClient:
             if not 200 <= resp.status < 300:
                 data = await resp.read()
                 try:
-                    parsed: Any = json.loads(data)
+                    parsed: Any = orjson.loads(data)
                 except ValueError:
                     parsed = data.decode("utf-8", "replace")
                 raise ApiError(resp.status, parsed, resp.reason or "")
@@ -409,9 +451,17 @@ class KubeClient:
                 yield _decode_line(buf)
 
 
+def _env_proxy(host: str) -> str | None:
+    """HTTPS_PROXY/NO_PROXY (and lower-case) for the API server, as Go reads them."""
+    parsed = urllib.parse.urlsplit(host)
+    if not parsed.hostname or urllib.request.proxy_bypass(parsed.hostname):
+        return None
+    return urllib.request.getproxies().get(parsed.scheme or "https")
+
+
 def _decode_line(line: bytes) -> dict[str, Any] | bytes:
     try:
-        event = json.loads(line)
+        event = orjson.loads(line)
     except ValueError:
         return line
     return event if isinstance(event, dict) else line

@@ -213,6 +213,9 @@ class Lister:
         key = f"{namespace}/{name}" if namespace else name
         return self._indexer.get_by_key(key)
 
+    def by_index(self, index_name: str, value: str) -> ObjList:
+        return self._indexer.by_index(index_name, value)
+
     def by_controller_uid(self, uid: str, namespace: str | None = None) -> ObjList:
         objs = self._indexer.by_index(CONTROLLER_UID_INDEX, uid)
         if namespace is None:

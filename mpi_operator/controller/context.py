@@ -10,7 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpi_operator.api.v2beta1 import API_VERSION, KIND, OPERATOR_NAME, OPERATOR_NAME_LABEL
+from mpi_operator.api.v2beta1 import (
+    API_VERSION,
+    JOB_NAME_LABEL,
+    KIND,
+    OPERATOR_NAME,
+    OPERATOR_NAME_LABEL,
+)
 from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, controller_of
 from mpi_operator.controller.expectations import CreationExpectations
@@ -56,6 +62,16 @@ class SyncContext:
     def __post_init__(self) -> None:
         if self.expectations is None:
             self.expectations = CreationExpectations(self.clock)
+
+
+#: Pods by "<namespace>/<job-name label>": a job's pods without scanning its namespace.
+JOB_NAME_INDEX = "job-name"
+
+
+def job_name_index(obj: Obj) -> list[str]:
+    meta = obj.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(JOB_NAME_LABEL)
+    return [f"{meta.get('namespace', '')}/{name}"] if name else []
 
 
 def job_reference(shared: Obj) -> Obj:

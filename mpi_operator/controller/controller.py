@@ -30,7 +30,13 @@ from mpi_operator.client import (
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
 from mpi_operator.controller.children import pod_group_resource
-from mpi_operator.controller.context import OPERATOR_SELECTOR, Listers, SyncContext
+from mpi_operator.controller.context import (
+    JOB_NAME_INDEX,
+    OPERATOR_SELECTOR,
+    Listers,
+    SyncContext,
+    job_name_index,
+)
 from mpi_operator.controller.handlers import ChildHandlers, MPIJobHandlers
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
@@ -89,7 +95,11 @@ class MPIJobController:
         # flat on clusters with many unrelated pods (a deliberate difference).
         informers = {
             "mpijobs": f.informer_for(MPIJOBS),
-            "pods": f.informer_for(PODS, label_selector=OPERATOR_SELECTOR),
+            "pods": f.informer_for(
+                PODS,
+                label_selector=OPERATOR_SELECTOR,
+                indexers={JOB_NAME_INDEX: job_name_index},
+            ),
             "jobs": f.informer_for(JOBS, label_selector=OPERATOR_SELECTOR),
             "services": f.informer_for(SERVICES, label_selector=OPERATOR_SELECTOR),
             "configmaps": f.informer_for(CONFIGMAPS, label_selector=OPERATOR_SELECTOR),

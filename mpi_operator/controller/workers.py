@@ -27,6 +27,7 @@ from mpi_operator.client import PODS, WARNING, is_already_exists, is_not_found
 from mpi_operator.client.kubeapi import ApiError
 from mpi_operator.controller.context import (
     ERR_RESOURCE_EXISTS,
+    JOB_NAME_INDEX,
     MESSAGE_RESOURCE_EXISTS,
     SyncContext,
     SyncError,
@@ -61,7 +62,14 @@ def worker_pods(ctx: SyncContext, job: MPIJob) -> list[Obj]:
         JOB_NAME_LABEL: job.name,
         JOB_ROLE_LABEL: WORKER,
     }
-    return ctx.listers.pods.list(selector, job.namespace)
+    candidates = ctx.listers.pods.by_index(JOB_NAME_INDEX, f"{job.namespace}/{job.name}")
+    return [
+        p
+        for p in candidates
+        if all(
+            ((p.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in selector.items()
+        )
+    ]
 
 
 def _index(pod: Obj) -> int | None:
