@@ -13,6 +13,13 @@ the only audited user) and check that every job reaches its correct final state 
 a correct status, that no worker pod or launcher Job is created twice, that the
 operator never crashes, and, in the audit log, that the operator was really answered
 with each injected code.
+
+Found on the way: informer events were enqueued rate limited (as the reference), so
+a key's per-item backoff counted events, not failures; a 5xx after 16 events since
+the last good sync waited 5 ms * 2^15 = 164 s (fixed in controller.enqueue, 43f6ca6).
+Under APF rejection a finished job's final status can wait behind throttled worker
+creations (the 429 Retry-After is slept inside the request, holding a sync worker):
+60-71 s seen with FULL counts, hence a looser deadline there.
 """
 
 from __future__ import annotations
@@ -68,6 +75,11 @@ pytestmark = pytest.mark.full_cluster
 PATIENT_LEASE = ("--lease-duration=60", "--renew-deadline=45", "--retry-period=1")
 # The final status is written this long after the launcher finished, at the latest.
 STATUS_DEADLINE = 30.0
+# The same under APF rejections: the client sleeps the server's Retry-After (which APF
+# raises while it keeps dropping; the client caps it at 10 s) inside the request,
+# holding one of the two sync workers, as client-go does; a finished job's status can
+# wait behind other jobs' throttled worker creations (71 s seen with FULL counts).
+APF_STATUS_DEADLINE = 120.0
 WEBHOOK_FAILED = "failed calling webhook"
 
 
@@ -147,6 +159,7 @@ class Outcome:
     problems: list[str]
     duplicates: list[str]
     late: dict[str, float]  # name -> seconds from the launcher's end to the final status
+    deadline: float
     stuck: dict[str, str | None]  # not final at the deadline: name -> state
     max_lag: float
 
@@ -174,7 +187,12 @@ def status_problems(job: Obj, expected: str) -> list[str]:
 
 
 def run_batch(
-    cluster: FaultCluster, ns: str, operators: FaultOperators, jobs: Batch, timeout: float
+    cluster: FaultCluster,
+    ns: str,
+    operators: FaultOperators,
+    jobs: Batch,
+    timeout: float,
+    deadline: float = STATUS_DEADLINE,
 ) -> Outcome:
     """Starts the operator, creates the jobs, waits for their final states and checks
     them, their pods and their launcher Jobs."""
@@ -228,11 +246,11 @@ def run_batch(
             # Whole seconds on both sides: one second of slack.
             lag = _ts(final["lastTransitionTime"]) - ends[0]
             max_lag = max(max_lag, lag)
-            if lag > STATUS_DEADLINE + 1:
+            if lag > deadline + 1:
                 late[name] = lag
         else:
             problems.append(f"{name}: launcher Job {launcher['status']} not finished")
-    return Outcome(seconds, problems, duplicates, late, stuck, max_lag)
+    return Outcome(seconds, problems, duplicates, late, deadline, stuck, max_lag)
 
 
 def _assert_sound(outcome: Outcome, operators: FaultOperators) -> None:
@@ -243,7 +261,7 @@ def _assert_sound(outcome: Outcome, operators: FaultOperators) -> None:
 
 
 def _assert_in_time(outcome: Outcome, operators: FaultOperators) -> None:
-    """Every job final, within STATUS_DEADLINE of its launcher's end. (A miss seen
+    """Every job final, within its deadline of its launcher's end. (A miss seen
     here first: informer events enqueued rate limited grew a key's per-item backoff,
     so a 5xx after N events waited 5 ms * 2^N; the log records of long backoffs are
     shown.)"""
@@ -251,7 +269,7 @@ def _assert_in_time(outcome: Outcome, operators: FaultOperators) -> None:
     evidence = operators.inflated_backoff(slow) if slow else []
     assert not outcome.stuck, f"not final in time: {outcome.stuck}; {evidence}"
     assert not outcome.late, (
-        f"final status later than {STATUS_DEADLINE}s: {outcome.late}; {evidence}"
+        f"final status later than {outcome.deadline}s: {outcome.late}; {evidence}"
     )
 
 
@@ -314,7 +332,7 @@ def test_chaos_apf_rejections_lose_nothing(
     fault_cluster: FaultCluster, fault_ns: str, fault_operators: FaultOperators
 ) -> None:
     cluster, ns = fault_cluster, fault_ns
-    sizes = [30, 2, 30, 1] if scale(0, 1) == 0 else [30, 2, 30, 1, 30, 3] * 2
+    sizes = ([30, 2, 30, 1, 30, 3] * 2)[: scale(4, 12)]
     jobs = batch("apf", sizes)
     name = f"chaos-faults-{ns}"
     level, schema = apf_objects(name)
@@ -327,7 +345,14 @@ def test_chaos_apf_rejections_lose_nothing(
         api(cluster, "POST", FLOW_SCHEMAS, schema)
         try:
             wait_flow_schema_active(cluster, name)
-            outcome = run_batch(cluster, ns, fault_operators, jobs, timeout=scale(240, 600))
+            outcome = run_batch(
+                cluster,
+                ns,
+                fault_operators,
+                jobs,
+                timeout=scale(240, 600),
+                deadline=APF_STATUS_DEADLINE,
+            )
             rejected = (
                 cluster.apiserver_metric(
                     "apiserver_flowcontrol_rejected_requests_total", priority_level=name
