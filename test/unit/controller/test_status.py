@@ -86,8 +86,12 @@ def test_succeeded_takes_the_launcher_completion_time() -> None:
     assert job.status.completion_time == "2026-11-21T11:59:00Z"
     assert conditions(job) == [
         ("Succeeded", "True", "MPIJobSucceeded", "MPIJob ns/pi successfully completed."),
-        ("Running", "False", "MPIJobRunning",
-         "MPIJob ns/pi is finished but Running condition was never set."),
+        (
+            "Running",
+            "False",
+            "MPIJobRunning",
+            "MPIJob ns/pi is finished but Running condition was never set.",
+        ),
     ]
     running = job.status.conditions[-1]  # type: ignore[index]
     assert running.last_transition_time == "2026-11-21T11:59:00Z"
@@ -98,8 +102,14 @@ def test_succeeded_takes_the_launcher_completion_time() -> None:
 def test_backoff_limit_failure_appends_the_last_failed_pod() -> None:
     job = make_job()
     failed = launcher(
-        [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-          "message": "Job has reached the specified backoff limit"}],
+        [
+            {
+                "type": "Failed",
+                "status": "True",
+                "reason": "BackoffLimitExceeded",
+                "message": "Job has reached the specified backoff limit",
+            }
+        ],
         failed=2,
     )
     pods = [
@@ -108,7 +118,9 @@ def test_backoff_limit_failure_appends_the_last_failed_pod() -> None:
     ]
     out = update_status(job, failed, pods, [], NOW)
     assert conditions(job)[0] == (
-        "Failed", "True", "BackoffLimitExceeded/Error",
+        "Failed",
+        "True",
+        "BackoffLimitExceeded/Error",
         "Job has reached the specified backoff limit: second",
     )
     assert [(e.type, e.reason) for e in out.events] == [("Warning", "BackoffLimitExceeded/Error")]
@@ -136,7 +148,9 @@ def test_suspend_and_resume(was_suspended: bool) -> None:
     job = make_job(suspend=not was_suspended)
     if was_suspended:
         job.status = JobStatus()
-        update_conditions(job.status, "Suspended", "True", "MPIJobSuspended", "MPIJob suspended", NOW)
+        update_conditions(
+            job.status, "Suspended", "True", "MPIJobSuspended", "MPIJob suspended", NOW
+        )
     out = update_status(job, None, [], [], NOW)
     if was_suspended:
         assert conditions(job)[0] == ("Suspended", "False", "MPIJobResumed", "MPIJob resumed")
