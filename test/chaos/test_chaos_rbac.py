@@ -40,11 +40,10 @@ Proofs:
 
 1. granted == used: every granted triple appears in the audit log as a successful
    request of the operator's user, and every request of it is granted (or needs no
-   role: access reviews, discovery). Two exceptions, both explained: ``update
-   mpijobs/finalizers`` is never a request (the admission plugin checks it when a
-   child is created; proof 2 always covers it), and the start-up check's GET of the
-   lock namespace is the one tolerated 403 (mpi_operator/server/preflight.py skips
-   itself on it).
+   role: access reviews, discovery). One exception: ``update mpijobs/finalizers`` is
+   never a request (the admission plugin checks it when a child is created; proof 2
+   always covers it). No request is denied, not even the start-up check's (it asks a
+   SelfSubjectAccessReview before reading the lock namespace).
 2. each grant is needed: for each granted triple (full mode: all of them; short
    mode: :data:`SHORT_REMOVALS`, one per resource kind), the role is applied with
    just that verb removed and the scenario that needs it runs again; it must fail:
@@ -205,16 +204,11 @@ def event_triple(event: Obj) -> Triple | None:
     return (ref.get("apiGroup") or "", resource, str(event.get("verb")))
 
 
-def preflight_probe(event: Obj) -> bool:
-    """The start-up GET of the lock namespace: no role grants it; it skips on 403."""
-    return event_triple(event) == ("", "namespaces", "get") and audit_code(event) == 403
-
-
 def denial(event: Obj) -> str | None:
     """Why the API server refused a request of the operator (RBAC, or the
     owner-references admission check), or None."""
     code = audit_code(event)
-    if code not in (401, 403) or preflight_probe(event):
+    if code not in (401, 403):
         return None
     message = str((event.get("responseStatus") or {}).get("message") or "")
     return f"{event.get('verb')} {event.get('requestURI')} -> {code} {message[:200]}"
@@ -753,11 +747,7 @@ def test_chaos_rbac_every_grant_is_used_and_nothing_else(rbac: Rbac) -> None:
             elif t is not None and audit_code(event) not in (401, 403):
                 # Authorized (answered 200, or 404/409 after authorization).
                 used.add(t)
-            if (
-                t is not None
-                and t not in rbac.granted | NEEDS_NO_ROLE
-                and not preflight_probe(event)
-            ):
+            if t is not None and t not in rbac.granted | NEEDS_NO_ROLE:
                 other.add(f"{t} {audit_code(event)}")
         return expected <= used
 

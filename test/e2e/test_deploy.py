@@ -161,26 +161,12 @@ def _user(namespace: str, account: str = "mpi-operator") -> str:
     return f"system:serviceaccount:{namespace}:{account}"
 
 
-def preflight_probe(event: dict[str, Any]) -> bool:
-    """The start-up check's GET of the lock namespace (mpi_operator/server/preflight.py):
-    no role of the manifests grants reading Namespaces, and the check skips itself on
-    the 403 it gets (logged at debug level only). The one denial tolerated."""
-    ref = event.get("objectRef") or {}
-    return (
-        event.get("verb") == "get"
-        and ref.get("resource") == "namespaces"
-        and not ref.get("subresource")
-        and audit_code(event) == 403
-    )
-
-
 def _audit_denials(cluster: LocalCluster, start: int, user: str) -> list[str]:
-    """The requests of ``user`` the API server answered 401 or 403 since ``start``,
-    but for the start-up probe of the lock namespace."""
+    """The requests of ``user`` the API server answered 401 or 403 since ``start``."""
     return [
         f"{e.get('verb')} {e.get('requestURI')} -> {audit_code(e)}"
         for e in cluster.audit_events(start)
-        if audit_user(e) == user and audit_code(e) in (401, 403) and not preflight_probe(e)
+        if audit_user(e) == user and audit_code(e) in (401, 403)
     ]
 
 
