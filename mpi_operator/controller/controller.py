@@ -130,13 +130,18 @@ class MPIJobController:
         # storm of events into one sync and failed syncs still back off per key.
         self.queue.add(key)
 
+    def enqueue_batched(self, key: str) -> None:
+        """For children's events: one sync a little later sees a burst of pod changes
+        (workers starting, cleanup) at once; fewer syncs, fewer status writes."""
+        self.queue.add_after(key, self.options.child_event_batch_seconds)
+
     def _connect_handlers(self) -> None:
         jobs = MPIJobHandlers(self.enqueue)
         self.informers["mpijobs"].add_event_handler(
             EventHandler(on_add=jobs.on_add, on_update=jobs.on_update)
         )
         children = ChildHandlers(
-            self.informers["mpijobs"].lister, self.informers["jobs"].lister, self.enqueue
+            self.informers["mpijobs"].lister, self.informers["jobs"].lister, self.enqueue_batched
         )
         for name, informer in self.informers.items():
             if name in ("mpijobs", "priority_classes"):
