@@ -15,6 +15,15 @@ created twice, nothing is orphaned, no update is lost, and secrets never leak.
   job, many idle MPIJobs and the operator's CPU time.
 * ``test_chaos_security.py``: SSH keys (Secrets owned by the MPIJob, unique per job,
   never in logs, events, status, metrics or health output).
+* ``test_chaos_faults.py``: real 429 and 5xx answers of kube-apiserver to the
+  operator only (it runs as an audited ServiceAccount): an admission webhook denies
+  every third write of each kind with 429, 500 or 503, or times out / fails (the API
+  server's own "failed calling webhook" 500); API Priority and Fairness puts the
+  operator in a one-share priority level that rejects, so start-up lists and bursts
+  of pod creates get 429. The audit log confirms each injected code reached it.
+* ``test_chaos_rbac.py``: every verb of the deploy ClusterRole is used by the
+  operator and nothing else is requested (audit log), and removing any one grant
+  makes the job suite fail (its own cluster, with OwnerReferencesPermissionEnforcement).
 
 Every operator process of the suite is started through the ``operators`` fixture,
 which kills it afterwards and scans its whole log, and the namespace's events and
@@ -46,7 +55,10 @@ What the suite changed or found in the operator:
   fixed in ``client/reflector.py`` (capped at 10 s), asserted here;
 * a writer patching the same MPIJob every few milliseconds can starve its status
   writes, which retry from the informer cache (the reference does the same); the
-  409 test uses a writer at 20 patches a second.
+  409 test uses a writer at 20 patches a second;
+* informer events enqueued rate limited (as the reference does) counted as failures
+  in a key's backoff, so after one 5xx (or during a 409 storm) a job's retry came
+  minutes later (``test_chaos_faults.py``: 162 s); events are now added plainly.
 
 Each test prints its figures (faults injected, jobs run, duplicates, lost updates,
 hostile inputs, crashes, failover time) on a ``CHAOS`` line; ``-s`` shows them.
