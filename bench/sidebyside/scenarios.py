@@ -24,6 +24,10 @@ from .kube import (
 )
 from .operators import RunningOperator
 
+#: Seconds a throughput run waits, after the last MPIJob finished, for the workers'
+#: deletion (cleanPodPolicy Running).
+CLEANUP_WAIT = 60.0
+
 
 def delete_namespace(cluster: LocalCluster, ns: str, timeout: float = 600) -> float:
     """Delete ``ns`` and wait until it is gone; return the seconds it took."""
@@ -142,19 +146,22 @@ def throughput(
             timed_out = True
         t_end = time.monotonic() - t0
         # The lifecycle ends when cleanPodPolicy Running has deleted the workers: the
-        # API cost and CPU include that work, whichever operator is still doing it.
+        # API cost and CPU include that work, whichever operator is still doing it. An
+        # operator that leaves workers behind gets CLEANUP_WAIT seconds, then they are
+        # counted in ``workers_left``.
         cleanup_s: float | None = None
         if not timed_out:
             try:
                 wait_for(
                     lambda: not live_workers(cluster, ns),
-                    timeout,
+                    min(timeout, CLEANUP_WAIT),
                     "the workers deleted (cleanPodPolicy Running)",
                     interval=0.5,
                 )
                 cleanup_s = time.monotonic() - t0
             except TimeoutError:
                 pass
+        workers_left = len(live_workers(cluster, ns))
         op.check_alive()
         stats = op.stats()
         failed = [n for (n, c) in jobs.conditions if c == "Failed"]
@@ -169,6 +176,7 @@ def throughput(
             "all_succeeded_s": all_succeeded,
             "timed_out": timed_out,
             "workers_deleted_s": cleanup_s,
+            "workers_left": workers_left,
             "succeeded": len(succeeded),
             "submitted_s": t_submitted,
             "failed": len(failed),

@@ -16,6 +16,6 @@ class ControllerOptions:
     gang: GangScheduling | None = None
     queue_rate_limit: float = 10.0
     queue_burst: int = 100
-    child_event_batch_seconds: float = 0.5
+    child_event_batch_seconds: float = 1.0
     """How long a child's change waits in the queue so that the changes of a job's
     other children join it in one sync (as the Job controller batches pod events)."""

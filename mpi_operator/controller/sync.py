@@ -119,7 +119,7 @@ class MPIJobSyncer:
         assert status is not None
 
         if is_finished(status) and status.completion_time is not None:
-            if job.spec.run_policy.clean_pod_policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING):
+            if self._cleans_up(job):
                 await self._clean_up_workers(shared, job)
                 await self._write_status(shared, job, StatusOutcome(events=pending), created)
             return
@@ -160,6 +160,10 @@ class MPIJobSyncer:
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
         outcome = update_status(job, launcher, launcher_pods, workers, now)
         outcome.events[:0] = pending
+        if (outcome.succeeded or outcome.failed) and self._cleans_up(job):
+            # Deviation: the reference cleans up on the sync after the one that finished
+            # the job, and writes the status again; we clean up before the one write.
+            await self._clean_up_workers(shared, job)
         await self._write_status(shared, job, outcome, created)
 
     async def _fail_invalid(
@@ -181,6 +185,11 @@ class MPIJobSyncer:
         ):
             pending.append(Event(WARNING, INVALID_POD_TEMPLATE, message))
         await self._write_status(shared, job, StatusOutcome(events=pending, failed=True), created)
+
+    @staticmethod
+    def _cleans_up(job: MPIJob) -> bool:
+        policy = job.spec.run_policy.clean_pod_policy
+        return policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING)
 
     async def _clean_up_workers(self, shared: Obj, job: MPIJob) -> None:
         await worker_pods.delete_workers(self.ctx, shared, job)
