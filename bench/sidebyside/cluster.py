@@ -10,12 +10,9 @@ harness, kube-controller-manager, kube-scheduler, KWOK) is not audited.
 
 from __future__ import annotations
 
-import base64
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from mpi_operator.localcluster import FULL, LocalCluster
 from mpi_operator.localcluster.cluster import audit_code, audit_user, read_audit_events
@@ -41,40 +38,8 @@ class BenchCluster(LocalCluster):
         self._setup_operator_identity()
 
     def _setup_operator_identity(self) -> None:
-        self.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LOCK_NAMESPACE}})
-        self.kubectl("-n", LOCK_NAMESPACE, "create", "serviceaccount", OPERATOR_SA)
-        self.kubectl(
-            "create",
-            "clusterrolebinding",
-            "bench-operator-admin",
-            "--clusterrole=cluster-admin",
-            f"--serviceaccount={LOCK_NAMESPACE}:{OPERATOR_SA}",
-        )
-        token = self.kubectl(
-            "-n", LOCK_NAMESPACE, "create", "token", OPERATOR_SA, "--duration=48h"
-        ).stdout.strip()
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "localcluster",
-                    "cluster": {
-                        "server": self.server,
-                        "certificate-authority-data": base64.b64encode(
-                            self.pki.ca_crt.read_bytes()
-                        ).decode(),
-                    },
-                }
-            ],
-            "users": [{"name": "operator", "user": {"token": token}}],
-            "contexts": [
-                {"name": "operator", "context": {"cluster": "localcluster", "user": "operator"}}
-            ],
-            "current-context": "operator",
-        }
-        self.operator_kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
-        self.operator_kubeconfig.chmod(0o600)
+        self.cluster_admin_service_account(LOCK_NAMESPACE, OPERATOR_SA)
+        self.token_kubeconfig(LOCK_NAMESPACE, OPERATOR_SA, self.operator_kubeconfig, "48h")
 
     def delete_lease(self) -> None:
         """Drop the operators' leader-election lease (the reference never releases it)."""

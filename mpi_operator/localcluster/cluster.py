@@ -528,38 +528,63 @@ class LocalCluster:
         except urllib.error.HTTPError as e:
             raise ClusterError(f"etcd {url}: {e.code} {e.read().decode(errors='replace')}") from e
 
+    # -- identities
+
+    def cluster_admin_service_account(self, namespace: str, account: str) -> None:
+        """Creates ``namespace`` (if missing) and a ServiceAccount bound to cluster-admin."""
+        self.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        self.kubectl("-n", namespace, "create", "serviceaccount", account)
+        self.kubectl(
+            "create",
+            "clusterrolebinding",
+            f"{namespace}-{account}-admin",
+            "--clusterrole=cluster-admin",
+            f"--serviceaccount={namespace}:{account}",
+        )
+
+    def token_kubeconfig(
+        self, namespace: str, account: str, path: Path, duration: str = "2h"
+    ) -> Path:
+        """Writes a kubeconfig that authenticates as the ServiceAccount with a fresh token."""
+        token = self.kubectl(
+            "create", "token", account, "-n", namespace, f"--duration={duration}"
+        ).stdout.strip()
+        config = self._kubeconfig(account, {"token": token})
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        path.chmod(0o600)
+        return path
+
     # -- component configuration
 
-    def _write_kubeconfig(self) -> None:
-        def b64(p: Path) -> str:
-            return base64.b64encode(p.read_bytes()).decode()
-
-        config = {
+    def _kubeconfig(self, user: str, credentials: dict[str, str]) -> dict[str, Any]:
+        ca = base64.b64encode(self.pki.ca_crt.read_bytes()).decode()
+        return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [
                 {
                     "name": "localcluster",
-                    "cluster": {
-                        "server": self.server,
-                        "certificate-authority-data": b64(self.pki.ca_crt),
-                    },
+                    "cluster": {"server": self.server, "certificate-authority-data": ca},
                 }
             ],
-            "users": [
-                {
-                    "name": "admin",
-                    "user": {
-                        "client-certificate-data": b64(self.pki.admin_crt),
-                        "client-key-data": b64(self.pki.admin_key),
-                    },
-                }
-            ],
+            "users": [{"name": user, "user": credentials}],
             "contexts": [
-                {"name": "localcluster", "context": {"cluster": "localcluster", "user": "admin"}}
+                {"name": "localcluster", "context": {"cluster": "localcluster", "user": user}}
             ],
             "current-context": "localcluster",
         }
+
+    def _write_kubeconfig(self) -> None:
+        def b64(p: Path) -> str:
+            return base64.b64encode(p.read_bytes()).decode()
+
+        config = self._kubeconfig(
+            "admin",
+            {
+                "client-certificate-data": b64(self.pki.admin_crt),
+                "client-key-data": b64(self.pki.admin_key),
+            },
+        )
         tmp = self.kubeconfig.with_suffix(".tmp")
         tmp.write_text(yaml.safe_dump(config, sort_keys=False))
         tmp.chmod(0o600)

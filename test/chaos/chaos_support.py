@@ -10,12 +10,19 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpi_operator.localcluster import COMPLETE_AFTER, EXIT_CODE, LocalCluster
+import pytest
+
+from mpi_operator.localcluster import (
+    COMPLETE_AFTER,
+    EXIT_CODE,
+    BinariesMissingError,
+    LocalCluster,
+)
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 FULL = os.environ.get("MPI_CHAOS_FULL", "") not in ("", "0", "false")
@@ -348,9 +355,11 @@ class Operators:
     """Starts ``mpi-operator`` processes; kills them all at teardown, then scans their
     logs (and the namespaces' events and statuses) for SSH private keys."""
 
-    def __init__(self, cluster: LocalCluster, tmp: Path) -> None:
+    def __init__(self, cluster: LocalCluster, tmp: Path, kubeconfig: Path | None = None) -> None:
         self.cluster = cluster
         self.tmp = tmp
+        #: Whom the operators authenticate as (default: the cluster's admin).
+        self.kubeconfig = kubeconfig or cluster.kubeconfig
         self.procs: list[OperatorProcess] = []
         self.namespaces: set[str] = set()
         self.material: set[str] = set()
@@ -366,7 +375,7 @@ class Operators:
         self.namespaces.add(ns)
         proc = OperatorProcess(
             [
-                f"--kubeConfig={self.cluster.kubeconfig}",
+                f"--kubeConfig={self.kubeconfig}",
                 f"--namespace={ns}",
                 f"--lock-namespace={ns}",
                 f"--kube-api-qps={qps}",
@@ -434,3 +443,33 @@ def wait_leading(proc: OperatorProcess, timeout: float = 60) -> None:
 
 
 ProcFactory = Callable[..., OperatorProcess]
+
+
+@contextlib.contextmanager
+def started(cluster: LocalCluster) -> Iterator[LocalCluster]:
+    """A test's own cluster: fails the test clearly without the binaries; always stopped."""
+    try:
+        _ = cluster.bins
+    except BinariesMissingError as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@contextlib.contextmanager
+def operators_of_a_test(ops: Operators) -> Iterator[Operators]:
+    """Stops the test's operators, prints their logs' tails and fails the test on any
+    SSH key material in the logs, events or statuses."""
+    try:
+        yield ops
+    finally:
+        ops.stop()
+        for proc in ops.procs:
+            if proc.proc is not None:
+                print(f"--- {proc.log_path.name} (exit {proc.poll()}) ---\n{proc.output()[-3000:]}")
+    if ops.cluster.processes["kube-apiserver"].alive():
+        problems = ops.scan()
+        assert not problems, f"SSH private key material leaked: {problems}"

@@ -70,21 +70,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chaos_support import Operators
+from chaos_support import Operators, operators_of_a_test
 
 from mpi_operator.localcluster import LocalCluster
 
 
 @pytest.fixture
 def operators(full_cluster: LocalCluster, tmp_path: Path) -> Iterator[Operators]:
-    ops = Operators(full_cluster, tmp_path)
-    try:
+    with operators_of_a_test(Operators(full_cluster, tmp_path)) as ops:
         yield ops
-    finally:
-        ops.stop()
-        for proc in ops.procs:
-            if proc.proc is not None:
-                print(f"--- {proc.log_path.name} (exit {proc.poll()}) ---\n{proc.output()[-3000:]}")
-    if full_cluster.processes["kube-apiserver"].alive():
-        problems = ops.scan()
-        assert not problems, f"SSH private key material leaked: {problems}"

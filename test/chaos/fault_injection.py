@@ -29,13 +29,12 @@ from pathlib import Path
 from socket import socket
 from typing import Any
 
-import yaml
-from chaos_support import LEASE_FLAGS, Obj, Operators
+from chaos_support import Obj, Operators
 
 from mpi_operator.localcluster import FULL, LocalCluster
 from mpi_operator.localcluster.cluster import audit_code
 from mpi_operator.localcluster.pki import generate
-from mpi_operator.server.testing import OperatorProcess, wait_until
+from mpi_operator.server.testing import wait_until
 
 IDENTITY_NAMESPACE = "chaos-faults"
 OPERATOR_SA = "operator"
@@ -63,38 +62,8 @@ class FaultCluster(LocalCluster):
 
     def start(self) -> None:
         super().start()
-        self.ensure(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": IDENTITY_NAMESPACE}}
-        )
-        self.kubectl("-n", IDENTITY_NAMESPACE, "create", "serviceaccount", OPERATOR_SA)
-        self.kubectl(
-            "create",
-            "clusterrolebinding",
-            "chaos-faults-operator",
-            "--clusterrole=cluster-admin",
-            f"--serviceaccount={IDENTITY_NAMESPACE}:{OPERATOR_SA}",
-        )
-        token = self.kubectl(
-            "-n", IDENTITY_NAMESPACE, "create", "token", OPERATOR_SA, "--duration=4h"
-        ).stdout.strip()
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "local",
-                    "cluster": {
-                        "server": self.server,
-                        "certificate-authority": str(self.pki.ca_crt),
-                    },
-                }
-            ],
-            "users": [{"name": OPERATOR_SA, "user": {"token": token}}],
-            "contexts": [{"name": "sa", "context": {"cluster": "local", "user": OPERATOR_SA}}],
-            "current-context": "sa",
-        }
-        self.operator_kubeconfig.write_text(yaml.safe_dump(config))
-        self.operator_kubeconfig.chmod(0o600)
+        self.cluster_admin_service_account(IDENTITY_NAMESPACE, OPERATOR_SA)
+        self.token_kubeconfig(IDENTITY_NAMESPACE, OPERATOR_SA, self.operator_kubeconfig, "4h")
 
     def apiserver_metric(self, name: str, **labels: str) -> float:
         """Sum of one metric of kube-apiserver's /metrics over the series with ``labels``."""
@@ -114,33 +83,7 @@ class FaultOperators(Operators):
     """:class:`Operators` whose processes authenticate as the audited ServiceAccount."""
 
     def __init__(self, cluster: FaultCluster, tmp: Path) -> None:
-        super().__init__(cluster, tmp)
-        self.operator_kubeconfig = cluster.operator_kubeconfig
-
-    def start(
-        self,
-        ns: str,
-        *extra: str,
-        qps: int = 50,
-        burst: int = 100,
-        lease: tuple[str, ...] = LEASE_FLAGS,
-    ) -> OperatorProcess:
-        self.namespaces.add(ns)
-        proc = OperatorProcess(
-            [
-                f"--kubeConfig={self.operator_kubeconfig}",
-                f"--namespace={ns}",
-                f"--lock-namespace={ns}",
-                f"--kube-api-qps={qps}",
-                f"--kube-api-burst={burst}",
-                "--shutdown-drain-seconds=0.5",
-                *lease,
-                *extra,
-            ],
-            self.tmp / f"operator-{len(self.procs)}.log",
-        )
-        self.procs.append(proc)
-        return proc.start()
+        super().__init__(cluster, tmp, kubeconfig=cluster.operator_kubeconfig)
 
     def sync_failures(self) -> Counter[str]:
         """ "sync failed; retrying" log records, by the HTTP status they start with."""

@@ -43,8 +43,10 @@ from chaos_support import (
     final_state,
     mpijob,
     mpijobs,
+    operators_of_a_test,
     report,
     scale,
+    started,
     wait_final,
     wait_leading,
 )
@@ -66,8 +68,6 @@ from fault_injection import (
     wait_flow_schema_active,
 )
 
-from mpi_operator.localcluster import BinariesMissingError
-
 pytestmark = pytest.mark.full_cluster
 
 # Long enough that the operator keeps its lease while its other requests are refused
@@ -85,16 +85,8 @@ WEBHOOK_FAILED = "failed calling webhook"
 
 @pytest.fixture(scope="module")
 def fault_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultCluster]:
-    cluster = FaultCluster(tmp_path_factory.mktemp("faults-cluster"))
-    try:
-        _ = cluster.bins
-    except BinariesMissingError as e:
-        pytest.fail(str(e), pytrace=False)
-    try:
-        cluster.start()
+    with started(FaultCluster(tmp_path_factory.mktemp("faults-cluster"))) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture
@@ -107,16 +99,8 @@ def fault_ns(fault_cluster: FaultCluster, request: pytest.FixtureRequest) -> Ite
 
 @pytest.fixture
 def fault_operators(fault_cluster: FaultCluster, tmp_path: Path) -> Iterator[FaultOperators]:
-    ops = FaultOperators(fault_cluster, tmp_path)
-    try:
+    with operators_of_a_test(FaultOperators(fault_cluster, tmp_path)) as ops:
         yield ops
-    finally:
-        ops.stop()
-        for proc in ops.procs:
-            if proc.proc is not None:
-                print(f"--- {proc.log_path.name} (exit {proc.poll()}) ---\n{proc.output()[-3000:]}")
-    problems = ops.scan()
-    assert not problems, f"SSH private key material leaked: {problems}"
 
 
 # -- the jobs and what is checked ------------------------------------------------------

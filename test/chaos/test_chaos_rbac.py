@@ -73,7 +73,7 @@ from typing import Any
 
 import pytest
 import yaml
-from chaos_support import FULL, LEASE_FLAGS, Obj, api, list_items, mpijob, report
+from chaos_support import FULL, LEASE_FLAGS, Obj, api, list_items, mpijob, report, started
 
 from mpi_operator.api.v2beta1 import parse, set_defaults
 from mpi_operator.builders.config import new_config_map
@@ -83,7 +83,7 @@ from mpi_operator.builders.secret import new_ssh_auth_secret
 from mpi_operator.builders.service import new_job_service
 from mpi_operator.builders.worker import new_worker
 from mpi_operator.localcluster import FULL as FULL_SHAPE
-from mpi_operator.localcluster import BinariesMissingError, LocalCluster
+from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.cluster import SERVICE_ACCOUNTS, audit_code
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
@@ -284,12 +284,7 @@ def rbac(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rbac]:
         audit_groups=[SERVICE_ACCOUNTS],
         admission_plugins=["OwnerReferencesPermissionEnforcement"],
     )
-    try:
-        _ = cluster.bins
-    except BinariesMissingError as e:
-        pytest.fail(str(e), pytrace=False)
-    try:
-        cluster.start()
+    with started(cluster):
         objects = rbac_objects()
         cluster.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(objects))
         wait_until(
@@ -306,8 +301,6 @@ def rbac(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rbac]:
                 state.granted.add(t)
                 state.role_of[t] = role
         yield state
-    finally:
-        cluster.stop()
 
 
 # -- one run of (part of) the suite ------------------------------------------------------

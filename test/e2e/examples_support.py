@@ -118,27 +118,7 @@ def service_account_kubeconfig(
     cluster: LocalCluster, namespace: str, account: str, path: Path
 ) -> Path:
     """A kubeconfig that authenticates with a fresh token of the ServiceAccount."""
-    token = cluster.kubectl(
-        "create", "token", account, "-n", namespace, "--duration=2h"
-    ).stdout.strip()
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "local",
-                "cluster": {
-                    "server": cluster.server,
-                    "certificate-authority": str(cluster.pki.ca_crt),
-                },
-            }
-        ],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "local", "user": account}}],
-        "current-context": "sa",
-    }
-    path.write_text(yaml.safe_dump(config))
-    return path
+    return cluster.token_kubeconfig(namespace, account, path)
 
 
 class VolcanoStandIn:
