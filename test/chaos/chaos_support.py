@@ -371,11 +371,12 @@ class Operators:
         qps: int = 50,
         burst: int = 100,
         lease: tuple[str, ...] = LEASE_FLAGS,
+        kubeconfig: Path | None = None,
     ) -> OperatorProcess:
         self.namespaces.add(ns)
         proc = OperatorProcess(
             [
-                f"--kubeConfig={self.kubeconfig}",
+                f"--kubeConfig={kubeconfig or self.kubeconfig}",
                 f"--namespace={ns}",
                 f"--lock-namespace={ns}",
                 f"--kube-api-qps={qps}",

@@ -9,6 +9,11 @@ leads, and ``mpi_operator_reconcile_duration_seconds_count`` counts every sync. 
 * no sample shows both processes with ``mpi_operator_is_leader 1``;
 * the old leader is dead (SIGKILL, reaped) before the follower's first sync;
 * the Lease changed hands exactly once, to the follower's identity.
+
+And on the API server's side: each replica runs as its own ServiceAccount, and in
+kube-apiserver's audit log every write of the first replica (creates, updates,
+patches, deletes; the Lease aside) was answered before the second replica's first
+write was received.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 
 from chaos_support import (
     LEASE_DURATION,
@@ -34,6 +41,7 @@ from chaos_support import (
 )
 
 from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.cluster import audit_user
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 RETRY_PERIOD = 0.5
@@ -83,13 +91,41 @@ def _lease(cluster: LocalCluster, ns: str) -> Obj:
     return lease
 
 
+WRITES = {"create", "update", "patch", "delete", "deletecollection"}
+NOT_WORK = {"leases", "selfsubjectaccessreviews"}
+
+
+def _writes(events: list[Obj], user: str) -> list[tuple[datetime, datetime]]:
+    """(received, answered) of each write of ``user`` but its Lease's and access reviews."""
+    return [
+        (
+            datetime.fromisoformat(e["requestReceivedTimestamp"]),
+            datetime.fromisoformat(e["stageTimestamp"]),
+        )
+        for e in events
+        if audit_user(e) == user
+        and e.get("verb") in WRITES
+        and (e.get("objectRef") or {}).get("resource") not in NOT_WORK
+    ]
+
+
+def _replica_identity(cluster: LocalCluster, ns: str, name: str, tmp: Path) -> tuple[Path, str]:
+    """A cluster-admin ServiceAccount for one replica: its kubeconfig and audit user."""
+    cluster.cluster_admin_service_account(ns, name)
+    kubeconfig = cluster.token_kubeconfig(ns, name, tmp / f"{name}.kubeconfig")
+    return kubeconfig, f"system:serviceaccount:{ns}:{name}"
+
+
 def test_chaos_follower_takes_over_within_the_lease_and_never_writes_alongside(
-    full_cluster: LocalCluster, full_namespace: str, operators: Operators
+    full_cluster: LocalCluster, full_namespace: str, operators: Operators, tmp_path: Path
 ) -> None:
     ns = full_namespace
-    first = operators.start(ns)
+    config_a, user_a = _replica_identity(full_cluster, ns, "replica-a", tmp_path)
+    config_b, user_b = _replica_identity(full_cluster, ns, "replica-b", tmp_path)
+    audit_start = full_cluster.audit_offset()
+    first = operators.start(ns, kubeconfig=config_a)
     wait_leading(first)
-    second = operators.start(ns)
+    second = operators.start(ns, kubeconfig=config_b)
     wait_until(lambda: second.metrics(), 60, "the follower's metrics")
     sampler = Sampler([first, second])
     sampler.start()
@@ -115,6 +151,8 @@ def test_chaos_follower_takes_over_within_the_lease_and_never_writes_alongside(
         sampler.join(5)
 
     lease = _lease(full_cluster, ns)
+    audit = full_cluster.audit_events(audit_start)
+    writes_a, writes_b = _writes(audit, user_a), _writes(audit, user_b)
     both = [
         (a, b)
         for a in sampler.samples
@@ -134,7 +172,13 @@ def test_chaos_follower_takes_over_within_the_lease_and_never_writes_alongside(
         both_leading_samples=len(both),
         follower_syncs_before_leading=len(synced_while_following),
         lease_transitions=lease["spec"].get("leaseTransitions", 0) - transitions,
+        audited_writes_first=len(writes_a),
+        audited_writes_second=len(writes_b),
     )
+    assert writes_a and writes_b, (len(writes_a), len(writes_b))
+    last_answered_a = max(answered for _, answered in writes_a)
+    first_received_b = min(received for received, _ in writes_b)
+    assert last_answered_a < first_received_b, (last_answered_a, first_received_b)
     assert failover <= LEASE_DURATION + 2 * RETRY_PERIOD + 2, failover
     assert not both
     assert not synced_while_following, synced_while_following
