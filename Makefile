@@ -51,7 +51,7 @@ demo: venv binaries
 crd: venv binaries
 	$(BIN)/python hack/generate_crd.py
 
-bench: venv
+bench: venv binaries
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:

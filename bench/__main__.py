@@ -1,9 +1,10 @@
-"""``make bench``: runs the benchmarks that need no cluster and prints one JSON line each.
+"""``make bench`` (``python -m bench [ARGS]``): the benchmarks that need no cluster (one
+JSON line each), then this operator side by side with the reference Go operator on the
+local cluster (``python -m bench.sidebyside ARGS``, preset ``full`` unless ARGS say
+otherwise; see bench/README.md). ``python -m bench --quick`` runs only the first part.
 
-Cluster benchmarks (for example ``python -m bench.informer_memory``) start
-their own control plane and are run by name. ``python -m bench --full [ARGS]``
-(``make bench BENCH_ARGS=--full``) runs the side-by-side comparison with the
-reference operator instead (``python -m bench.sidebyside ARGS``, bench/README.md).
+Cluster benchmarks of our own alone (for example ``python -m bench.informer_memory``)
+start their own control plane and are run by name.
 """
 
 from __future__ import annotations
@@ -13,10 +14,17 @@ import sys
 
 from bench import model_parsing
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--full"]:
-        from bench.sidebyside.__main__ import main
 
-        sys.exit(main(sys.argv[2:]))
+def main(argv: list[str]) -> int:
+    quick = "--quick" in argv
     for bench in (model_parsing,):
-        print(json.dumps(bench.run()))
+        print(json.dumps(bench.run()), flush=True)
+    if quick:
+        return 0
+    from bench.sidebyside.__main__ import main as sidebyside
+
+    return sidebyside(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,6 +1,7 @@
 """Smoke run of the side-by-side benchmark harness (bench/sidebyside), so it never rots.
 
-One tiny MPIJob each way (fan-out, throughput) for both operators - ours and the
+Run exactly as the README says, through ``make bench`` (with the smoke preset): one
+tiny MPIJob each way (fan-out, throughput) for both operators - ours and the
 reference Go operator v0.8.2, installed by hack/install-reference-operator.sh when
 missing (needs Go; a cold install takes a few minutes once, then it is cached) - on
 the harness's own full local cluster. Checks the plumbing, not the figures.
@@ -10,14 +11,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from bench.sidebyside.report import format_summary
-from bench.sidebyside.runner import preset, run
 from mpi_operator.localcluster import Binaries, BinariesMissingError
 from mpi_operator.localcluster import binaries as binmod
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.full_cluster, pytest.mark.timeout(1200)]
 
@@ -33,7 +36,19 @@ def test_sidebyside_smoke(tmp_path: Path) -> None:
     _have_binaries()
     charts = importlib.util.find_spec("matplotlib") is not None
     out = tmp_path / "results" / "smoke.json"
-    run(preset("smoke"), out, workdir=tmp_path / "work", charts=charts)
+    args = f"--preset smoke --out {out} --workdir {tmp_path / 'work'}"
+    done = subprocess.run(
+        ["make", "-s", "bench", f"BENCH_ARGS={args}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1100,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # The quick benchmarks' JSON line first, then the side-by-side summary.
+    quick = [line for line in done.stdout.splitlines() if line.startswith('{"benchmark"')]
+    assert quick and json.loads(quick[0])["jobs"] > 0
+    assert "targets" in done.stdout
 
     result = json.loads(out.read_text())
     assert result["partial"] is False
