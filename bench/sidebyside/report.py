@@ -26,8 +26,11 @@ METRICS = {
         "peak_rss_kib",
         "api_total",
         "api_per_job",
+        "api_writes_per_job",
+        "workers_left",
     ),
 }
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
 
 def _median(values: list[float]) -> float | None:
@@ -44,6 +47,17 @@ def _value(rec: dict[str, Any], metric: str) -> float | None:
     if metric == "api_per_job":
         total = rec.get("api", {}).get("total")
         return total / rec["jobs"] if total is not None and rec.get("jobs") else None
+    if metric == "api_writes_per_job":
+        by = rec.get("api", {}).get("by_verb_resource")
+        if by is None or not rec.get("jobs"):
+            return None
+        # Access reviews are the start-up check's questions, not writes of state.
+        writes = sum(
+            n
+            for key, n in by.items()
+            if key.split(" ")[0] in WRITE_VERBS and "accessreviews" not in key
+        )
+        return float(writes) / rec["jobs"]
     v = rec.get(metric)
     return float(v) if isinstance(v, (int, float)) else None
 
@@ -168,6 +182,24 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
             config,
             tp.get("peak_rss_kib", {}).get("ratio_ours_reference"),
             1.0,
+        )
+        add(
+            "API requests per MPIJob, ours/reference <= 1.0",
+            config,
+            tp.get("api_per_job", {}).get("ratio_ours_reference"),
+            1.0,
+        )
+        add(
+            "API writes per MPIJob, ours/reference <= 1.0",
+            config,
+            tp.get("api_writes_per_job", {}).get("ratio_ours_reference"),
+            1.0,
+        )
+        add(
+            "CPU seconds, ours/reference <= 1.5",
+            config,
+            tp.get("cpu_s", {}).get("ratio_ours_reference"),
+            1.5,
         )
     return rows
 
