@@ -163,7 +163,7 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 created.get("ratio_ours_reference"),
                 0.7,
             )
-        if fo:
+        if "ratio_ours_raw" in created:
             add(
                 "fan-out all pods created, ours/raw ceiling <= 1.5",
                 config,
