@@ -48,6 +48,8 @@ class Watch:
         self.path = path
         self.label_selector = label_selector
         self.first_seen: dict[str, float] = {}
+        #: name -> the labels the object had when first seen.
+        self.labels: dict[str, dict[str, str]] = {}
         #: (name, condition type) -> monotonic time it was first seen True.
         self.conditions: dict[tuple[str, str], float] = {}
         self.lock = threading.Lock()
@@ -114,6 +116,7 @@ class Watch:
         name = obj["metadata"]["name"]
         with self.changed:
             self.first_seen.setdefault(name, now)
+            self.labels.setdefault(name, obj["metadata"].get("labels") or {})
             for c in obj.get("status", {}).get("conditions") or []:
                 if c.get("status") == "True":
                     self.conditions.setdefault((name, c["type"]), now)

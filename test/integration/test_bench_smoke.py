@@ -80,6 +80,9 @@ def test_sidebyside_smoke(tmp_path: Path) -> None:
             assert r["failed"] == 0 and r["succeeded"] == r["jobs"]
             assert not r["timed_out"]
             assert r["all_succeeded_s"] >= r["launcher_seconds"]
+            # Every job's launcher and workers were seen Ready, before it Succeeded.
+            assert 0 < r["create_to_pods_ready_p50_s"] <= r["create_to_pods_ready_p99_s"]
+            assert r["create_to_pods_ready_p99_s"] < r["all_succeeded_s"]
 
     summary = result["summary"]["shipped-defaults"]
     assert summary["fanout"]["all_pods_created_s"]["ratio_ours_reference"] > 0
