@@ -1,0 +1,102 @@
+"""``python -m bench.sidebyside.compare FIRST.json SECOND.json``: do two runs agree?
+
+Issue #7's reproducibility check: every ratio of the first run's summary (ours over
+the reference, and ours over the raw ceiling) is compared with the same ratio of the
+second run. A ratio is reproduced when the second is within ``--tolerance`` (20%) of
+the first, relative to the first. Prints a Markdown table; exits 1 when a ratio that
+both runs measured is not reproduced, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RATIOS = ("ratio_ours_reference", "ratio_ours_raw")
+TOLERANCE = 0.2
+
+
+@dataclass(frozen=True)
+class Row:
+    config: str
+    scenario: str
+    metric: str
+    ratio: str
+    first: float | None
+    second: float | None
+
+    @property
+    def change(self) -> float | None:
+        """Relative change of the second ratio from the first."""
+        if self.first is None or self.second is None or self.first == 0:
+            return None
+        return (self.second - self.first) / self.first
+
+    def reproduced(self, tolerance: float = TOLERANCE) -> bool | None:
+        """None when either run lacks the ratio."""
+        change = self.change
+        return None if change is None else abs(change) <= tolerance
+
+
+def _ratios(summary: dict[str, Any]) -> dict[tuple[str, str, str, str], float | None]:
+    out: dict[tuple[str, str, str, str], float | None] = {}
+    for config, scenarios in summary.items():
+        if config == "targets" or not isinstance(scenarios, dict):
+            continue
+        for scenario, metrics in scenarios.items():
+            if not isinstance(metrics, dict):
+                continue
+            for metric, entry in metrics.items():
+                if not isinstance(entry, dict):
+                    continue
+                for ratio in RATIOS:
+                    if ratio in entry:
+                        out[(config, scenario, metric, ratio)] = entry[ratio]
+    return out
+
+
+def compare(first: dict[str, Any], second: dict[str, Any]) -> list[Row]:
+    """One row per ratio found in either run's summary, in the first run's order."""
+    a, b = _ratios(first["summary"]), _ratios(second["summary"])
+    keys = list(a) + [k for k in b if k not in a]
+    return [Row(*k, a.get(k), b.get(k)) for k in keys]
+
+
+def _fmt(v: float | None, pattern: str = "{:.2f}") -> str:
+    return "n/a" if v is None else pattern.format(v)
+
+
+def format_markdown(rows: list[Row], tolerance: float = TOLERANCE) -> str:
+    lines = [
+        "| config | scenario | metric | ratio | first | second | change | reproduced |",
+        "|---|---|---|---|---:|---:|---:|---|",
+    ]
+    verdict = {True: "yes", False: "**NO**", None: "n/a"}
+    for r in rows:
+        lines.append(
+            f"| {r.config} | {r.scenario} | {r.metric} | {r.ratio.removeprefix('ratio_')} "
+            f"| {_fmt(r.first)} | {_fmt(r.second)} | {_fmt(r.change, '{:+.0%}')} "
+            f"| {verdict[r.reproduced(tolerance)]} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.sidebyside.compare", description=__doc__)
+    p.add_argument("first", type=Path)
+    p.add_argument("second", type=Path)
+    p.add_argument("--tolerance", type=float, default=TOLERANCE)
+    args = p.parse_args(argv)
+    rows = compare(json.loads(args.first.read_text()), json.loads(args.second.read_text()))
+    print(format_markdown(rows, args.tolerance))
+    missed = [r for r in rows if r.reproduced(args.tolerance) is False]
+    print(f"\n{len(missed)} of {len(rows)} ratios not reproduced (n/a: missing or 0 in a run)")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
