@@ -1,0 +1,26 @@
+"""``make bench BENCH_ARGS=--quick`` (bench/README.md): only the benchmarks that need no
+cluster, one JSON line each, and nothing side by side."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quick_bench_prints_one_json_line_per_benchmark_and_starts_no_cluster() -> None:
+    done = subprocess.run(
+        ["make", "-s", "bench", "BENCH_ARGS=--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [line["benchmark"] for line in lines] == ["model_parsing"]
+    assert lines[0]["jobs"] > 0 and lines[0]["median_seconds"] > 0
+    assert "starting the local cluster" not in done.stdout + done.stderr
+    assert "targets" not in done.stdout
