@@ -1,15 +1,11 @@
-"""The MPIJob controller: shared informers feed a rate-limited queue drained by workers.
-
-Shape and semantics follow client-go's sample-controller: a key is never
-handled by two workers at once (the queue guarantees it), a failed sync is
-retried with per-key exponential backoff (``add_rate_limited``), and a
-successful one clears that backoff (``forget``).
+"""The Kubeflow MPIJob controller: its informers (label-filtered child caches), the
+sync handler and the event handlers, on the shared queue machinery of
+:class:`~mpi_operator.controller.queue_controller.QueueController`.
 """
 
 from __future__ import annotations
 
-import structlog
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import CollectorRegistry
 
 from mpi_operator.client import (
     CONFIGMAPS,
@@ -22,11 +18,7 @@ from mpi_operator.client import (
     EventHandler,
     EventRecorder,
     KubeClient,
-    RateLimitingQueue,
-    RealClock,
     SharedInformer,
-    SharedInformerFactory,
-    default_controller_rate_limiter,
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
 from mpi_operator.controller.children import pod_group_resource
@@ -40,15 +32,14 @@ from mpi_operator.controller.context import (
 from mpi_operator.controller.handlers import ChildHandlers, MPIJobHandlers
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.queue_controller import QueueController
 from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.sync import MPIJobSyncer
-
-log = structlog.get_logger(__name__)
 
 QUEUE_NAME = "mpijob"
 
 
-class MPIJobController:
+class MPIJobController(QueueController):
     def __init__(
         self,
         client: KubeClient,
@@ -58,21 +49,10 @@ class MPIJobController:
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
-        self.client = client
-        self.options = options
-        self.clock: Clock = clock or RealClock()
-        registry = REGISTRY if registry is None else registry
-        self.recorder = recorder or EventRecorder(client, clock=self.clock, registry=registry)
-        self.factory = SharedInformerFactory(client, namespace=options.namespace, clock=self.clock)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            QUEUE_NAME,
-            rate_limiter=default_controller_rate_limiter(
-                self.clock, qps=options.queue_rate_limit, burst=options.queue_burst
-            ),
-            clock=self.clock,
-            registry=registry,
+        super().__init__(
+            QUEUE_NAME, client, options, recorder=recorder, clock=clock, registry=registry
         )
-        self.metrics = ControllerMetrics.create(registry)
+        self.metrics = ControllerMetrics.create(self.registry)
         self.informers = self._informers()
         self.syncer = MPIJobSyncer(
             SyncContext(
@@ -124,17 +104,6 @@ class MPIJobController:
             priority_classes=i["priority_classes"].lister if "priority_classes" in i else None,
         )
 
-    def enqueue(self, key: str) -> None:
-        # Deviation: upstream enqueues every event rate limited (a 10/s bucket shared by all
-        # jobs); we add it plainly, as sample-controller does. The queue deduplicates a
-        # storm of events into one sync and failed syncs still back off per key.
-        self.queue.add(key)
-
-    def enqueue_batched(self, key: str) -> None:
-        """For children's events: one sync a little later sees a burst of pod changes
-        (workers starting, cleanup) at once; fewer syncs, fewer status writes."""
-        self.queue.add_after(key, self.options.child_event_batch_seconds)
-
     def _connect_handlers(self) -> None:
         jobs = MPIJobHandlers(self.enqueue)
         self.informers["mpijobs"].add_event_handler(
@@ -153,19 +122,3 @@ class MPIJobController:
                     on_delete=children.on_delete,
                 )
             )
-
-    async def start(self, sync_timeout: float | None = 60.0) -> None:
-        """Starts the informers and workers once the caches are in sync."""
-        self.recorder.start()
-        self.factory.start()
-        if not await self.factory.wait_for_cache_sync(sync_timeout):
-            raise RuntimeError("failed to wait for caches to sync")
-        self.runner.start(self.options.threadiness)
-        log.info("controller started", workers=self.runner.workers)
-
-    async def stop(self, drain_seconds: float = 5.0) -> None:
-        """Lets in-flight syncs finish (up to ``drain_seconds``), then stops everything."""
-        await self.runner.stop(drain_seconds)
-        for informer in self.informers.values():
-            await informer.stop()
-        await self.recorder.stop(drain_seconds=min(drain_seconds, 2.0))

@@ -1,8 +1,7 @@
 """The T9k MPIJob controller: its own informers, queue and workers.
 
-Same interface as :class:`mpi_operator.controller.controller.MPIJobController`
-(``start(sync_timeout)``, ``stop(drain_seconds)``) and the same machinery
-(shared informers, rate-limited queue, per-key backoff). Its child caches
+The same machinery as the Kubeflow controller
+(:class:`~mpi_operator.controller.queue_controller.QueueController`). Its child caches
 select on ``batch.tensorstack.dev/operator-name=mpi-operator`` and its queue
 is named ``t9k-mpijob``, so it shares nothing with the Kubeflow controller but
 the API client (and the recorder, when one is passed in).
@@ -10,8 +9,7 @@ the API client (and the recorder, when one is passed in).
 
 from __future__ import annotations
 
-import structlog
-from prometheus_client import REGISTRY, CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Histogram
 
 from mpi_operator.client import (
     CONFIGMAPS,
@@ -23,14 +21,11 @@ from mpi_operator.client import (
     EventHandler,
     EventRecorder,
     KubeClient,
-    RateLimitingQueue,
-    RealClock,
     SharedInformer,
-    SharedInformerFactory,
-    default_controller_rate_limiter,
     is_not_found,
 )
 from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.queue_controller import QueueController
 from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.t9k.context import (
     T9K_MPIJOBS,
@@ -41,8 +36,6 @@ from mpi_operator.controller.t9k.context import (
 )
 from mpi_operator.controller.t9k.handlers import ChildHandlers, JobHandlers
 from mpi_operator.controller.t9k.sync import T9kMPIJobSyncer
-
-log = structlog.get_logger(__name__)
 
 QUEUE_NAME = "t9k-mpijob"
 
@@ -66,7 +59,9 @@ async def crd_installed(client: KubeClient) -> bool:
     return any(r.get("name") == T9K_MPIJOBS.plural for r in resources)
 
 
-class T9kMPIJobController:
+class T9kMPIJobController(QueueController):
+    started_event = "t9k controller started"
+
     def __init__(
         self,
         client: KubeClient,
@@ -77,31 +72,15 @@ class T9kMPIJobController:
         registry: CollectorRegistry | None = None,
         t9k_options: T9kOptions | None = None,
     ) -> None:
-        """``options.gang`` does not apply (T9k jobs choose their scheduler themselves).
-
-        A ``recorder`` passed in is shared: it is started if needed but left
-        running on stop, for its owner to stop.
-        """
-        self.client = client
-        self.options = options
-        self.clock: Clock = clock or RealClock()
-        registry = REGISTRY if registry is None else registry
-        self._owns_recorder = recorder is None
-        self.recorder = recorder or EventRecorder(client, clock=self.clock, registry=registry)
-        self.factory = SharedInformerFactory(client, namespace=options.namespace, clock=self.clock)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            QUEUE_NAME,
-            rate_limiter=default_controller_rate_limiter(
-                self.clock, qps=options.queue_rate_limit, burst=options.queue_burst
-            ),
-            clock=self.clock,
-            registry=registry,
+        """``options.gang`` does not apply (T9k jobs choose their scheduler themselves)."""
+        super().__init__(
+            QUEUE_NAME, client, options, recorder=recorder, clock=clock, registry=registry
         )
         self.reconcile_duration = Histogram(
             "mpi_operator_t9k_reconcile_duration_seconds",
             "Time taken by one sync of a T9k MPIJob, by result",
             ["result"],
-            registry=registry,
+            registry=self.registry,
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
         f = self.factory
@@ -133,7 +112,7 @@ class T9kMPIJobController:
         )
         jobs = JobHandlers(self.enqueue)
         i["mpijobs"].add_event_handler(EventHandler(on_add=jobs.on_add, on_update=jobs.on_update))
-        kids = ChildHandlers(i["mpijobs"].lister, self.enqueue)
+        kids = ChildHandlers(i["mpijobs"].lister, self.enqueue_batched)
         for name, informer in i.items():
             if name != "mpijobs":
                 informer.add_event_handler(
@@ -141,24 +120,3 @@ class T9kMPIJobController:
                         on_add=kids.on_add, on_update=kids.on_update, on_delete=kids.on_delete
                     )
                 )
-
-    def enqueue(self, key: str) -> None:
-        # Plain add, as the Kubeflow controller (see there); failed syncs back off per key.
-        self.queue.add(key)
-
-    async def start(self, sync_timeout: float | None = 60.0) -> None:
-        """Starts the informers and workers once the caches are in sync."""
-        self.recorder.start()
-        self.factory.start()
-        if not await self.factory.wait_for_cache_sync(sync_timeout):
-            raise RuntimeError("failed to wait for T9k MPIJob caches to sync")
-        self.runner.start(self.options.threadiness)
-        log.info("t9k controller started", workers=self.runner.workers)
-
-    async def stop(self, drain_seconds: float = 5.0) -> None:
-        """Lets in-flight syncs finish (up to ``drain_seconds``), then stops everything."""
-        await self.runner.stop(drain_seconds)
-        for informer in self.informers.values():
-            await informer.stop()
-        if self._owns_recorder:
-            await self.recorder.stop(drain_seconds=min(drain_seconds, 2.0))
