@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from mpi_operator.api.v2beta1 import API_VERSION, KIND
 from mpi_operator.client import (
     CONFIGMAPS,
     JOBS,
@@ -15,7 +16,6 @@ from mpi_operator.client import (
     SECRETS,
     SERVICES,
     Clock,
-    EventHandler,
     EventRecorder,
     KubeClient,
     SharedInformer,
@@ -29,7 +29,7 @@ from mpi_operator.controller.context import (
     SyncContext,
     job_name_index,
 )
-from mpi_operator.controller.handlers import ChildHandlers, MPIJobHandlers
+from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import QueueController
@@ -67,7 +67,16 @@ class MPIJobController(QueueController):
         self.runner = SyncRunner(
             QUEUE_NAME, self.queue, self.syncer.sync, self.metrics.reconcile_duration
         )
-        self._connect_handlers()
+        self.connect_handlers(
+            ChildHandlers(
+                API_VERSION,
+                KIND,
+                self.informers["mpijobs"].lister,
+                self.enqueue_batched,
+                batch_jobs=self.informers["jobs"].lister,
+            ),
+            ignore=("priority_classes",),
+        )
 
     def _informers(self) -> dict[str, SharedInformer]:
         f = self.factory
@@ -103,22 +112,3 @@ class MPIJobController(QueueController):
             pod_groups=i["pod_groups"].lister if "pod_groups" in i else None,
             priority_classes=i["priority_classes"].lister if "priority_classes" in i else None,
         )
-
-    def _connect_handlers(self) -> None:
-        jobs = MPIJobHandlers(self.enqueue)
-        self.informers["mpijobs"].add_event_handler(
-            EventHandler(on_add=jobs.on_add, on_update=jobs.on_update)
-        )
-        children = ChildHandlers(
-            self.informers["mpijobs"].lister, self.informers["jobs"].lister, self.enqueue_batched
-        )
-        for name, informer in self.informers.items():
-            if name in ("mpijobs", "priority_classes"):
-                continue
-            informer.add_event_handler(
-                EventHandler(
-                    on_add=children.on_add,
-                    on_update=children.on_update,
-                    on_delete=children.on_delete,
-                )
-            )

@@ -1,8 +1,9 @@
 """Informer event handlers: every change becomes the key of the MPIJob it concerns.
 
-A child enqueues the MPIJob that controls it; a launcher pod is controlled by
-the launcher Job, so it resolves through that Job. Updates that carry an
-unchanged resourceVersion (resyncs) are ignored.
+Both MPIJob kinds use them, each with its own owner kind. A child enqueues the MPIJob
+that controls it. The Kubeflow launcher pod is controlled by the launcher Job, so with
+``batch_jobs`` it resolves through that Job. Updates that carry an unchanged
+resourceVersion (resyncs) are ignored.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mpi_operator.api.v2beta1 import API_VERSION, KIND
 from mpi_operator.client import DeletedFinalStateUnknown, Lister, controller_of
 
 Obj = dict[str, Any]
@@ -26,44 +26,13 @@ def key_of(obj: Obj) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-class ChildHandlers:
-    """Turns add/update/delete of children into MPIJob keys for ``enqueue``."""
-
-    def __init__(self, mpijobs: Lister, jobs: Lister, enqueue: Callable[[str], None]) -> None:
-        self._mpijobs = mpijobs
-        self._jobs = jobs
-        self._enqueue = enqueue
-
-    def on_add(self, obj: Obj) -> None:
-        self._handle(obj)
-
-    def on_update(self, old: Obj, new: Obj) -> None:
-        if _meta(old).get("resourceVersion") == _meta(new).get("resourceVersion"):
-            return
-        self._handle(new)
-
-    def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        self._handle(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
-
-    def _handle(self, obj: Obj) -> None:
-        namespace = str(_meta(obj).get("namespace") or "")
-        owner = controller_of(obj)
-        if owner is None:
-            return
-        if owner.get("kind") == "Job" and str(owner.get("apiVersion", "")).startswith("batch/"):
-            job = self._jobs.get(namespace, str(owner.get("name", "")))
-            owner = controller_of(job) if job is not None else None
-            if owner is None:
-                return
-        if owner.get("kind") != KIND or owner.get("apiVersion") != API_VERSION:
-            return
-        name = str(owner.get("name", ""))
-        if self._mpijobs.get(namespace, name) is None:
-            return  # an orphan of a deleted MPIJob
-        self._enqueue(f"{namespace}/{name}")
+def _changed(old: Obj, new: Obj) -> bool:
+    return _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion")
 
 
-class MPIJobHandlers:
+class JobHandlers:
+    """Add and update of an MPIJob enqueue its key."""
+
     def __init__(self, enqueue: Callable[[str], None]) -> None:
         self._enqueue = enqueue
 
@@ -71,6 +40,51 @@ class MPIJobHandlers:
         self._enqueue(key_of(obj))
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        if _meta(old).get("resourceVersion") == _meta(new).get("resourceVersion"):
+        if _changed(old, new):
+            self._enqueue(key_of(new))
+
+
+class ChildHandlers:
+    """Turns add/update/delete of children into the keys of the existing MPIJobs
+    (``api_version``, ``kind``) that control them."""
+
+    def __init__(
+        self,
+        api_version: str,
+        kind: str,
+        mpijobs: Lister,
+        enqueue: Callable[[str], None],
+        batch_jobs: Lister | None = None,
+    ) -> None:
+        self._owner = (api_version, kind)
+        self._mpijobs = mpijobs
+        self._enqueue = enqueue
+        self._batch_jobs = batch_jobs
+
+    def on_add(self, obj: Obj) -> None:
+        self._handle(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if _changed(old, new):
+            self._handle(new)
+
+    def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        self._handle(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+
+    def _handle(self, obj: Obj) -> None:
+        namespace = str(_meta(obj).get("namespace") or "")
+        owner = controller_of(obj)
+        if (
+            owner is not None
+            and self._batch_jobs is not None
+            and owner.get("kind") == "Job"
+            and str(owner.get("apiVersion", "")).startswith("batch/")
+        ):
+            job = self._batch_jobs.get(namespace, str(owner.get("name", "")))
+            owner = controller_of(job) if job is not None else None
+        if owner is None or (owner.get("apiVersion"), owner.get("kind")) != self._owner:
             return
-        self._enqueue(key_of(new))
+        name = str(owner.get("name", ""))
+        if self._mpijobs.get(namespace, name) is None:
+            return  # an orphan of a deleted MPIJob
+        self._enqueue(f"{namespace}/{name}")

@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 from mpi_operator.client import (
     Clock,
+    EventHandler,
     EventRecorder,
     KubeClient,
     RateLimitingQueue,
@@ -23,6 +24,7 @@ from mpi_operator.client import (
     SharedInformerFactory,
     default_controller_rate_limiter,
 )
+from mpi_operator.controller.handlers import ChildHandlers, JobHandlers
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.runner import SyncRunner
 
@@ -74,6 +76,24 @@ class QueueController:
         """For children's events: one sync a little later sees a burst of pod changes
         (workers starting, cleanup) at once; fewer syncs, fewer status writes."""
         self.queue.add_after(key, self.options.child_event_batch_seconds)
+
+    def connect_handlers(self, children: ChildHandlers, ignore: tuple[str, ...] = ()) -> None:
+        """MPIJob changes are enqueued at once, children's changes batched; the
+        informers named in ``ignore`` feed listers only."""
+        jobs = JobHandlers(self.enqueue)
+        self.informers["mpijobs"].add_event_handler(
+            EventHandler(on_add=jobs.on_add, on_update=jobs.on_update)
+        )
+        for name, informer in self.informers.items():
+            if name == "mpijobs" or name in ignore:
+                continue
+            informer.add_event_handler(
+                EventHandler(
+                    on_add=children.on_add,
+                    on_update=children.on_update,
+                    on_delete=children.on_delete,
+                )
+            )
 
     async def start(self, sync_timeout: float | None = 60.0) -> None:
         """Starts the informers and workers once the caches are in sync."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Histogram
 
+from mpi_operator.api.t9k import API_VERSION, KIND
 from mpi_operator.client import (
     CONFIGMAPS,
     PODS,
@@ -18,12 +19,12 @@ from mpi_operator.client import (
     SERVICES,
     ApiError,
     Clock,
-    EventHandler,
     EventRecorder,
     KubeClient,
     SharedInformer,
     is_not_found,
 )
+from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import QueueController
 from mpi_operator.controller.runner import SyncRunner
@@ -34,7 +35,6 @@ from mpi_operator.controller.t9k.context import (
     SyncContext,
     T9kOptions,
 )
-from mpi_operator.controller.t9k.handlers import ChildHandlers, JobHandlers
 from mpi_operator.controller.t9k.sync import T9kMPIJobSyncer
 
 QUEUE_NAME = "t9k-mpijob"
@@ -110,13 +110,6 @@ class T9kMPIJobController(QueueController):
         self.runner = SyncRunner(
             "t9k-mpijob", self.queue, self.syncer.sync, self.reconcile_duration
         )
-        jobs = JobHandlers(self.enqueue)
-        i["mpijobs"].add_event_handler(EventHandler(on_add=jobs.on_add, on_update=jobs.on_update))
-        kids = ChildHandlers(i["mpijobs"].lister, self.enqueue_batched)
-        for name, informer in i.items():
-            if name != "mpijobs":
-                informer.add_event_handler(
-                    EventHandler(
-                        on_add=kids.on_add, on_update=kids.on_update, on_delete=kids.on_delete
-                    )
-                )
+        self.connect_handlers(
+            ChildHandlers(API_VERSION, KIND, i["mpijobs"].lister, self.enqueue_batched)
+        )

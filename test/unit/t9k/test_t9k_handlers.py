@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mpi_operator.api.t9k import API_VERSION, KIND
 from mpi_operator.client import DeletedFinalStateUnknown, Indexer, Lister
-from mpi_operator.controller.t9k.handlers import ChildHandlers, JobHandlers
+from mpi_operator.controller.handlers import ChildHandlers, JobHandlers
 
 
 def owned(kind: str, api_version: str, name: str = "pi", rv: str = "1") -> dict[str, Any]:
@@ -31,7 +32,7 @@ def handlers() -> tuple[ChildHandlers, list[str]]:
     indexer = Indexer()
     indexer.add({"metadata": {"name": "pi", "namespace": "ns"}})
     keys: list[str] = []
-    return ChildHandlers(Lister(indexer), keys.append), keys
+    return ChildHandlers(API_VERSION, KIND, Lister(indexer), keys.append), keys
 
 
 def test_children_of_t9k_jobs_enqueue_their_job() -> None:

@@ -1,0 +1,79 @@
+"""Kubeflow informer handlers: a child's change enqueues the MPIJob controlling it; the
+launcher pod resolves through its launcher Job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mpi_operator.api.v2beta1 import API_VERSION, KIND
+from mpi_operator.client import DeletedFinalStateUnknown, Indexer, Lister
+from mpi_operator.controller.handlers import ChildHandlers
+
+Obj = dict[str, Any]
+
+
+def obj(name: str, owner: tuple[str, str, str] | None = None, rv: str = "1") -> Obj:
+    meta: Obj = {"name": name, "namespace": "ns", "resourceVersion": rv}
+    if owner is not None:
+        api_version, kind, owner_name = owner
+        meta["ownerReferences"] = [
+            {"apiVersion": api_version, "kind": kind, "name": owner_name, "controller": True}
+        ]
+    return {"metadata": meta}
+
+
+MPIJOB = (API_VERSION, KIND, "pi")
+LAUNCHER_JOB = ("batch/v1", "Job", "pi-launcher")
+
+
+def handlers() -> tuple[ChildHandlers, list[str]]:
+    mpijobs, jobs = Indexer(), Indexer()
+    mpijobs.add(obj("pi"))
+    jobs.add(obj("pi-launcher", MPIJOB))
+    jobs.add(obj("plain-launcher"))  # a batch Job nobody controls
+    keys: list[str] = []
+    h = ChildHandlers(API_VERSION, KIND, Lister(mpijobs), keys.append, batch_jobs=Lister(jobs))
+    return h, keys
+
+
+@pytest.mark.parametrize(
+    ("child", "enqueued"),
+    [
+        (obj("pi-worker-0", MPIJOB), ["ns/pi"]),
+        (obj("pi-launcher-x7k2p", LAUNCHER_JOB), ["ns/pi"]),
+        (obj("pi-launcher-x7k2p", ("batch/v1", "Job", "missing")), []),
+        (obj("p", ("batch/v1", "Job", "plain-launcher")), []),
+        (obj("pi-worker-0", (API_VERSION, KIND, "deleted")), []),
+        (obj("pi-worker-0", ("batch.tensorstack.dev/v1beta1", "MPIJob", "pi")), []),
+        (obj("pi-worker-0", ("apps/v1", "ReplicaSet", "pi")), []),
+        (obj("bare"), []),
+    ],
+)
+def test_a_child_enqueues_the_existing_mpijob_controlling_it(
+    child: Obj, enqueued: list[str]
+) -> None:
+    h, keys = handlers()
+    h.on_add(child)
+    assert keys == enqueued
+
+
+def test_resyncs_are_ignored_and_tombstones_unwrapped() -> None:
+    h, keys = handlers()
+    pod = obj("pi-worker-0", MPIJOB)
+    h.on_update(pod, pod)
+    assert keys == []
+    h.on_update(pod, obj("pi-worker-0", MPIJOB, rv="2"))
+    h.on_delete(DeletedFinalStateUnknown("ns/pi-worker-0", pod))
+    assert keys == ["ns/pi", "ns/pi"]
+
+
+def test_without_batch_jobs_a_launcher_pod_is_not_resolved() -> None:
+    mpijobs = Indexer()
+    mpijobs.add(obj("pi"))
+    keys: list[str] = []
+    ChildHandlers(API_VERSION, KIND, Lister(mpijobs), keys.append).on_add(
+        obj("pi-launcher-x7k2p", LAUNCHER_JOB)
+    )
+    assert keys == []
