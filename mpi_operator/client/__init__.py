@@ -63,6 +63,7 @@ from mpi_operator.client.store import (
     Indexer,
     Lister,
     controller_of,
+    is_controlled_by,
     meta_namespace_key,
     split_key,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "default_controller_rate_limiter",
     "is_already_exists",
     "is_conflict",
+    "is_controlled_by",
     "is_gone",
     "is_not_found",
     "meta_namespace_key",

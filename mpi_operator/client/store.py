@@ -75,6 +75,12 @@ def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
+def is_controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
+    """Whether the owner with ``uid`` is ``obj``'s controller (metav1.IsControlledBy)."""
+    owner = controller_of(obj)
+    return owner is not None and owner.get("uid") == uid
+
+
 def controller_uid_index(obj: Obj) -> list[str]:
     ref = controller_of(obj)
     return [str(ref["uid"])] if ref and ref.get("uid") else []

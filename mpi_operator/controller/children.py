@@ -31,6 +31,7 @@ from mpi_operator.client import (
     Lister,
     Resource,
     is_already_exists,
+    is_controlled_by,
     is_not_found,
 )
 from mpi_operator.client.kubeapi import (
@@ -44,7 +45,6 @@ from mpi_operator.controller.context import (
     SyncContext,
     SyncError,
     has_operator_label,
-    is_controlled_by,
     job_reference,
     with_operator_label,
 )

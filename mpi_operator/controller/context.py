@@ -18,7 +18,7 @@ from mpi_operator.api.v2beta1 import (
     OPERATOR_NAME_LABEL,
 )
 from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
-from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, controller_of
+from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister
 from mpi_operator.controller.expectations import CreationExpectations
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
@@ -77,11 +77,6 @@ def job_name_index(obj: Obj) -> list[str]:
 def job_reference(shared: Obj) -> Obj:
     """The MPIJob as events refer to it; list items may lack apiVersion and kind."""
     return {**shared, "apiVersion": API_VERSION, "kind": KIND}
-
-
-def is_controlled_by(obj: Obj, uid: str) -> bool:
-    owner = controller_of(obj)
-    return owner is not None and owner.get("uid") == uid
 
 
 def with_operator_label(obj: Obj) -> Obj:

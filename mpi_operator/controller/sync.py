@@ -43,6 +43,7 @@ from mpi_operator.controller.conditions import (
     update_conditions,
 )
 from mpi_operator.controller.context import SyncContext, job_reference
+from mpi_operator.controller.invalid import report_invalid
 from mpi_operator.controller.status import (
     Event,
     StatusOutcome,
@@ -55,7 +56,6 @@ log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
 
-VALIDATION_ERROR = "ValidationError"
 INVALID_POD_TEMPLATE = "InvalidPodTemplate"
 INVALID = 422  # the API server's "Invalid": the same object is rejected every time
 
@@ -84,7 +84,7 @@ class MPIJobSyncer:
             return
         errors = validate(job) + worker_pods.scale_errors(job)
         if errors:
-            self._report_invalid(shared, aggregate(errors))
+            report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return
         await self._sync_valid(shared, job)
 
@@ -92,17 +92,8 @@ class MPIJobSyncer:
         try:
             return set_defaults(parse(shared))
         except InvalidObjectError as err:
-            log.warning("mpijob does not parse", mpijob=key, error=str(err))
-            self._report_invalid(shared, str(err))
+            report_invalid(self.ctx.recorder, job_reference(shared), key, str(err))
             return None
-
-    def _report_invalid(self, shared: Obj, message: str) -> None:
-        self.ctx.recorder.event(
-            job_reference(shared),
-            WARNING,
-            VALIDATION_ERROR,
-            truncate_message(f"Found validation errors: {message}"),
-        )
 
     async def _sync_valid(self, shared: Obj, job: MPIJob) -> None:
         ctx = self.ctx

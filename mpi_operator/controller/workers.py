@@ -23,7 +23,7 @@ from mpi_operator.api.v2beta1 import (
 )
 from mpi_operator.builders.common import WORKER, worker_name
 from mpi_operator.builders.worker import new_worker
-from mpi_operator.client import PODS, WARNING, is_already_exists, is_not_found
+from mpi_operator.client import PODS, WARNING, is_already_exists, is_controlled_by, is_not_found
 from mpi_operator.client.kubeapi import ApiError
 from mpi_operator.controller.context import (
     ERR_RESOURCE_EXISTS,
@@ -31,7 +31,6 @@ from mpi_operator.controller.context import (
     MESSAGE_RESOURCE_EXISTS,
     SyncContext,
     SyncError,
-    is_controlled_by,
     job_reference,
     with_operator_label,
 )

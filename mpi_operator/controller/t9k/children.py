@@ -20,6 +20,7 @@ from mpi_operator.client import (
     ApiError,
     Resource,
     is_already_exists,
+    is_controlled_by,
     is_not_found,
 )
 from mpi_operator.controller.t9k.context import (
@@ -29,7 +30,6 @@ from mpi_operator.controller.t9k.context import (
     SyncContext,
     SyncError,
     has_operator_label,
-    is_controlled_by,
     job_reference,
 )
 

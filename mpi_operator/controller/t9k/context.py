@@ -19,7 +19,7 @@ from mpi_operator.api.t9k import (
 )
 from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
-from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, Resource, controller_of
+from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, Resource
 
 Obj = dict[str, Any]
 
@@ -66,11 +66,6 @@ class SyncContext:
 
 def job_reference(shared: Obj) -> Obj:
     return {**shared, "apiVersion": API_VERSION, "kind": KIND}
-
-
-def is_controlled_by(obj: Obj, uid: str) -> bool:
-    owner = controller_of(obj)
-    return owner is not None and owner.get("uid") == uid
 
 
 def has_operator_label(obj: Obj) -> bool:

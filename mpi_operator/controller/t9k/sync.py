@@ -33,8 +33,8 @@ from mpi_operator.builders.t9k.pods import (
     pod_run_mode,
     run_mode,
 )
-from mpi_operator.client import WARNING, split_key
-from mpi_operator.client.events import truncate_message
+from mpi_operator.client import split_key
+from mpi_operator.controller.invalid import report_invalid
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import T9K_MPIJOBS, SyncContext, job_reference
 from mpi_operator.controller.t9k.status import (
@@ -51,7 +51,6 @@ log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
 
-VALIDATION_ERROR = "ValidationError"
 _UNFINISHED_POD_PHASES = ("Pending", "Running", "Unknown", "")
 
 
@@ -68,22 +67,13 @@ class T9kMPIJobSyncer:
         try:
             job = set_defaults(parse(shared))
         except InvalidObjectError as err:
-            self._report_invalid(shared, str(err))
+            report_invalid(self.ctx.recorder, job_reference(shared), key, str(err))
             return
         errors = validate(job)
         if errors:
-            self._report_invalid(shared, aggregate(errors))
+            report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return
         await self._sync_valid(shared, job)
-
-    def _report_invalid(self, shared: Obj, message: str) -> None:
-        log.warning("t9k mpijob is invalid", mpijob=shared.get("metadata", {}).get("name"))
-        self.ctx.recorder.event(
-            job_reference(shared),
-            WARNING,
-            VALIDATION_ERROR,
-            truncate_message(f"Found validation errors: {message}"),
-        )
 
     async def _sync_valid(self, shared: Obj, job: MPIJob) -> None:
         ctx = self.ctx
