@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from examples_support import kubectl_table
+from examples_support import kubectl_async as kubectl
+from examples_support import kubectl_json, kubectl_table, pi_job
 from prometheus_client import CollectorRegistry
 
 from mpi_operator.client import KubeClient
@@ -37,54 +38,6 @@ async def operator(full_cluster: Any, full_namespace: str) -> AsyncIterator[MPIJ
     finally:
         await controller.stop(drain_seconds=2)
         await client.close()
-
-
-def pi_job(name: str, implementation: str = "OpenMPI", launcher_exit: int = 0) -> dict[str, Any]:
-    behaviour = {
-        "kwok.mpi-operator.io/complete-after": "3s",
-        "kwok.mpi-operator.io/exit-code": str(launcher_exit),
-    }
-    return {
-        "apiVersion": "kubeflow.org/v2beta1",
-        "kind": "MPIJob",
-        "metadata": {"name": name},
-        "spec": {
-            "slotsPerWorker": 1,
-            "mpiImplementation": implementation,
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
-            "mpiReplicaSpecs": {
-                "Launcher": {
-                    "replicas": 1,
-                    "template": {
-                        "metadata": {"annotations": behaviour},
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "launcher",
-                                    "image": "mpi-pi",
-                                    "command": ["mpirun", "-n", "2", "/home/pi"],
-                                }
-                            ]
-                        },
-                    },
-                },
-                "Worker": {
-                    "replicas": 2,
-                    "template": {"spec": {"containers": [{"name": "worker", "image": "mpi-pi"}]}},
-                },
-            },
-        },
-    }
-
-
-async def kubectl(cluster: Any, *args: str, input: str | None = None) -> str:
-    """Runs the real kubectl in a thread, so the controller's event loop keeps going."""
-    result = await asyncio.to_thread(cluster.kubectl, *args, input=input)
-    return str(result.stdout)
-
-
-async def kubectl_json(cluster: Any, *args: str) -> Any:
-    return json.loads(await kubectl(cluster, *args, "-o", "json"))
 
 
 async def condition(cluster: Any, ns: str, name: str, kind: str) -> str:

@@ -8,12 +8,12 @@ import re
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
+from examples_support import pi_job
 
-from mpi_operator.localcluster import COMPLETE_AFTER, EXIT_CODE, LocalCluster
+from mpi_operator.localcluster import LocalCluster
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 
@@ -36,29 +36,6 @@ def operator_process(
     finally:
         proc.kill()
         print(f"--- operator log (exit {proc.poll()}) ---\n{proc.output()[-6000:]}")
-
-
-def _job(name: str) -> dict[str, Any]:
-    container = {"name": "main", "image": "mpi-pi"}
-    return {
-        "apiVersion": "kubeflow.org/v2beta1",
-        "kind": "MPIJob",
-        "metadata": {"name": name},
-        "spec": {
-            "slotsPerWorker": 1,
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
-            "mpiReplicaSpecs": {
-                "Launcher": {
-                    "replicas": 1,
-                    "template": {
-                        "metadata": {"annotations": {COMPLETE_AFTER: "3s", EXIT_CODE: "0"}},
-                        "spec": {"containers": [{**container, "command": ["mpirun", "/pi"]}]},
-                    },
-                },
-                "Worker": {"replicas": 2, "template": {"spec": {"containers": [container]}}},
-            },
-        },
-    }
 
 
 def _condition(cluster: LocalCluster, ns: str, name: str, kind: str) -> str:
@@ -86,7 +63,7 @@ def test_operator_process_runs_an_mpijob_to_success(
     wait_until(leading, 60, "the operator to lead")
     assert proc.healthz() == (200, "ok")
 
-    full_cluster.kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(_job("pi")))
+    full_cluster.kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(pi_job("pi")))
     wait_until(lambda: _condition(full_cluster, ns, "pi", "Running") == "True", 90, "Running")
     wait_until(lambda: _condition(full_cluster, ns, "pi", "Succeeded") == "True", 90, "Succeeded")
 

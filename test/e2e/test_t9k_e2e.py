@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 import yaml
+from examples_support import kubectl_async as kubectl
+from examples_support import kubectl_json, pi_job
 from prometheus_client import CollectorRegistry
 
 from mpi_operator.client import KubeClient
@@ -114,16 +116,6 @@ def t9k_job(name: str, workers: int = 2, **spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
-
-
-async def kubectl(cluster: Any, *args: str, input: str | None = None) -> str:
-    """Runs the real kubectl in a thread, so the controller's event loop keeps going."""
-    result = await asyncio.to_thread(cluster.kubectl, *args, input=input)
-    return str(result.stdout)
-
-
-async def kubectl_json(cluster: Any, *args: str) -> Any:
-    return json.loads(await kubectl(cluster, *args, "-o", "json"))
 
 
 async def apply(cluster: Any, ns: str, obj: dict[str, Any]) -> None:
@@ -364,29 +356,6 @@ async def test_t9k_printer_columns(
     assert lines[1].split()[:3] == ["cols", "Running", "3"]
 
 
-def kubeflow_job(name: str) -> dict[str, Any]:
-    container = {"name": "main", "image": "mpi-pi"}
-    return {
-        "apiVersion": "kubeflow.org/v2beta1",
-        "kind": "MPIJob",
-        "metadata": {"name": name},
-        "spec": {
-            "slotsPerWorker": 1,
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
-            "mpiReplicaSpecs": {
-                "Launcher": {
-                    "replicas": 1,
-                    "template": {
-                        "metadata": {"annotations": {COMPLETE_AFTER: "3s"}},
-                        "spec": {"containers": [{**container, "command": ["mpirun", "/home/pi"]}]},
-                    },
-                },
-                "Worker": {"replicas": 2, "template": {"spec": {"containers": [container]}}},
-            },
-        },
-    }
-
-
 async def test_kubeflow_and_t9k_jobs_side_by_side_in_one_process(
     full_cluster: Any, full_namespace: str, t9k_crds: None
 ) -> None:
@@ -400,7 +369,7 @@ async def test_kubeflow_and_t9k_jobs_side_by_side_in_one_process(
     try:
         await kubeflow.start(sync_timeout=30)
         await t9k.start(sync_timeout=30)
-        await apply(full_cluster, ns, kubeflow_job("kf"))
+        await apply(full_cluster, ns, pi_job("kf"))
         await apply(full_cluster, ns, t9k_job("tk", runPolicy={"cleanUpWorkers": "all"}))
         await wait_phase(full_cluster, ns, "tk", "Running")
         await finish_launcher(full_cluster, ns, "tk", 0)
@@ -501,7 +470,7 @@ async def test_t9k_controller_in_the_operator_process_follows_its_flag(
     try:
         proc.start()
         await apply(full_cluster, ns, t9k_job("t9k"))
-        await apply(full_cluster, ns, kubeflow_job("kf"))
+        await apply(full_cluster, ns, pi_job("kf"))
 
         async def kubeflow_succeeded() -> bool:
             job = await kubectl_json(full_cluster, "get", KUBEFLOW, "kf", "-n", ns)
