@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +159,7 @@ def wait_until(check: Any, timeout: float, what: str, interval: float = 0.2) -> 
             detail = f" (last error: {last!r})" if last else ""
             raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
         time.sleep(interval)
+
+
+#: A test fixture's function that starts operator processes (``start(*args, env=...)``).
+StartOperator = Callable[..., OperatorProcess]

@@ -11,17 +11,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from harness import api_client
 
 from mpi_operator.client.kubeapi import NAMESPACES, KubeClient, is_already_exists
 
 
 @pytest.fixture
 async def kube(api_cluster: Any) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.from_kubeconfig(api_cluster.kubeconfig, qps=500, burst=1000)
-    try:
+    """Overrides test/integration's: these tests make hundreds of requests."""
+    async with api_client(api_cluster, qps=500, burst=1000) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture

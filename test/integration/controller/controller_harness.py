@@ -15,13 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
+from harness import JobObjects, controllers
 
-from mpi_operator.builders.podgroup import GangScheduling
-from mpi_operator.client import EVENTS, JOBS, MPIJOBS, PODS, KubeClient
+from mpi_operator.client import JOBS, MPIJOBS, PODS, KubeClient
 from mpi_operator.client.testing import eventually
 from mpi_operator.controller.controller import MPIJobController
-from mpi_operator.controller.options import ControllerOptions
 
 Obj = dict[str, Any]
 StartOperator = Callable[..., Awaitable[MPIJobController]]
@@ -32,35 +30,9 @@ def now() -> str:
 
 
 @pytest.fixture
-async def kube(api_cluster: Any) -> AsyncIterator[KubeClient]:
-    client = await KubeClient.from_kubeconfig(api_cluster.kubeconfig, qps=0, burst=0)
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@pytest.fixture
 async def start_operator(api_cluster: Any, namespace: str) -> AsyncIterator[StartOperator]:
-    running: list[tuple[MPIJobController, KubeClient]] = []
-
-    async def start(gang: GangScheduling | None = None, **options: Any) -> MPIJobController:
-        client = await KubeClient.from_kubeconfig(api_cluster.kubeconfig, qps=0, burst=0)
-        controller = MPIJobController(
-            client,
-            ControllerOptions(namespace=namespace, gang=gang, **options),
-            registry=CollectorRegistry(),
-        )
-        running.append((controller, client))
-        await controller.start(sync_timeout=30)
-        return controller
-
-    try:
+    async with controllers(api_cluster, namespace, MPIJobController) as start:
         yield start
-    finally:
-        for controller, client in running:
-            await controller.stop(drain_seconds=2)
-            await client.close()
 
 
 def mpijob(
@@ -91,20 +63,11 @@ def mpijob(
     }
 
 
-class Cluster:
-    """Reads and pokes objects in one namespace."""
+class Cluster(JobObjects):
+    """Reads and pokes Kubeflow MPIJobs and their children in one namespace."""
 
     def __init__(self, kube: KubeClient, namespace: str) -> None:
-        self.kube = kube
-        self.ns = namespace
-
-    async def create_mpijob(self, obj: Obj) -> Obj:
-        created: Obj = await self.kube.create(MPIJOBS, self.ns, obj)
-        return created
-
-    async def mpijob(self, name: str = "job") -> Obj:
-        got: Obj = await self.kube.get(MPIJOBS, self.ns, name)
-        return got
+        super().__init__(kube, namespace, MPIJOBS)
 
     async def list(self, resource: Any, selector: str | None = None) -> list[Obj]:
         result = await self.kube.list(resource, self.ns, label_selector=selector)
@@ -195,17 +158,8 @@ class Cluster:
         status["startTime"] = stamp
         await self.kube.replace_status(JOBS, self.ns, launcher["metadata"]["name"], launcher)
 
-    async def events(self, name: str = "job") -> list[tuple[str, str, str]]:
-        items = await self.list(EVENTS)
-        return [
-            (e["type"], e["reason"], e["message"])
-            for e in items
-            if e["involvedObject"].get("name") == name
-            and e["involvedObject"].get("kind") == "MPIJob"
-        ]
-
     async def conditions(self, name: str = "job") -> dict[str, tuple[str, str]]:
-        job = await self.mpijob(name)
+        job = await self.job(name)
         return {
             c["type"]: (c["status"], c.get("reason", ""))
             for c in (job.get("status") or {}).get("conditions") or []
@@ -233,7 +187,7 @@ class Cluster:
 
     async def wait_replicas(self, status: Obj, name: str = "job", within: float = 20) -> None:
         async def check() -> bool:
-            job = await self.mpijob(name)
+            job = await self.job(name)
             return (job.get("status") or {}).get("replicaStatuses") == status
 
         await eventually(check, within=within, what=f"replicaStatuses == {status}")

@@ -18,7 +18,7 @@ async def test_clean_pod_policy(
     cluster: Cluster, start_operator: StartOperator, policy: str, left: list[str]
 ) -> None:
     await start_operator()
-    await cluster.create_mpijob(mpijob(runPolicy={"cleanPodPolicy": policy}))
+    await cluster.create(mpijob(runPolicy={"cleanPodPolicy": policy}))
     workers = await cluster.wait_workers(2)
     await cluster.set_pod_status(workers[0], phase="Running")
     await cluster.set_pod_status(workers[1], phase="Succeeded")

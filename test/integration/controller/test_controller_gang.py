@@ -55,7 +55,7 @@ async def test_volcano_pod_group_with_priority_class_min_resources(
                 }
             },
         )
-        await cluster.create_mpijob(job)
+        await cluster.create(job)
         workers = await cluster.wait_workers(3)
         groups: list[dict[str, object]] = []
 
@@ -92,7 +92,7 @@ async def test_volcano_pod_group_with_priority_class_min_resources(
 
 async def test_scheduler_plugins_pod_group(cluster: Cluster, start_operator: StartOperator) -> None:
     await start_operator(gang=GangScheduling.scheduler_plugins("sp-scheduler"))
-    await cluster.create_mpijob(
+    await cluster.create(
         mpijob(workers=2, runPolicy={"schedulingPolicy": {"scheduleTimeoutSeconds": 90}})
     )
     workers = await cluster.wait_workers(2)

@@ -16,7 +16,7 @@ async def test_success_creates_children_runs_and_cleans_up(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     await start_operator()
-    await cluster.create_mpijob(mpijob(runPolicy={"cleanPodPolicy": "Running"}))
+    await cluster.create(mpijob(runPolicy={"cleanPodPolicy": "Running"}))
 
     workers = await cluster.wait_workers(2)
     await cluster.wait_condition("Created")
@@ -62,7 +62,7 @@ async def test_success_creates_children_runs_and_cleans_up(
     await cluster.wait_condition("Running", "False")
     await cluster.wait_workers(0)
     await cluster.wait_replicas({"Launcher": {"succeeded": 1}, "Worker": {}})
-    job = await cluster.mpijob()
+    job = await cluster.job()
     assert job["status"]["completionTime"] and job["status"]["startTime"]
     assert (await cluster.wait_event("MPIJobSucceeded"))[2] == (
         f"MPIJob {cluster.ns}/job successfully completed."
@@ -73,7 +73,7 @@ async def test_wait_for_workers_ready_delays_the_launcher(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     await start_operator()
-    await cluster.create_mpijob(mpijob(launcherCreationPolicy="WaitForWorkersReady"))
+    await cluster.create(mpijob(launcherCreationPolicy="WaitForWorkersReady"))
     workers = await cluster.wait_workers(2)
     await cluster.wait_condition("Created")
     assert await cluster.launcher() is None
@@ -92,7 +92,7 @@ async def test_launcher_backoff_limit_failure_reports_the_pod_reason(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     await start_operator()
-    await cluster.create_mpijob(mpijob(workers=1))
+    await cluster.create(mpijob(workers=1))
     await cluster.wait_workers(1)
     launcher = await cluster.wait_launcher()
     await cluster.create_launcher_pod(
@@ -106,7 +106,7 @@ async def test_launcher_backoff_limit_failure_reports_the_pod_reason(
     await cluster.wait_condition("Failed")
     conditions = await cluster.conditions()
     assert conditions["Failed"] == ("True", "BackoffLimitExceeded/OOMKilled")
-    job = await cluster.mpijob()
+    job = await cluster.job()
     failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
     assert failed["message"] == "Job has reached the specified backoff limit: ran out of memory"
     assert job["status"]["completionTime"]
@@ -118,7 +118,7 @@ async def test_evicted_worker_fails_the_job(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     await start_operator()
-    await cluster.create_mpijob(mpijob())
+    await cluster.create(mpijob())
     workers = await cluster.wait_workers(2)
     await cluster.set_pod_status(workers[0], phase="Failed", reason="Evicted")
     await cluster.wait_condition("Failed")
@@ -134,7 +134,7 @@ async def test_scale_down_removes_the_highest_workers(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     await start_operator()
-    await cluster.create_mpijob(mpijob(workers=4))
+    await cluster.create(mpijob(workers=4))
     await cluster.wait_workers(4)
     patch = {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 2}}}}
     await cluster.kube.patch(MPIJOBS, cluster.ns, "job", patch)
@@ -146,7 +146,7 @@ async def test_many_workers_are_created_without_duplicates(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     await start_operator()
-    await cluster.create_mpijob(mpijob(workers=40))
+    await cluster.create(mpijob(workers=40))
     pods = await cluster.wait_workers(40, within=60)
     assert sorted(p["metadata"]["name"] for p in pods) == sorted(
         f"job-worker-{i}" for i in range(40)

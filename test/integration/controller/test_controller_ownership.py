@@ -28,7 +28,7 @@ async def test_foreign_object_with_a_clashing_name_is_reported(
         }
     await cluster.kube.create(resource, cluster.ns, body)  # type: ignore[arg-type]
     await start_operator()
-    await cluster.create_mpijob(mpijob())
+    await cluster.create(mpijob())
     assert await cluster.wait_event("ErrResourceExists") == (
         "Warning",
         "ErrResourceExists",
@@ -40,13 +40,13 @@ async def test_job_managed_by_multikueue_is_left_alone(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     controller = await start_operator()
-    await cluster.create_mpijob(
+    await cluster.create(
         mpijob(name="remote", runPolicy={"managedBy": "kueue.x-k8s.io/multikueue"})
     )
-    await cluster.create_mpijob(mpijob(name="local"))
+    await cluster.create(mpijob(name="local"))
     await cluster.wait_condition("Created", name="local")
     await eventually(lambda: len(controller.queue) == 0, what="queue drained")
-    job = await cluster.mpijob("remote")
+    job = await cluster.job("remote")
     assert "status" not in job or not job["status"].get("conditions")
     assert await cluster.workers("remote") == []
     assert await cluster.events("remote") == []
@@ -61,7 +61,7 @@ async def test_invalid_job_gets_a_validation_event_and_nothing_else(
     bad = mpijob(workers=1)
     bad["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] = "Always"
     bad["spec"]["mpiReplicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode"
-    await cluster.create_mpijob(bad)
+    await cluster.create(bad)
     event = await cluster.wait_event("ValidationError")
     assert event == (
         "Warning",
@@ -79,7 +79,7 @@ async def test_restarted_operator_converges_without_duplicates(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     first = await start_operator()
-    await cluster.create_mpijob(mpijob(workers=6))
+    await cluster.create(mpijob(workers=6))
     await cluster.wait_workers(6)
     await first.stop(drain_seconds=1)
     workers = await cluster.workers()
@@ -94,7 +94,7 @@ async def test_children_without_our_label_are_adopted(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     """A ConfigMap made by the reference operator (no operator label) is taken over."""
-    created = await cluster.create_mpijob(mpijob())
+    created = await cluster.create(mpijob())
     owner = {
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",
@@ -134,7 +134,7 @@ async def test_ssh_secret_missing_a_key_is_regenerated(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     await start_operator()
-    await cluster.create_mpijob(mpijob())
+    await cluster.create(mpijob())
     await cluster.wait_workers(2)
 
     async def secret() -> dict[str, object] | None:

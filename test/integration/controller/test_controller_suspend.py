@@ -23,12 +23,12 @@ async def test_created_suspended_then_resumed(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     await start_operator()
-    await cluster.create_mpijob(mpijob(runPolicy={"suspend": True}))
+    await cluster.create(mpijob(runPolicy={"suspend": True}))
     await cluster.wait_condition("Suspended")
     launcher = await cluster.wait_launcher()
     assert launcher["spec"]["suspend"] is True
     assert await cluster.workers() == []
-    job = await cluster.mpijob()
+    job = await cluster.job()
     assert "startTime" not in job["status"]
     assert (await cluster.conditions())["Running"] == ("False", "MPIJobSuspended")
     await cluster.wait_event("MPIJobSuspended")
@@ -52,7 +52,7 @@ async def test_created_suspended_then_resumed(
 
     await eventually(launcher_resumed, what="launcher unsuspended with the new nodeSelector")
     assert (await cluster.conditions())["Suspended"] == ("False", "MPIJobResumed")
-    assert (await cluster.mpijob())["status"]["startTime"]
+    assert (await cluster.job())["status"]["startTime"]
     await cluster.wait_event("MPIJobResumed")
 
 
@@ -60,7 +60,7 @@ async def test_suspend_while_running_then_resume_clears_launcher_start_time(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
     await start_operator()
-    await cluster.create_mpijob(mpijob())
+    await cluster.create(mpijob())
     workers = await cluster.wait_workers(2)
     launcher = await cluster.wait_launcher()
     await cluster.set_pods_running(workers)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from mpi_operator.server.testing import OperatorProcess
-
-StartOperator = Callable[..., OperatorProcess]
+from mpi_operator.server.testing import OperatorProcess, StartOperator
 
 
 @pytest.fixture

@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import StartOperator
 
 from mpi_operator.localcluster import API, BinariesMissingError, LocalCluster
-from mpi_operator.server.testing import wait_until
+from mpi_operator.server.testing import StartOperator, wait_until
 
 WATCHED = ("mpijobs", "pods", "jobs", "services", "configmaps", "secrets")
 GROUPS = {"mpijobs": "kubeflow.org", "jobs": "batch"}

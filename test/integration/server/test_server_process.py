@@ -8,10 +8,8 @@ import signal
 import time
 from typing import Any
 
-from conftest import StartOperator
-
 from mpi_operator.localcluster import LocalCluster
-from mpi_operator.server.testing import free_port, wait_until
+from mpi_operator.server.testing import StartOperator, free_port, wait_until
 
 # Short timings so fail-over tests take seconds: lease 4 s, renew deadline 3 s, retry 1 s.
 FAST_ELECTION = ("--lease-duration=4", "--renew-deadline=3", "--retry-period=1")

@@ -6,7 +6,7 @@ import base64
 from typing import Any
 
 import pytest
-from conftest import StartT9k, T9kCluster, conditions, t9k_job
+from t9k_harness import StartT9k, T9kCluster, conditions, t9k_job
 
 from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES, ApiError
 from mpi_operator.client.testing import eventually
