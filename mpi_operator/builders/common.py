@@ -48,15 +48,20 @@ def deep_copy(value: Any) -> Any:
     return value
 
 
-def controller_owner_reference(job: MPIJob) -> Obj:
+def controller_reference(api_version: str, kind: str, name: str, uid: str) -> Obj:
+    """The owner reference that makes an object a child of its controller."""
     return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "name": job.name,
-        "uid": job.uid,
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def controller_owner_reference(job: MPIJob) -> Obj:
+    return controller_reference(API_VERSION, KIND, job.name, job.uid)
 
 
 def child_metadata(job: MPIJob, name: str) -> Obj:
@@ -131,11 +136,11 @@ def append_env(container: Obj, env: list[Obj]) -> None:
     container["env"] = [*container.get("env", []), *env]
 
 
-def setup_ssh(pod_spec: Obj, job: MPIJob) -> None:
-    """Mounts the job's SSH key Secret into the main container."""
-    mount_path = job.spec.ssh_auth_mount_path or ROOT_SSH_PATH
+def ssh_secret_volume(secret_name: str, mount_path: str) -> Obj:
+    """The volume of an SSH key Secret: private and public key, and the public key again
+    as authorized_keys."""
     secret: Obj = {
-        "secretName": job.name + SSH_AUTH_SECRET_SUFFIX,
+        "secretName": secret_name,
         "items": [
             {"key": SSH_PRIVATE_KEY, "path": SSH_PRIVATE_KEY_FILE},
             {"key": SSH_PUBLIC_KEY, "path": SSH_PUBLIC_KEY_FILE},
@@ -145,7 +150,13 @@ def setup_ssh(pod_spec: Obj, job: MPIJob) -> None:
     if mount_path == ROOT_SSH_PATH:
         # sshd refuses keys readable by others, but only root can own 0600 files.
         secret["defaultMode"] = 0o600
-    volume = {"name": SSH_AUTH_VOLUME, "secret": secret}
+    return {"name": SSH_AUTH_VOLUME, "secret": secret}
+
+
+def setup_ssh(pod_spec: Obj, job: MPIJob) -> None:
+    """Mounts the job's SSH key Secret into the main container."""
+    mount_path = job.spec.ssh_auth_mount_path or ROOT_SSH_PATH
+    volume = ssh_secret_volume(job.name + SSH_AUTH_SECRET_SUFFIX, mount_path)
     pod_spec["volumes"] = [*pod_spec.get("volumes", []), volume]
     container = main_container(pod_spec)
     container["volumeMounts"] = [

@@ -15,6 +15,7 @@ from mpi_operator.api.t9k import (
     OPERATOR_NAME,
     MPIJob,
 )
+from mpi_operator.builders.common import controller_reference
 
 Obj = dict[str, Any]
 
@@ -27,14 +28,7 @@ SSH_PORT = 22
 
 
 def owner_reference(job: MPIJob) -> Obj:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "name": job.name,
-        "uid": job.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return controller_reference(API_VERSION, KIND, job.name, job.uid)
 
 
 def job_labels(job: MPIJob) -> dict[str, str]:

@@ -29,13 +29,10 @@ from mpi_operator.api.t9k import (
     ReplicaType,
 )
 from mpi_operator.builders.common import (
+    ROOT_SSH_PATH,
     SSH_AUTH_VOLUME,
-    SSH_AUTHORIZED_KEYS_FILE,
-    SSH_PRIVATE_KEY,
-    SSH_PRIVATE_KEY_FILE,
-    SSH_PUBLIC_KEY,
-    SSH_PUBLIC_KEY_FILE,
     deep_copy,
+    ssh_secret_volume,
 )
 from mpi_operator.builders.t9k.common import (
     GPU_RESOURCE,
@@ -59,7 +56,6 @@ RUN_MODE_RESUMED = "resumed"
 INIT_CONTAINER_NAME = "wait-for-workers"
 CONFIG_VOLUME = "mpi-job-config"
 DEBUG_LAUNCHER_COMMAND = ["sleep", "inf"]
-ROOT_SSH_PATH = "/root/.ssh"
 
 WAIT_FOR_WORKERS_SCRIPT = (
     f"for host in $(cut -d' ' -f1 {HOSTFILE_PATH}); do\n"
@@ -118,19 +114,7 @@ def _set_command(container: Obj, command: list[str], override: _Override | None)
 
 
 def _ssh_volume(job: MPIJob) -> Obj:
-    mount_path = job.spec.ssh.ssh_auth_mount_path or ROOT_SSH_PATH
-    secret: Obj = {
-        "secretName": secret_name(job),
-        "items": [
-            {"key": SSH_PRIVATE_KEY, "path": SSH_PRIVATE_KEY_FILE},
-            {"key": SSH_PUBLIC_KEY, "path": SSH_PUBLIC_KEY_FILE},
-            {"key": SSH_PUBLIC_KEY, "path": SSH_AUTHORIZED_KEYS_FILE},
-        ],
-    }
-    if mount_path == ROOT_SSH_PATH:
-        # sshd refuses keys readable by others; only root can own 0600 files.
-        secret["defaultMode"] = 0o600
-    return {"name": SSH_AUTH_VOLUME, "secret": secret}
+    return ssh_secret_volume(secret_name(job), job.spec.ssh.ssh_auth_mount_path or ROOT_SSH_PATH)
 
 
 def _mount(container: Obj, name: str, path: str) -> None:

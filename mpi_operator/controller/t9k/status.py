@@ -32,6 +32,7 @@ from mpi_operator.api.t9k import (
 )
 from mpi_operator.builders.t9k.common import launcher_name, worker_name
 from mpi_operator.client.events import NORMAL, WARNING
+from mpi_operator.controller.status import Event
 
 Obj = dict[str, Any]
 
@@ -44,13 +45,6 @@ _POD_PHASE_COUNTERS = {
     "Succeeded": "succeeded",
     "Failed": "failed",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    type: str
-    reason: str
-    message: str
 
 
 @dataclass(slots=True)
