@@ -1,0 +1,51 @@
+"""Per-job figures of the throughput scenario, from what the harness's watches saw."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from bench.sidebyside.kube import Watch
+from bench.sidebyside.scenarios import JOB_NAME_LABEL, all_pods_ready, percentile
+from mpi_operator.localcluster import LocalCluster
+
+
+def watched(pods: dict[str, tuple[str, float | None]]) -> Watch:
+    """A pod Watch that has seen ``name -> (job, first time Ready or None)``."""
+    w = Watch(cast(LocalCluster, None), "/api/v1/namespaces/ns/pods")  # never started
+    for name, (job, ready) in pods.items():
+        w.labels[name] = {JOB_NAME_LABEL: job}
+        w.first_seen[name] = 0.0
+        if ready is not None:
+            w.conditions[(name, "Ready")] = ready
+    return w
+
+
+def test_a_job_is_running_when_the_last_of_its_pods_is_ready() -> None:
+    w = watched(
+        {
+            "a-launcher-x": ("a", 3.0),
+            "a-worker-0": ("a", 1.0),
+            "a-worker-1": ("a", 5.5),
+            "b-launcher-y": ("b", 2.0),
+            "b-worker-0": ("b", 2.5),
+            "b-worker-1": ("b", None),  # never Ready: b is left out
+        }
+    )
+    assert all_pods_ready(w, per_job=3) == {"a": 5.5}
+
+
+def test_pods_of_no_job_and_other_conditions_do_not_count() -> None:
+    w = watched({"a-launcher-x": ("a", 1.0), "a-worker-0": ("a", 2.0)})
+    w.conditions[("a-worker-0", "PodScheduled")] = 0.5
+    w.labels["stray"] = {}
+    w.conditions[("stray", "Ready")] = 9.0
+    assert all_pods_ready(w, per_job=2) == {"a": 2.0}
+    assert all_pods_ready(w, per_job=3) == {}
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 99) == 99.0
+    assert percentile([4.0, 1.0, 3.0], 99) == 4.0
+    assert percentile([7.0], 50) == 7.0
