@@ -335,11 +335,19 @@ def wait(check: Callable[[], bool], timeout: float, what: str, operator: Operato
         time.sleep(POLL_INTERVAL)
 
 
-def run(example: Path, fresh: bool, timeout: float, out: TextIO) -> int:
+def run(
+    example: Path,
+    fresh: bool,
+    timeout: float,
+    out: TextIO,
+    launcher_runs_for: str = LAUNCHER_RUNS_FOR,
+) -> int:
     def say(message: str) -> None:
         print(f"demo: {message}", file=out, flush=True)
 
-    job = with_kwok_behaviour(load_mpijob(example), start_delay=WORKERS_START_AFTER)
+    job = with_kwok_behaviour(
+        load_mpijob(example), launcher_runs_for=launcher_runs_for, start_delay=WORKERS_START_AFTER
+    )
     name = job["metadata"]["name"]
     with local_cluster(fresh, say) as cluster:
         crds = cluster.install_crds([repo_root() / "crd" / "kubeflow.org_mpijobs.yaml"])
@@ -412,10 +420,16 @@ def main(argv: list[str] | None = None) -> int:
         "--fresh", action="store_true", help="always start a new cluster, even if .cluster/ is up"
     )
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds for the job to end")
+    parser.add_argument(
+        "--launcher-runs-for",
+        default=LAUNCHER_RUNS_FOR,
+        metavar="DURATION",
+        help=f"how long the launcher runs on the fake nodes (Go duration; {LAUNCHER_RUNS_FOR})",
+    )
     args = parser.parse_args(argv)
     example = args.example or repo_root() / DEFAULT_EXAMPLE
     try:
-        return run(example, args.fresh, args.timeout, sys.stdout)
+        return run(example, args.fresh, args.timeout, sys.stdout, args.launcher_runs_for)
     except (BinariesMissingError, ClusterError, DemoError, TimeoutError, OSError) as err:
         print(f"demo: error: {err}", file=sys.stderr)
         return 1

@@ -149,7 +149,7 @@ def test_demo_reports_a_failed_job(demos: list[Demo], tmp_path: Path) -> None:
 
 
 def test_demo_interrupted_stops_everything(demos: list[Demo]) -> None:
-    demo = Demo()
+    demo = Demo("--launcher-runs-for", "10m")  # still running when interrupted
     demos.append(demo)
     demo.read_until(r"mpijob\.kubeflow\.org/pi created", timeout=120)
     demo.proc.send_signal(signal.SIGINT)
