@@ -32,12 +32,11 @@ from mpi_operator.client.testing import eventually
 from mpi_operator.controller.controller import MPIJobController
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k import T9kMPIJobController
-from mpi_operator.localcluster import wait_for
+from mpi_operator.localcluster.crds import crds_installed
 
 REPO = Path(__file__).resolve().parents[2]
 T9K_CRD = REPO / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
 POD_GROUP_CRD = REPO / "test" / "fixtures" / "crd" / "scheduler.tensorstack.dev_podgroups.yaml"
-CRD_NAMES = ("mpijobs.batch.tensorstack.dev", "podgroups.scheduler.tensorstack.dev")
 T9K = "mpijobs.batch.tensorstack.dev"
 KUBEFLOW = "mpijobs.kubeflow.org"
 COMPLETE_AFTER = "kwok.mpi-operator.io/complete-after"
@@ -46,33 +45,8 @@ EXIT_CODE = "kwok.mpi-operator.io/exit-code"
 
 @pytest.fixture(scope="module")
 def t9k_crds(full_cluster: Any) -> Iterator[None]:
-    # Once the T9k CRD ships in crd/ the cluster fixture installs it: leave it then.
-    installed = [
-        name
-        for name in CRD_NAMES
-        if full_cluster.kubectl("get", "crd", name, check=False).returncode != 0
-    ]
-    for path in (T9K_CRD, POD_GROUP_CRD):
-        full_cluster.kubectl("apply", "-f", str(path))
-    for name in CRD_NAMES:
-        full_cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
-    try:
+    with crds_installed(full_cluster, (T9K_CRD, POD_GROUP_CRD)):
         yield
-    finally:
-        for name in installed:
-            full_cluster.kubectl("delete", "crd", name, "--ignore-not-found", "--wait=true")
-        if T9K in installed:
-            # kubectl caches discovery: rewrite the cache until the T9k group is gone from
-            # it, else a later bare `kubectl get mpijob` still means the deleted T9k CRD.
-            wait_for(
-                lambda: (
-                    not full_cluster.kubectl(
-                        "api-resources", "--api-group=batch.tensorstack.dev", "-o", "name"
-                    ).stdout.strip()
-                ),
-                timeout=30,
-                what="kubectl discovery without batch.tensorstack.dev",
-            )
 
 
 @pytest.fixture

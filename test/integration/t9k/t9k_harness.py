@@ -22,59 +22,19 @@ from mpi_operator.client import PODS, KubeClient
 from mpi_operator.client.testing import eventually
 from mpi_operator.controller.t9k import T9kMPIJobController
 from mpi_operator.controller.t9k.context import T9K_MPIJOBS
-from mpi_operator.localcluster import wait_for
+from mpi_operator.localcluster.crds import crds_installed
 
 Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parents[3]
 T9K_CRD = REPO / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
 POD_GROUP_CRD = REPO / "test" / "fixtures" / "crd" / "scheduler.tensorstack.dev_podgroups.yaml"
-T9K_CRD_NAME = "mpijobs.batch.tensorstack.dev"
-CRD_NAMES = (T9K_CRD_NAME, "podgroups.scheduler.tensorstack.dev")
 StartT9k = Callable[..., Awaitable[T9kMPIJobController]]
-
-
-def install_t9k_crds(cluster: Any) -> list[str]:
-    """Applies the CRDs; returns the names of those that were not installed before."""
-    installed = [
-        name
-        for name in CRD_NAMES
-        if cluster.kubectl("get", "crd", name, check=False).returncode != 0
-    ]
-    for path in (T9K_CRD, POD_GROUP_CRD):
-        cluster.kubectl("apply", "-f", str(path))
-    for name in CRD_NAMES:
-        cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
-    return installed
-
-
-def uninstall_t9k_crds(cluster: Any, names: list[str]) -> None:
-    for name in names:
-        cluster.kubectl("delete", "crd", name, "--ignore-not-found", "--wait=true")
-    if T9K_CRD_NAME in names:
-        refresh_kubectl_discovery(cluster)
-
-
-def refresh_kubectl_discovery(cluster: Any, within: float = 30) -> None:
-    """Rewrites kubectl's discovery cache until the T9k group is gone from it, else a
-    later bare ``kubectl get mpijob`` would still resolve to the deleted T9k CRD."""
-    wait_for(
-        lambda: (
-            not cluster.kubectl(
-                "api-resources", "--api-group=batch.tensorstack.dev", "-o", "name"
-            ).stdout.strip()
-        ),
-        timeout=within,
-        what="kubectl discovery without batch.tensorstack.dev",
-    )
 
 
 @pytest.fixture(scope="module")
 def t9k_crds(api_cluster: Any) -> Iterator[None]:
-    installed = install_t9k_crds(api_cluster)
-    try:
+    with crds_installed(api_cluster, (T9K_CRD, POD_GROUP_CRD)):
         yield
-    finally:
-        uninstall_t9k_crds(api_cluster, installed)
 
 
 @pytest.fixture
