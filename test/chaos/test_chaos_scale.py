@@ -7,6 +7,7 @@ import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from chaos_support import (
@@ -70,12 +71,22 @@ def test_chaos_pods_the_api_server_rejects_fail_the_job_fast(
     ), failed
     assert "Not_A_DNS_Label" in failed["message"]
 
-    events = [
-        e
-        for e in list_items(full_cluster, f"/api/v1/namespaces/{ns}/events")
-        if e["involvedObject"]["name"] == "rejected" and e["type"] == "Warning"
-    ]
-    assert any(e["reason"] == "InvalidPodTemplate" for e in events), events
+    def warnings() -> list[dict[str, Any]]:
+        return [
+            e
+            for e in list_items(full_cluster, f"/api/v1/namespaces/{ns}/events")
+            if e["involvedObject"]["name"] == "rejected" and e["type"] == "Warning"
+        ]
+
+    # The recorder writes events after the status write, asynchronously (as client-go's).
+    try:
+        wait_until(
+            lambda: any(e["reason"] == "InvalidPodTemplate" for e in warnings()),
+            10,
+            "the InvalidPodTemplate event",
+        )
+    except TimeoutError:
+        raise AssertionError(warnings()) from None
 
     # Not retried: the sync count stays put once the job has failed.
     wait_until(lambda: _syncs(proc) > 0, 10, "metrics")
