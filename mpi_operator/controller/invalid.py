@@ -19,7 +19,7 @@ VALIDATION_ERROR = "ValidationError"
 
 def report_invalid(recorder: EventRecorder, job: Mapping[str, Any], key: str, message: str) -> None:
     """``job``: the MPIJob with its apiVersion and kind (list items may lack them)."""
-    log.warning("mpijob is invalid", mpijob=key, kind=job.get("apiVersion"), error=message)
+    log.warning("mpijob is invalid", mpijob=key, api_version=job.get("apiVersion"), error=message)
     recorder.event(
         job, WARNING, VALIDATION_ERROR, truncate_message(f"Found validation errors: {message}")
     )
