@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import pytest
 
 from mpi_operator.localcluster import API, FULL, BinariesMissingError, LocalCluster
-from mpi_operator.localcluster.cluster import SERVICE_ACCOUNTS
+from mpi_operator.localcluster.audit import SERVICE_ACCOUNTS
 
 _API_FIXTURES = {"api_cluster", "namespace"}
 _FULL_FIXTURES = {"full_cluster", "full_namespace"}

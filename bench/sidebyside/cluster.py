@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mpi_operator.localcluster import FULL, LocalCluster
-from mpi_operator.localcluster.cluster import audit_code, audit_user, read_audit_events
+from mpi_operator.localcluster.audit import audit_code, audit_user, read_audit_events
 
 LOCK_NAMESPACE = "mpi-operator"
 OPERATOR_SA = "operator"

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpi_operator.localcluster import wait_for
-from mpi_operator.localcluster.cluster import StopWaitingError
 from mpi_operator.localcluster.procs import Process, free_ports
+from mpi_operator.localcluster.waiting import StopWaitingError
 
 from .cluster import BenchCluster
 

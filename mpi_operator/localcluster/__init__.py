@@ -48,8 +48,10 @@ Entry points: ``python -m mpi_operator.localcluster up|down`` (``make cluster-up
 ``make cluster-down``) and the pytest fixtures of ``test/conftest.py``.
 """
 
+from .access import API, FULL, ClusterError, KubectlError
 from .binaries import Binaries, BinariesMissingError
-from .cluster import API, FULL, ClusterError, KubectlError, LocalCluster, wait_for
+from .cluster import LocalCluster
+from .waiting import wait_for
 
 ANNOTATION_PREFIX = "kwok.mpi-operator.io/"
 START_DELAY = ANNOTATION_PREFIX + "start-delay"

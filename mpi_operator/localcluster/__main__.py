@@ -13,8 +13,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from .access import FULL, ClusterError
 from .binaries import BinariesMissingError, repo_root
-from .cluster import FULL, SHAPES, ClusterError, LocalCluster
+from .cluster import SHAPES, LocalCluster
 
 _STALE = (
     "etcd-data",

@@ -2,130 +2,33 @@
 
 from __future__ import annotations
 
-import atexit
 import base64
-import contextlib
 import functools
 import json
 import shutil
-import signal
 import ssl
-import subprocess
-import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from types import FrameType
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
 from . import binaries as binmod
+from . import components, teardown
+from .access import API, FULL, START_TIMEOUT, ClusterAccess, ClusterError
+from .audit import audit_args, audit_user, read_audit_events
 from .pki import Pki, generate
 from .procs import Process, free_ports
+from .waiting import StopWaitingError, wait_for
 
-T = TypeVar("T")
-
-API = "api"
-FULL = "full"
 SHAPES = (API, FULL)
 STAGES_DIR = Path(__file__).parent / "stages"
-SERVICE_CIDR = "10.96.0.0/12"
-POD_CIDR = "10.244.0.0/16"
-SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
-KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
-KCM_CONTROLLERS = (
-    "job-controller",
-    "garbage-collector-controller",
-    "namespace-controller",
-    "serviceaccount-token-controller",
-    "serviceaccount-controller",
-    "root-ca-certificate-publisher-controller",
-    "ttl-after-finished-controller",
-    "pod-garbage-collector-controller",
-    "replicaset-controller",
-    "deployment-controller",
-)
-#: Capacity of each fake node of the full shape.
-NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "250", "nvidia.com/gpu": "8"}
-START_TIMEOUT = 120.0
-#: The group of every ServiceAccount's user (``audit_groups=[SERVICE_ACCOUNTS]``).
-SERVICE_ACCOUNTS = "system:serviceaccounts"
 
 
-class ClusterError(RuntimeError):
-    """The control plane failed to start or to answer."""
-
-
-class KubectlError(subprocess.CalledProcessError):
-    """``kubectl`` exited non-zero; ``str()`` shows its stderr."""
-
-    def __str__(self) -> str:
-        err = (self.stderr or "").strip()
-        return f"{' '.join(map(str, self.cmd))} exited {self.returncode}: {err}"
-
-
-class StopWaitingError(Exception):
-    """Raised by a :func:`wait_for` check to give up at once."""
-
-
-def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2) -> T:
-    """Poll ``check`` until it returns something not None/False; raise TimeoutError."""
-    deadline = time.monotonic() + timeout
-    last_exc: Exception | None = None
-    while True:
-        try:
-            result = check()
-            if result is not None and result is not False:
-                return result
-        except StopWaitingError:
-            raise
-        except Exception as e:  # retried until the deadline
-            last_exc = e
-        if time.monotonic() >= deadline:
-            detail = f" (last error: {last_exc})" if last_exc else ""
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
-        time.sleep(interval)
-
-
-# ---- teardown on exit and on SIGTERM/SIGINT ---------------------------------------------
-
-_live: set[LocalCluster] = set()
-_live_lock = threading.Lock()
-
-
-def _stop_all() -> None:
-    with _live_lock:
-        clusters = list(_live)
-    for c in clusters:
-        with contextlib.suppress(Exception):
-            c.stop()
-
-
-atexit.register(_stop_all)
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def install_signal_handlers() -> None:
-    """Turn SIGTERM/SIGHUP into KeyboardInterrupt so that finalizers and atexit run."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) in (signal.SIG_DFL, None):
-            signal.signal(sig, _raise_interrupt)
-
-
-# ---- the cluster --------------------------------------------------------------------------
-
-
-class LocalCluster:
+class LocalCluster(ClusterAccess):
     """etcd + kube-apiserver (shape ``api``), plus kube-controller-manager, kube-scheduler
     and a KWOK controller with fake nodes (shape ``full``), all on 127.0.0.1.
 
@@ -204,17 +107,15 @@ class LocalCluster:
 
     def start(self) -> None:
         """Start everything and wait until it is ready; on failure stop it all and raise."""
-        install_signal_handlers()
-        with _live_lock:
-            _live.add(self)
+        teardown.install_signal_handlers()
+        teardown.track(self)
         try:
             self._start()
         except BaseException:
             self.stop()
             raise
         if self.detached:  # outlives us: not stopped at exit
-            with _live_lock:
-                _live.discard(self)
+            teardown.untrack(self)
 
     def _start(self) -> None:
         bins = self.bins
@@ -232,7 +133,7 @@ class LocalCluster:
             self.server = f"https://127.0.0.1:{apiserver}"
             self._write_kubeconfig()
             try:
-                self._run("etcd", self._etcd_args(bins["etcd"]))
+                self._run("etcd", components.etcd_args(bins["etcd"], self._layout()))
                 self._wait_etcd()
                 self._run("kube-apiserver", self._apiserver_args(bins["kube-apiserver"]))
                 self._wait_apiserver()
@@ -251,11 +152,13 @@ class LocalCluster:
         kwok_config = self.workdir / "kwok.yaml"
         docs = [p.read_text() for p in sorted(STAGES_DIR.glob("*.yaml"))]
         kwok_config.write_text("\n---\n".join(docs))
-        self._run("kube-controller-manager", self._kcm_args(bins["kube-controller-manager"]))
-        self._run("kube-scheduler", self._scheduler_args(bins["kube-scheduler"]))
-        self._run("kwok", self._kwok_args(bins["kwok"], kwok_config))
+        layout = self._layout()
+        kcm = components.controller_manager_args(bins["kube-controller-manager"], layout)
+        self._run("kube-controller-manager", kcm)
+        self._run("kube-scheduler", components.scheduler_args(bins["kube-scheduler"], layout))
+        self._run("kwok", components.kwok_args(bins["kwok"], layout, kwok_config))
         for i in range(self.nodes):
-            self.ensure(self._node(f"kwok-node-{i}"))
+            self.ensure(components.fake_node(f"kwok-node-{i}"))
         self._wait("nodes Ready", self._nodes_ready)
         for component in ("kube-controller-manager", "kube-scheduler"):
             self._wait(f"{component} /healthz", functools.partial(self._healthz, component))
@@ -267,8 +170,7 @@ class LocalCluster:
     def stop(self) -> None:
         """Stop every process (idempotent)."""
         self._stop_processes()
-        with _live_lock:
-            _live.discard(self)
+        teardown.untrack(self)
 
     def _stop_processes(self) -> None:
         for name in reversed(list(self.processes)):
@@ -341,103 +243,6 @@ class LocalCluster:
         if user is None:
             return events
         return [e for e in events if audit_user(e) == user]
-
-    # -- kubectl and REST
-
-    def kubectl(
-        self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120
-    ) -> subprocess.CompletedProcess[str]:
-        cmd = [str(self.bins["kubectl"]), f"--kubeconfig={self.kubeconfig}", *args]
-        out = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
-        if check and out.returncode != 0:
-            raise KubectlError(out.returncode, cmd, out.stdout, out.stderr)
-        return out
-
-    def ssl_context(self) -> ssl.SSLContext:
-        if self._ssl is None:
-            ctx = ssl.create_default_context(cafile=str(self.pki.ca_crt))
-            ctx.load_cert_chain(str(self.pki.admin_crt), str(self.pki.admin_key))
-            self._ssl = ctx
-        return self._ssl
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: float = 30,
-    ) -> tuple[int, Any]:
-        """One call to the API server as the admin user: (HTTP status, decoded JSON body)."""
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.server + path, data=data, method=method)
-        req.add_header("Accept", "application/json")
-        if data is not None:
-            req.add_header("Content-Type", content_type)
-        try:
-            with urllib.request.urlopen(req, context=self.ssl_context(), timeout=timeout) as r:
-                status, raw = r.status, r.read()
-        except urllib.error.HTTPError as e:
-            status, raw = e.code, e.read()
-        try:
-            return status, json.loads(raw) if raw else None
-        except ValueError:
-            return status, raw.decode(errors="replace")
-
-    def _get(self, path: str) -> Any:
-        status, body = self.request("GET", path)
-        return body if status == 200 else None
-
-    def ensure(self, obj: dict[str, Any]) -> None:
-        """Create ``obj`` (a cluster-scoped core/v1 or group object) unless it exists."""
-        path = _collection_path(obj)
-        status, body = self.request("POST", path, obj)
-        if status not in (200, 201, 409):
-            raise ClusterError(f"creating {obj['kind']} {obj['metadata']['name']}: {status} {body}")
-
-    def apply(self, obj: dict[str, Any]) -> None:
-        """Server-side apply ``obj`` (cluster-scoped), forcing ownership."""
-        path = f"{_collection_path(obj)}/{obj['metadata']['name']}"
-        query = urllib.parse.urlencode(
-            {"fieldManager": "mpi-operator-localcluster", "force": "true"}
-        )
-        status, body = self.request(
-            "PATCH", f"{path}?{query}", obj, content_type="application/apply-patch+yaml"
-        )
-        if status not in (200, 201):
-            raise ClusterError(f"applying {obj['kind']} {obj['metadata']['name']}: {status} {body}")
-
-    def install_crds(self, files: Iterable[Path]) -> list[str]:
-        """Apply every CustomResourceDefinition in ``files``; wait until each is Established."""
-        names: list[str] = []
-        for f in files:
-            for doc in yaml.safe_load_all(f.read_text()):
-                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                    self.apply(doc)
-                    names.append(doc["metadata"]["name"])
-        for name in names:
-            self._wait(f"CRD {name} Established", functools.partial(self._crd_established, name))
-        return names
-
-    def _crd_established(self, name: str) -> bool:
-        crd = self._get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-        conds = (crd or {}).get("status", {}).get("conditions", [])
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
-
-    def create_namespace(self, prefix: str = "test", wait_for_sa: bool | None = None) -> str:
-        """Create a uniquely named namespace (with its default ServiceAccount if full)."""
-        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-        self.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        if wait_for_sa if wait_for_sa is not None else self.shape == FULL:
-            self._wait(
-                f"ServiceAccount {name}/default",
-                lambda: self._get(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
-                timeout=60,
-            )
-        return name
-
-    def delete_namespace(self, name: str) -> None:
-        self.request("DELETE", f"/api/v1/namespaces/{name}")
 
     # -- state for `up`/`down`
 
@@ -528,51 +333,10 @@ class LocalCluster:
         except urllib.error.HTTPError as e:
             raise ClusterError(f"etcd {url}: {e.code} {e.read().decode(errors='replace')}") from e
 
-    # -- identities
-
-    def cluster_admin_service_account(self, namespace: str, account: str) -> None:
-        """Creates ``namespace`` (if missing) and a ServiceAccount bound to cluster-admin."""
-        self.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        self.kubectl("-n", namespace, "create", "serviceaccount", account)
-        self.kubectl(
-            "create",
-            "clusterrolebinding",
-            f"{namespace}-{account}-admin",
-            "--clusterrole=cluster-admin",
-            f"--serviceaccount={namespace}:{account}",
-        )
-
-    def token_kubeconfig(
-        self, namespace: str, account: str, path: Path, duration: str = "2h"
-    ) -> Path:
-        """Writes a kubeconfig that authenticates as the ServiceAccount with a fresh token."""
-        token = self.kubectl(
-            "create", "token", account, "-n", namespace, f"--duration={duration}"
-        ).stdout.strip()
-        config = self._kubeconfig(account, {"token": token})
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        path.chmod(0o600)
-        return path
-
     # -- component configuration
 
-    def _kubeconfig(self, user: str, credentials: dict[str, str]) -> dict[str, Any]:
-        ca = base64.b64encode(self.pki.ca_crt.read_bytes()).decode()
-        return {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "localcluster",
-                    "cluster": {"server": self.server, "certificate-authority-data": ca},
-                }
-            ],
-            "users": [{"name": user, "user": credentials}],
-            "contexts": [
-                {"name": "localcluster", "context": {"cluster": "localcluster", "user": user}}
-            ],
-            "current-context": "localcluster",
-        }
+    def _layout(self) -> components.Layout:
+        return components.Layout(self.workdir, self.pki, self.kubeconfig, dict(self.ports))
 
     def _write_kubeconfig(self) -> None:
         def b64(p: Path) -> str:
@@ -590,189 +354,20 @@ class LocalCluster:
         tmp.chmod(0o600)
         tmp.replace(self.kubeconfig)
 
-    def _etcd_args(self, binary: Path) -> list[str]:
-        client = f"http://127.0.0.1:{self.ports['etcd']}"
-        peer = f"http://127.0.0.1:{self.ports['etcd-peer']}"
-        return [
-            str(binary),
-            "--name=node0",
-            f"--data-dir={self.workdir / 'etcd-data'}",
-            f"--listen-client-urls={client}",
-            f"--advertise-client-urls={client}",
-            f"--listen-peer-urls={peer}",
-            f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=node0={peer}",
-            "--unsafe-no-fsync=true",
-            "--quota-backend-bytes=4294967296",
-            "--log-level=warn",
-        ]
-
     def _apiserver_args(self, binary: Path) -> list[str]:
-        args = [
-            str(binary),
-            f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--secure-port={self.ports['kube-apiserver']}",
-            f"--cert-dir={self.workdir / 'apiserver-certs'}",
-            f"--tls-cert-file={self.pki.serving_crt}",
-            f"--tls-private-key-file={self.pki.serving_key}",
-            f"--client-ca-file={self.pki.ca_crt}",
-            f"--service-account-issuer={SA_ISSUER}",
-            f"--service-account-key-file={self.pki.sa_pub}",
-            f"--service-account-signing-key-file={self.pki.sa_key}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--authorization-mode=Node,RBAC",
-            "--allow-privileged=true",
-            "--enable-priority-and-fairness=false",
-            "--endpoint-reconciler-type=none",
-            "--profiling=false",
-        ]
-        if not self.watch_cache:
-            args.append("--watch-cache=false")
+        extra: list[str] = []
         if self.audit_log is not None:
-            args += self._audit_args()
-        if self.admission_plugins:
-            args.append(f"--enable-admission-plugins={','.join(self.admission_plugins)}")
-        if self.shape == API:
-            # No controller manager creates the default ServiceAccounts (as envtest).
-            args.append("--disable-admission-plugins=ServiceAccount")
-        else:
-            # No node-lifecycle controller would lift the not-ready taint this plugin
-            # puts on new nodes; KWOK keeps the nodes Ready.
-            args.append("--disable-admission-plugins=TaintNodesByCondition")
-        return args
-
-    def _audit_args(self) -> list[str]:
-        assert self.audit_log is not None
-        rules: list[dict[str, Any]] = []
-        if self.audit_users:
-            rules.append({"level": "Metadata", "users": self.audit_users})
-        if self.audit_groups:
-            rules.append({"level": "Metadata", "userGroups": self.audit_groups})
-        policy = self.workdir / "audit-policy.yaml"
-        policy.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "audit.k8s.io/v1",
-                    "kind": "Policy",
-                    "omitStages": ["RequestReceived", "ResponseStarted"],
-                    "rules": [*rules, {"level": "None"}],
-                }
-            )
+            policy = self.workdir / "audit-policy.yaml"
+            extra = audit_args(policy, self.audit_log, self.audit_users, self.audit_groups)
+        return components.apiserver_args(
+            binary,
+            self._layout(),
+            full=self.shape == FULL,
+            watch_cache=self.watch_cache,
+            admission_plugins=self.admission_plugins,
+            extra=extra,
         )
-        return [
-            f"--audit-policy-file={policy}",
-            f"--audit-log-path={self.audit_log}",
-            "--audit-log-maxsize=0",
-            "--audit-log-format=json",
-        ]
-
-    def _component_common(self, component: str) -> list[str]:
-        return [
-            f"--kubeconfig={self.kubeconfig}",
-            f"--authentication-kubeconfig={self.kubeconfig}",
-            f"--authorization-kubeconfig={self.kubeconfig}",
-            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={self.ports[component]}",
-            f"--cert-dir={self.workdir / (component + '-certs')}",
-            "--leader-elect=false",
-        ]
-
-    def _kcm_args(self, binary: Path) -> list[str]:
-        return [
-            str(binary),
-            *self._component_common("kube-controller-manager"),
-            f"--controllers={','.join(KCM_CONTROLLERS)}",
-            f"--service-account-private-key-file={self.pki.sa_key}",
-            f"--root-ca-file={self.pki.ca_crt}",
-            "--use-service-account-credentials=false",
-            "--kube-api-qps=500",
-            "--kube-api-burst=1000",
-            "--concurrent-job-syncs=10",
-        ]
-
-    def _scheduler_args(self, binary: Path) -> list[str]:
-        return [str(binary), *self._component_common("kube-scheduler")]
-
-    def _kwok_args(self, binary: Path, config: Path) -> list[str]:
-        return [
-            str(binary),
-            f"--kubeconfig={self.kubeconfig}",
-            f"--config={config}",
-            "--manage-all-nodes=false",
-            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
-            f"--cidr={POD_CIDR}",
-            "--node-ip=10.240.0.1",
-            "--node-lease-duration-seconds=40",
-        ]
-
-    def _node(self, name: str) -> dict[str, Any]:
-        return {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "annotations": {KWOK_NODE_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
-                "labels": {
-                    "kubernetes.io/arch": "amd64",
-                    "kubernetes.io/hostname": name,
-                    "kubernetes.io/os": "linux",
-                    "kubernetes.io/role": "agent",
-                    "node-role.kubernetes.io/agent": "",
-                    "type": "kwok",
-                },
-            },
-            "spec": {},
-            "status": {"capacity": dict(NODE_CAPACITY), "allocatable": dict(NODE_CAPACITY)},
-        }
 
 
 class _Dead(StopWaitingError):
     pass
-
-
-def read_audit_events(path: Path, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
-    """The JSON audit events of ``path`` between two byte offsets (a partly written
-    last line is skipped)."""
-    if not path.exists():
-        return []
-    with path.open("rb") as f:
-        f.seek(start)
-        data = f.read() if end is None else f.read(max(0, end - start))
-    events: list[dict[str, Any]] = []
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events
-
-
-def audit_user(event: dict[str, Any]) -> str:
-    """The user an audit event was made by."""
-    return str((event.get("user") or {}).get("username") or "")
-
-
-def audit_code(event: dict[str, Any]) -> int:
-    """The HTTP status an audited request was answered with (0 if not recorded)."""
-    return int((event.get("responseStatus") or {}).get("code") or 0)
-
-
-def _collection_path(obj: dict[str, Any]) -> str:
-    api_version: str = obj["apiVersion"]
-    kind: str = obj["kind"]
-    plural = {
-        "Node": "nodes",
-        "Namespace": "namespaces",
-        "CustomResourceDefinition": "customresourcedefinitions",
-    }.get(kind)
-    if plural is None:
-        raise ValueError(f"unsupported kind {kind}")
-    prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    return f"{prefix}/{plural}"

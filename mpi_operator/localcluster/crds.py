@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from .cluster import wait_for
+from .waiting import wait_for
 
 if TYPE_CHECKING:
     from .cluster import LocalCluster

@@ -41,8 +41,9 @@ from typing import Any, TextIO
 import yaml
 
 from . import COMPLETE_AFTER, EXIT_CODE, START_DELAY
+from .access import FULL, ClusterError, KubectlError
 from .binaries import BinariesMissingError, repo_root
-from .cluster import FULL, ClusterError, KubectlError, LocalCluster
+from .cluster import LocalCluster
 from .procs import free_ports
 
 Obj = dict[str, Any]

@@ -32,7 +32,7 @@ from typing import Any
 from chaos_support import Obj, Operators
 
 from mpi_operator.localcluster import FULL, LocalCluster
-from mpi_operator.localcluster.cluster import audit_code
+from mpi_operator.localcluster.audit import audit_code
 from mpi_operator.localcluster.pki import generate
 from mpi_operator.server.testing import wait_until
 

@@ -41,7 +41,7 @@ from chaos_support import (
 )
 
 from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.cluster import audit_user
+from mpi_operator.localcluster.audit import audit_user
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 RETRY_PERIOD = 0.5

@@ -84,7 +84,7 @@ from mpi_operator.builders.service import new_job_service
 from mpi_operator.builders.worker import new_worker
 from mpi_operator.localcluster import FULL as FULL_SHAPE
 from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.cluster import SERVICE_ACCOUNTS, audit_code
+from mpi_operator.localcluster.audit import SERVICE_ACCOUNTS, audit_code
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))

@@ -37,7 +37,7 @@ from examples_support import (
 )
 
 from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.cluster import audit_code, audit_user
+from mpi_operator.localcluster.audit import audit_code, audit_user
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 OVERLAYS = ROOT / "manifests" / "overlays"

@@ -1,0 +1,194 @@
+"""Calls to a running local cluster as its admin: REST, kubectl, CRDs, namespaces, tokens."""
+
+from __future__ import annotations
+
+import functools
+import json
+import ssl
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import binaries as binmod
+from . import components
+from .pki import Pki
+from .waiting import wait_for
+
+API = "api"
+FULL = "full"
+START_TIMEOUT = 120.0
+
+
+class ClusterError(RuntimeError):
+    """The control plane failed to start or to answer."""
+
+
+class KubectlError(subprocess.CalledProcessError):
+    """``kubectl`` exited non-zero; ``str()`` shows its stderr."""
+
+    def __str__(self) -> str:
+        err = (self.stderr or "").strip()
+        return f"{' '.join(map(str, self.cmd))} exited {self.returncode}: {err}"
+
+
+class ClusterAccess:
+    """What :class:`~.cluster.LocalCluster` offers once it runs (its base class)."""
+
+    server: str
+    kubeconfig: Path
+    pki: Pki
+    shape: str
+    _ssl: ssl.SSLContext | None
+
+    @property
+    def bins(self) -> binmod.Binaries:
+        raise NotImplementedError
+
+    def _wait(self, what: str, check: Callable[[], Any], timeout: float = START_TIMEOUT) -> Any:
+        try:
+            return wait_for(check, timeout, what)
+        except TimeoutError as e:
+            raise ClusterError(str(e)) from None
+
+    def kubectl(
+        self, *args: str, check: bool = True, input: str | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.bins["kubectl"]), f"--kubeconfig={self.kubeconfig}", *args]
+        out = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+        if check and out.returncode != 0:
+            raise KubectlError(out.returncode, cmd, out.stdout, out.stderr)
+        return out
+
+    def ssl_context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            ctx = ssl.create_default_context(cafile=str(self.pki.ca_crt))
+            ctx.load_cert_chain(str(self.pki.admin_crt), str(self.pki.admin_key))
+            self._ssl = ctx
+        return self._ssl
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = 30,
+    ) -> tuple[int, Any]:
+        """One call to the API server as the admin user: (HTTP status, decoded JSON body)."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(req, context=self.ssl_context(), timeout=timeout) as r:
+                status, raw = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, raw = e.code, e.read()
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, raw.decode(errors="replace")
+
+    def _get(self, path: str) -> Any:
+        status, body = self.request("GET", path)
+        return body if status == 200 else None
+
+    def ensure(self, obj: dict[str, Any]) -> None:
+        """Create ``obj`` (a cluster-scoped core/v1 or group object) unless it exists."""
+        path = _collection_path(obj)
+        status, body = self.request("POST", path, obj)
+        if status not in (200, 201, 409):
+            raise ClusterError(f"creating {obj['kind']} {obj['metadata']['name']}: {status} {body}")
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        """Server-side apply ``obj`` (cluster-scoped), forcing ownership."""
+        path = f"{_collection_path(obj)}/{obj['metadata']['name']}"
+        query = urllib.parse.urlencode(
+            {"fieldManager": "mpi-operator-localcluster", "force": "true"}
+        )
+        status, body = self.request(
+            "PATCH", f"{path}?{query}", obj, content_type="application/apply-patch+yaml"
+        )
+        if status not in (200, 201):
+            raise ClusterError(f"applying {obj['kind']} {obj['metadata']['name']}: {status} {body}")
+
+    def install_crds(self, files: Iterable[Path]) -> list[str]:
+        """Apply every CustomResourceDefinition in ``files``; wait until each is Established."""
+        names: list[str] = []
+        for f in files:
+            for doc in yaml.safe_load_all(f.read_text()):
+                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                    self.apply(doc)
+                    names.append(doc["metadata"]["name"])
+        for name in names:
+            self._wait(f"CRD {name} Established", functools.partial(self._crd_established, name))
+        return names
+
+    def _crd_established(self, name: str) -> bool:
+        crd = self._get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        conds = (crd or {}).get("status", {}).get("conditions", [])
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+
+    def create_namespace(self, prefix: str = "test", wait_for_sa: bool | None = None) -> str:
+        """Create a uniquely named namespace (with its default ServiceAccount if full)."""
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        self.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        if wait_for_sa if wait_for_sa is not None else self.shape == FULL:
+            self._wait(
+                f"ServiceAccount {name}/default",
+                lambda: self._get(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
+                timeout=60,
+            )
+        return name
+
+    def delete_namespace(self, name: str) -> None:
+        self.request("DELETE", f"/api/v1/namespaces/{name}")
+
+    def cluster_admin_service_account(self, namespace: str, account: str) -> None:
+        """Creates ``namespace`` (if missing) and a ServiceAccount bound to cluster-admin."""
+        self.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        self.kubectl("-n", namespace, "create", "serviceaccount", account)
+        self.kubectl(
+            "create",
+            "clusterrolebinding",
+            f"{namespace}-{account}-admin",
+            "--clusterrole=cluster-admin",
+            f"--serviceaccount={namespace}:{account}",
+        )
+
+    def token_kubeconfig(
+        self, namespace: str, account: str, path: Path, duration: str = "2h"
+    ) -> Path:
+        """Writes a kubeconfig that authenticates as the ServiceAccount with a fresh token."""
+        token = self.kubectl(
+            "create", "token", account, "-n", namespace, f"--duration={duration}"
+        ).stdout.strip()
+        config = self._kubeconfig(account, {"token": token})
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        path.chmod(0o600)
+        return path
+
+    def _kubeconfig(self, user: str, credentials: dict[str, str]) -> dict[str, Any]:
+        return components.kubeconfig(self.server, self.pki.ca_crt, user, credentials)
+
+
+def _collection_path(obj: dict[str, Any]) -> str:
+    api_version: str = obj["apiVersion"]
+    kind: str = obj["kind"]
+    plural = {
+        "Node": "nodes",
+        "Namespace": "namespaces",
+        "CustomResourceDefinition": "customresourcedefinitions",
+    }.get(kind)
+    if plural is None:
+        raise ValueError(f"unsupported kind {kind}")
+    prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    return f"{prefix}/{plural}"
