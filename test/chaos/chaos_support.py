@@ -18,8 +18,6 @@ from typing import Any
 import pytest
 
 from mpi_operator.localcluster import (
-    COMPLETE_AFTER,
-    EXIT_CODE,
     BinariesMissingError,
     LocalCluster,
 )
@@ -48,50 +46,6 @@ def report(**figures: Any) -> None:
 
 
 # -- objects -------------------------------------------------------------------------
-
-
-def mpijob(
-    name: str,
-    *,
-    workers: int = 2,
-    launcher_exit: int | None = 0,
-    complete_after: str = "3s",
-    creation_policy: str | None = None,
-    worker_template: Obj | None = None,
-) -> Obj:
-    """A small MPIJob whose launcher pod ends (KWOK) with ``launcher_exit`` after
-    ``complete_after``; ``launcher_exit=None`` runs it until deleted."""
-    annotations = (
-        {}
-        if launcher_exit is None
-        else {COMPLETE_AFTER: complete_after, EXIT_CODE: str(launcher_exit)}
-    )
-    container = {"name": "main", "image": "mpi-pi"}
-    spec: Obj = {
-        "slotsPerWorker": 1,
-        "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
-        "mpiReplicaSpecs": {
-            "Launcher": {
-                "replicas": 1,
-                "template": {
-                    "metadata": {"annotations": annotations},
-                    "spec": {"containers": [{**container, "command": ["mpirun", "/pi"]}]},
-                },
-            },
-            "Worker": {
-                "replicas": workers,
-                "template": worker_template or {"spec": {"containers": [container]}},
-            },
-        },
-    }
-    if creation_policy:
-        spec["launcherCreationPolicy"] = creation_policy
-    return {
-        "apiVersion": "kubeflow.org/v2beta1",
-        "kind": "MPIJob",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def api(cluster: LocalCluster, method: str, path: str, body: Any = None, **kw: Any) -> Any:

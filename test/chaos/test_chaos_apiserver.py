@@ -17,7 +17,6 @@ from chaos_support import (
     condition,
     create_mpijob,
     delete_all_and_check_no_orphans,
-    mpijob,
     report,
     scale,
     wait_final,
@@ -25,6 +24,7 @@ from chaos_support import (
 )
 
 from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 
 # Long enough for the operator to keep its lease through an API server restart, so
 # that the informers' relist (not a process restart) is what is exercised.
@@ -53,7 +53,7 @@ def _expected_jobs(
         exit_code = 1 if i % 4 == 3 else 0
         expected[name] = "Failed" if exit_code else "Succeeded"
         specs.append(
-            mpijob(name, launcher_exit=exit_code, complete_after=f"{rng.randint(3, spread)}s")
+            pi_mpijob(name, launcher_exit=exit_code, complete_after=f"{rng.randint(3, spread)}s")
         )
     return expected, specs
 

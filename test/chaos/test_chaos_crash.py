@@ -12,13 +12,13 @@ from chaos_support import (
     Watcher,
     create_mpijob,
     delete_all_and_check_no_orphans,
-    mpijob,
     report,
     scale,
     wait_final,
 )
 
 from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 
 
 def test_chaos_sigkill_at_random_moments_loses_and_duplicates_nothing(
@@ -34,7 +34,7 @@ def test_chaos_sigkill_at_random_moments_loses_and_duplicates_nothing(
         exit_code = 1 if i % 3 == 0 else 0
         expected[name] = "Failed" if exit_code else "Succeeded"
         specs.append(
-            mpijob(
+            pi_mpijob(
                 name,
                 workers=1 + i % 3,
                 launcher_exit=exit_code,

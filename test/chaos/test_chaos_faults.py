@@ -41,7 +41,6 @@ from chaos_support import (
     create_mpijob,
     delete_all_and_check_no_orphans,
     final_state,
-    mpijob,
     mpijobs,
     operators_of_a_test,
     report,
@@ -67,6 +66,8 @@ from fault_injection import (
     audit_responses,
     wait_flow_schema_active,
 )
+
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 
 pytestmark = pytest.mark.full_cluster
 
@@ -126,7 +127,7 @@ def batch(prefix: str, sizes: list[int]) -> Batch:
         expected[name] = "Failed" if exit_code else "Succeeded"
         workers[name] = size
         specs.append(
-            mpijob(
+            pi_mpijob(
                 name,
                 workers=size,
                 launcher_exit=exit_code,

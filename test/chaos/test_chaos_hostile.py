@@ -25,7 +25,6 @@ from chaos_support import (
     condition,
     create_mpijob,
     list_items,
-    mpijob,
     report,
     scale,
     wait_final,
@@ -35,6 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import wait_until
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
@@ -63,7 +63,7 @@ def _quota(cluster: LocalCluster, ns: str) -> None:
 
 
 def _good(name: str) -> Obj:
-    obj = mpijob(name, complete_after="2s")
+    obj = pi_mpijob(name, complete_after="2s")
     for spec in obj["spec"]["mpiReplicaSpecs"].values():
         for c in spec["template"]["spec"]["containers"]:
             c["resources"] = {"requests": {"cpu": "10m", "memory": "16Mi"}}
@@ -153,7 +153,7 @@ def test_chaos_hostile_corpus(
 
     # Valid, but more BestEffort workers than the quota: the same Warning again and
     # again, as the operator retries with backoff; it must stay one Event object.
-    create_mpijob(full_cluster, ns, mpijob("quota-buster", workers=BEST_EFFORT_PODS + 2))
+    create_mpijob(full_cluster, ns, pi_mpijob("quota-buster", workers=BEST_EFFORT_PODS + 2))
     explained: dict[str, str] = {}
     unexplained: dict[str, str] = {}
     for name, (field, expect) in accepted.items():
@@ -228,7 +228,7 @@ def _specs() -> st.SearchStrategy[Obj]:
         def spoil() -> bool:
             return draw(st.integers(0, 3)) == 0
 
-        obj = mpijob("x", launcher_exit=0, complete_after="2s")
+        obj = pi_mpijob("x", launcher_exit=0, complete_after="2s")
         spec = obj["spec"]
         replica_specs = spec["mpiReplicaSpecs"]
         worker = replica_specs["Worker"]

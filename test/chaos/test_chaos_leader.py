@@ -33,7 +33,6 @@ from chaos_support import (
     api,
     create_mpijob,
     delete_all_and_check_no_orphans,
-    mpijob,
     report,
     scale,
     wait_final,
@@ -42,6 +41,7 @@ from chaos_support import (
 
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.audit import audit_user
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 RETRY_PERIOD = 0.5
@@ -135,7 +135,7 @@ def test_chaos_follower_takes_over_within_the_lease_and_never_writes_alongside(
         for i in range(jobs):
             name = f"ha-{i}"
             expected[name] = "Succeeded"
-            create_mpijob(full_cluster, ns, mpijob(name, complete_after=f"{6 + i}s"))
+            create_mpijob(full_cluster, ns, pi_mpijob(name, complete_after=f"{6 + i}s"))
         wait_until(lambda: _syncs(first.metrics()) > 0, 60, "the leader to sync")
         transitions = _lease(full_cluster, ns)["spec"].get("leaseTransitions", 0)
 

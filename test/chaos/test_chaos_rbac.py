@@ -73,7 +73,7 @@ from typing import Any
 
 import pytest
 import yaml
-from chaos_support import FULL, LEASE_FLAGS, Obj, api, list_items, mpijob, report, started
+from chaos_support import FULL, LEASE_FLAGS, Obj, api, list_items, report, started
 
 from mpi_operator.api.v2beta1 import parse, set_defaults
 from mpi_operator.builders.config import new_config_map
@@ -85,6 +85,7 @@ from mpi_operator.builders.worker import new_worker
 from mpi_operator.localcluster import FULL as FULL_SHAPE
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.audit import SERVICE_ACCOUNTS, audit_code
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
@@ -511,7 +512,7 @@ Drive = Callable[[], None]
 
 def pi(run: Run) -> Drive:
     ns = run.namespace("rbac-pi")
-    create(run.cluster, mpijob_path(ns), mpijob("pi", workers=2))
+    create(run.cluster, mpijob_path(ns), pi_mpijob("pi", workers=2))
 
     def drive() -> None:
         run.wait(succeeded(run, ns, "pi"), "pi Succeeded")
@@ -525,7 +526,7 @@ def suspend(run: Run) -> Drive:
     nobody (``spec.managedBy``) and given a startTime, so that the Job controller
     never clears it: resuming must clear it through jobs/status, every time."""
     c, ns = run.cluster, run.namespace("rbac-suspend")
-    obj = create(c, mpijob_path(ns), mpijob("pause", workers=1, launcher_exit=None))
+    obj = create(c, mpijob_path(ns), pi_mpijob("pause", workers=1, launcher_exit=None))
     launcher = new_launcher_job(parsed(obj)).job
     launcher["spec"]["managedBy"] = STAND_IN
     path = f"/apis/batch/v1/namespaces/{ns}/jobs"
@@ -554,7 +555,7 @@ def suspend(run: Run) -> Drive:
 
 def adopt(run: Run) -> Drive:
     c, ns = run.cluster, run.namespace("rbac-adopt")
-    obj = create(c, mpijob_path(ns), mpijob("adopt", workers=1, launcher_exit=None))
+    obj = create(c, mpijob_path(ns), pi_mpijob("adopt", workers=1, launcher_exit=None))
     job = parsed(obj)
     service = new_job_service(job)
     service["spec"]["selector"] = {"drifted": "yes"}
@@ -603,7 +604,7 @@ def clash(run: Run) -> Drive:
         "spec": {"clusterIP": "None", "selector": {"app": "someone-else"}},
     }
     create(c, f"/api/v1/namespaces/{ns}/services", foreign)
-    create(c, mpijob_path(ns), mpijob("clash", workers=1))
+    create(c, mpijob_path(ns), pi_mpijob("clash", workers=1))
 
     def repeated() -> bool:
         events = list_items(c, f"/api/v1/namespaces/{ns}/events")
@@ -619,8 +620,8 @@ def clash(run: Run) -> Drive:
 
 def _gang(run: Run, gang: GangScheduling, plural_path: str, prefix: str) -> Drive:
     c, ns = run.cluster, run.namespace(prefix)
-    create(c, mpijob_path(ns), mpijob("gang", workers=2))
-    obj = create(c, mpijob_path(ns), mpijob("drift", workers=1, launcher_exit=None))
+    create(c, mpijob_path(ns), pi_mpijob("gang", workers=2))
+    obj = create(c, mpijob_path(ns), pi_mpijob("drift", workers=1, launcher_exit=None))
     group = new_pod_group(parsed(obj), gang, {})
     want = group["spec"]["minMember"]
     group["spec"]["minMember"] = 99

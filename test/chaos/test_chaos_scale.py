@@ -16,7 +16,6 @@ from chaos_support import (
     condition,
     create_mpijob,
     list_items,
-    mpijob,
     report,
     scale,
     wait_final,
@@ -24,6 +23,7 @@ from chaos_support import (
 )
 
 from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 BAD_CONTAINER = {"name": "Not_A_DNS_Label", "image": "mpi-pi"}
@@ -54,7 +54,7 @@ def test_chaos_pods_the_api_server_rejects_fail_the_job_fast(
     ns = full_namespace
     proc = operators.start(ns)
     wait_leading(proc)
-    obj = mpijob("rejected", launcher_exit=None)
+    obj = pi_mpijob("rejected", launcher_exit=None)
     template = obj["spec"]["mpiReplicaSpecs"][replica]["template"]
     template["spec"]["containers"] = [BAD_CONTAINER]
     create_mpijob(full_cluster, ns, obj)  # the CRD takes it: pod validation does not
@@ -122,7 +122,9 @@ def test_chaos_many_worker_job_completes(
     create_mpijob(
         full_cluster,
         ns,
-        mpijob("wide", workers=workers, complete_after="5s", creation_policy="WaitForWorkersReady"),
+        pi_mpijob(
+            "wide", workers=workers, complete_after="5s", creation_policy="WaitForWorkersReady"
+        ),
     )
     job = wait_final(full_cluster, ns, {"wide": "Succeeded"}, timeout=scale(300, 900))["wide"]
     elapsed = time.monotonic() - started
@@ -147,7 +149,7 @@ def test_chaos_idle_mpijobs_leave_the_operator_idle(
     started = time.monotonic()
 
     def create(i: int) -> None:
-        obj = mpijob(f"idle-{i}", workers=1, launcher_exit=None)
+        obj = pi_mpijob(f"idle-{i}", workers=1, launcher_exit=None)
         obj["spec"]["runPolicy"]["suspend"] = True
         create_mpijob(full_cluster, ns, obj)
 

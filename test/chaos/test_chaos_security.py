@@ -14,7 +14,6 @@ from chaos_support import (
     create_mpijob,
     leaks,
     list_items,
-    mpijob,
     report,
     secret_material,
     wait_final,
@@ -22,6 +21,7 @@ from chaos_support import (
 )
 
 from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import wait_until
 
 
@@ -32,7 +32,7 @@ def test_chaos_ssh_keys_are_owned_unique_and_never_exposed(
     proc = operators.start(ns, "--log-level=debug")
     wait_leading(proc)
     names = [f"keys-{i}" for i in range(4)]
-    uids = {n: create_mpijob(full_cluster, ns, mpijob(n))["metadata"]["uid"] for n in names}
+    uids = {n: create_mpijob(full_cluster, ns, pi_mpijob(n))["metadata"]["uid"] for n in names}
     wait_final(full_cluster, ns, dict.fromkeys(names, "Succeeded"), timeout=120)
 
     secrets = {

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from mpi_operator.localcluster import COMPLETE_AFTER, EXIT_CODE, LocalCluster
+from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.demo import load_mpijob, with_kwok_behaviour
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
@@ -29,35 +29,6 @@ def docs(path: Path) -> list[Obj]:
 def kwok_example(path: Path) -> Obj:
     """The example's MPIJob with its launcher set to exit 0 after 3s on the fake nodes."""
     return with_kwok_behaviour(load_mpijob(path), launcher_runs_for="3s")
-
-
-def pi_job(name: str, implementation: str = "OpenMPI", launcher_exit: int = 0) -> Obj:
-    """A Kubeflow MPIJob of 2 workers whose launcher exits ``launcher_exit`` after 3 s."""
-    behaviour = {COMPLETE_AFTER: "3s", EXIT_CODE: str(launcher_exit)}
-    launcher = {"name": "launcher", "image": "mpi-pi", "command": ["mpirun", "-n", "2", "/home/pi"]}
-    return {
-        "apiVersion": "kubeflow.org/v2beta1",
-        "kind": "MPIJob",
-        "metadata": {"name": name},
-        "spec": {
-            "slotsPerWorker": 1,
-            "mpiImplementation": implementation,
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
-            "mpiReplicaSpecs": {
-                "Launcher": {
-                    "replicas": 1,
-                    "template": {
-                        "metadata": {"annotations": behaviour},
-                        "spec": {"containers": [launcher]},
-                    },
-                },
-                "Worker": {
-                    "replicas": 2,
-                    "template": {"spec": {"containers": [{"name": "worker", "image": "mpi-pi"}]}},
-                },
-            },
-        },
-    }
 
 
 async def kubectl_async(cluster: LocalCluster, *args: str, input: str | None = None) -> str:

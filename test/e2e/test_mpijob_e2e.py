@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 import yaml
 from examples_support import kubectl_async as kubectl
-from examples_support import kubectl_json, kubectl_table, pi_job
+from examples_support import kubectl_json, kubectl_table
 from prometheus_client import CollectorRegistry
 
 from mpi_operator.client import KubeClient
 from mpi_operator.client.testing import eventually
 from mpi_operator.controller.controller import MPIJobController
 from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 
 OPERATOR_LABEL = "training.kubeflow.org/operator-name=mpi-operator"
 
@@ -60,7 +61,7 @@ async def test_job_runs_to_success_through_kubectl(
         ns,
         "-f",
         "-",
-        input=yaml.safe_dump(pi_job("pi", implementation)),
+        input=yaml.safe_dump(pi_mpijob("pi", implementation=implementation)),
     )
 
     await eventually(
@@ -106,7 +107,7 @@ async def test_failed_launcher_fails_the_job_with_the_pod_reason(
         ns,
         "-f",
         "-",
-        input=yaml.safe_dump(pi_job("broken", launcher_exit=3)),
+        input=yaml.safe_dump(pi_mpijob("broken", launcher_exit=3)),
     )
     await eventually(
         lambda: _is(condition(full_cluster, ns, "broken", "Failed"), "True"),
@@ -123,7 +124,7 @@ async def test_deleting_the_mpijob_removes_every_child(
     full_cluster: Any, full_namespace: str, operator: MPIJobController
 ) -> None:
     ns = full_namespace
-    job = pi_job("gone")
+    job = pi_mpijob("gone")
     job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"] = {}
     await kubectl(full_cluster, "apply", "-n", ns, "-f", "-", input=yaml.safe_dump(job))
     await eventually(
@@ -152,14 +153,14 @@ async def test_kubectl_get_shows_the_state_through_the_lifecycle(
     """STATE is the latest true condition: Suspended, then Running once resumed, then
     Succeeded; a job whose launcher fails reads Failed."""
     ns = full_namespace
-    job = pi_job("columns")
+    job = pi_mpijob("columns")
     job["spec"]["runPolicy"]["suspend"] = True
     annotations = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"]
     annotations["kwok.mpi-operator.io/complete-after"] = "8s"
     await kubectl(full_cluster, "apply", "-n", ns, "-f", "-", input=yaml.safe_dump(job))
     await kubectl(
         full_cluster, "apply", "-n", ns, "-f", "-",
-        input=yaml.safe_dump(pi_job("failing", launcher_exit=2)),
+        input=yaml.safe_dump(pi_mpijob("failing", launcher_exit=2)),
     )  # fmt: skip
 
     async def row(name: str) -> dict[str, str]:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from examples_support import pi_job
 
 from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 
@@ -63,7 +63,7 @@ def test_operator_process_runs_an_mpijob_to_success(
     wait_until(leading, 60, "the operator to lead")
     assert proc.healthz() == (200, "ok")
 
-    full_cluster.kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(pi_job("pi")))
+    full_cluster.kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(pi_mpijob("pi")))
     wait_until(lambda: _condition(full_cluster, ns, "pi", "Running") == "True", 90, "Running")
     wait_until(lambda: _condition(full_cluster, ns, "pi", "Succeeded") == "True", 90, "Succeeded")
 

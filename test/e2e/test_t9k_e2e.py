@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from examples_support import kubectl_async as kubectl
-from examples_support import kubectl_json, pi_job
+from examples_support import kubectl_json
 from prometheus_client import CollectorRegistry
 
 from mpi_operator.client import KubeClient
@@ -33,6 +33,7 @@ from mpi_operator.controller.controller import MPIJobController
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k import T9kMPIJobController
 from mpi_operator.localcluster.crds import crds_installed
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 
 REPO = Path(__file__).resolve().parents[2]
 T9K_CRD = REPO / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
@@ -343,7 +344,7 @@ async def test_kubeflow_and_t9k_jobs_side_by_side_in_one_process(
     try:
         await kubeflow.start(sync_timeout=30)
         await t9k.start(sync_timeout=30)
-        await apply(full_cluster, ns, pi_job("kf"))
+        await apply(full_cluster, ns, pi_mpijob("kf"))
         await apply(full_cluster, ns, t9k_job("tk", runPolicy={"cleanUpWorkers": "all"}))
         await wait_phase(full_cluster, ns, "tk", "Running")
         await finish_launcher(full_cluster, ns, "tk", 0)
@@ -444,7 +445,7 @@ async def test_t9k_controller_in_the_operator_process_follows_its_flag(
     try:
         proc.start()
         await apply(full_cluster, ns, t9k_job("t9k"))
-        await apply(full_cluster, ns, pi_job("kf"))
+        await apply(full_cluster, ns, pi_mpijob("kf"))
 
         async def kubeflow_succeeded() -> bool:
             job = await kubectl_json(full_cluster, "get", KUBEFLOW, "kf", "-n", ns)

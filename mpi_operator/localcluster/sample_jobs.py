@@ -1,0 +1,61 @@
+"""Small MPIJobs whose pods behave on the local cluster's fake nodes (KWOK annotations)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import COMPLETE_AFTER, EXIT_CODE
+
+Obj = dict[str, Any]
+
+
+def pi_mpijob(
+    name: str,
+    *,
+    workers: int = 2,
+    launcher_exit: int | None = 0,
+    complete_after: str = "3s",
+    implementation: str = "OpenMPI",
+    creation_policy: str | None = None,
+    worker_template: Obj | None = None,
+) -> Obj:
+    """A Kubeflow MPIJob of ``workers`` workers (cleanPodPolicy Running, no retries)
+    whose launcher exits ``launcher_exit`` after ``complete_after``, or runs until
+    deleted when ``launcher_exit`` is None."""
+    behaviour = (
+        {}
+        if launcher_exit is None
+        else {COMPLETE_AFTER: complete_after, EXIT_CODE: str(launcher_exit)}
+    )
+    launcher = {
+        "name": "launcher",
+        "image": "mpi-pi",
+        "command": ["mpirun", "-n", str(workers), "/home/pi"],
+    }
+    worker = {"name": "worker", "image": "mpi-pi"}
+    spec: Obj = {
+        "slotsPerWorker": 1,
+        "mpiImplementation": implementation,
+        "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
+        "mpiReplicaSpecs": {
+            "Launcher": {
+                "replicas": 1,
+                "template": {
+                    "metadata": {"annotations": behaviour},
+                    "spec": {"containers": [launcher]},
+                },
+            },
+            "Worker": {
+                "replicas": workers,
+                "template": worker_template or {"spec": {"containers": [worker]}},
+            },
+        },
+    }
+    if creation_policy:
+        spec["launcherCreationPolicy"] = creation_policy
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
