@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import ctypes
 import os
 import shutil
@@ -40,11 +39,11 @@ from typing import Any, TextIO
 
 import yaml
 
-from . import COMPLETE_AFTER, EXIT_CODE, START_DELAY
 from .access import FULL, ClusterError, KubectlError
 from .binaries import BinariesMissingError, repo_root
 from .cluster import LocalCluster
 from .procs import free_ports
+from .sample_jobs import with_kwok_behaviour
 
 Obj = dict[str, Any]
 
@@ -67,29 +66,6 @@ def load_mpijob(path: Path) -> Obj:
     if len(jobs) != 1:
         raise DemoError(f"{path} holds {len(jobs)} MPIJobs; the demo runs exactly one")
     job: Obj = jobs[0]
-    return job
-
-
-def with_kwok_behaviour(
-    job: Obj,
-    launcher_runs_for: str = LAUNCHER_RUNS_FOR,
-    start_delay: str | None = None,
-    exit_code: str | None = None,
-) -> Obj:
-    """A copy of ``job`` whose launcher pod finishes on the fake nodes ``launcher_runs_for``
-    after it starts (with ``exit_code``, default 0) and whose pods start after
-    ``start_delay``. The workers run until the operator deletes them."""
-    job = copy.deepcopy(job)
-    specs = job["spec"]["mpiReplicaSpecs"]
-    for role, spec in specs.items():
-        meta = spec.setdefault("template", {}).setdefault("metadata", {})
-        annotations = meta.setdefault("annotations", {})
-        if start_delay:
-            annotations[START_DELAY] = start_delay
-        if role == "Launcher":
-            annotations[COMPLETE_AFTER] = launcher_runs_for
-            if exit_code is not None:
-                annotations[EXIT_CODE] = exit_code
     return job
 
 

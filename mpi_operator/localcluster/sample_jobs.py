@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from . import COMPLETE_AFTER, EXIT_CODE
+from . import COMPLETE_AFTER, EXIT_CODE, START_DELAY
 
 Obj = dict[str, Any]
 
@@ -59,3 +60,27 @@ def pi_mpijob(
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def with_kwok_behaviour(
+    job: Obj,
+    *,
+    launcher_runs_for: str,
+    start_delay: str | None = None,
+    exit_code: str | None = None,
+) -> Obj:
+    """A copy of ``job`` whose launcher pod finishes on the fake nodes ``launcher_runs_for``
+    after it starts (with ``exit_code``, default 0) and whose pods start after
+    ``start_delay``. The workers run until the operator deletes them."""
+    job = copy.deepcopy(job)
+    specs = job["spec"]["mpiReplicaSpecs"]
+    for role, spec in specs.items():
+        meta = spec.setdefault("template", {}).setdefault("metadata", {})
+        annotations = meta.setdefault("annotations", {})
+        if start_delay:
+            annotations[START_DELAY] = start_delay
+        if role == "Launcher":
+            annotations[COMPLETE_AFTER] = launcher_runs_for
+            if exit_code is not None:
+                annotations[EXIT_CODE] = exit_code
+    return job

@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 
 from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.demo import load_mpijob, with_kwok_behaviour
+from mpi_operator.localcluster.demo import load_mpijob
+from mpi_operator.localcluster.sample_jobs import with_kwok_behaviour
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

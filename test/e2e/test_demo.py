@@ -171,7 +171,8 @@ def test_make_demo_runs_the_module() -> None:
 
 def test_kwok_behaviour_is_added_to_a_copy() -> None:
     from mpi_operator.localcluster import COMPLETE_AFTER, START_DELAY
-    from mpi_operator.localcluster.demo import job_state, load_mpijob, with_kwok_behaviour
+    from mpi_operator.localcluster.demo import job_state, load_mpijob
+    from mpi_operator.localcluster.sample_jobs import with_kwok_behaviour
 
     original = load_mpijob(PI)
     job = with_kwok_behaviour(original, launcher_runs_for="3s", start_delay="1s")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
 from mpi_operator.api.v2beta1 import parse, set_defaults, validate
-from mpi_operator.localcluster import COMPLETE_AFTER, EXIT_CODE
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
+from mpi_operator.localcluster import COMPLETE_AFTER, EXIT_CODE, START_DELAY
+from mpi_operator.localcluster.sample_jobs import pi_mpijob, with_kwok_behaviour
 
 
 @pytest.mark.parametrize(
@@ -43,3 +44,27 @@ def test_pi_mpijob_takes_a_worker_template() -> None:
     template = {"spec": {"containers": [{"name": "w", "image": "other"}]}}
     obj = pi_mpijob("pi", worker_template=template)
     assert obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"] is template
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "launcher", "worker"),
+    [
+        ({"launcher_runs_for": "4s"}, {COMPLETE_AFTER: "4s"}, {}),
+        (
+            {"launcher_runs_for": "2s", "start_delay": "1s", "exit_code": "7"},
+            {COMPLETE_AFTER: "2s", START_DELAY: "1s", EXIT_CODE: "7"},
+            {START_DELAY: "1s"},
+        ),
+    ],
+)
+def test_with_kwok_behaviour_annotates_a_copy(
+    kwargs: dict[str, Any], launcher: dict[str, str], worker: dict[str, str]
+) -> None:
+    original = pi_mpijob("pi", launcher_exit=None)
+    original["spec"]["mpiReplicaSpecs"]["Worker"]["template"].pop("metadata", None)
+    before = copy.deepcopy(original)
+    job = with_kwok_behaviour(original, **kwargs)
+    assert original == before
+    specs = job["spec"]["mpiReplicaSpecs"]
+    assert specs["Launcher"]["template"]["metadata"]["annotations"] == launcher
+    assert specs["Worker"]["template"]["metadata"]["annotations"] == worker
