@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 
 from .report import format_summary
-from .runner import preset, run
+from .runner import PRESETS, preset, run
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.sidebyside", description=__doc__)
-    p.add_argument("--preset", default="full", choices=("full", "reduced", "queue", "smoke"))
+    p.add_argument("--preset", default="full", choices=PRESETS)
     p.add_argument("--reps", type=int, help="repetitions (default: the preset's)")
     p.add_argument("--unrelated-pods", type=int, help="unrelated pods for the memory scenario")
     p.add_argument("--fanout-workers", type=int, help="workers of the fan-out MPIJob (all configs)")

@@ -173,6 +173,8 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 1.5,
             )
         tp = scenarios.get("throughput", {})
+        if not tp:
+            continue
         add(
             "throughput all Succeeded, ours/reference <= 0.7",
             config,

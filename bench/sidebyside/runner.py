@@ -65,6 +65,9 @@ class Sizes:
     timeout: float = 900.0
 
 
+PRESETS = ("full", "reduced", "queue", "fanout-unthrottled", "smoke")
+
+
 def preset(name: str) -> Sizes:
     equal = QpsConfig("equal-100-200", 100, 200, pass_flags=True)
     if name == "smoke":
@@ -107,6 +110,12 @@ def preset(name: str) -> Sizes:
             configs=[equal, SHIPPED],
             timeout=180.0,
         )
+    if name == "fanout-unthrottled":
+        # Fan-out only, both operators and the raw client at 1000/2000: the client
+        # limiter never binds for 500 pods, so the figure compares how pods are created
+        # (ours concurrently, the reference one request at a time) on the same server.
+        unthrottled = QpsConfig("equal-1000-2000", 1000, 2000, pass_flags=True)
+        return Sizes(fanout_workers={unthrottled.name: 500}, configs=[unthrottled])
     if name == "queue":
         # Throughput with the controller work queue's token bucket opened up, to show
         # what bounds the throughput scenario (sidebyside-queue*.json, with --jobs).

@@ -1,0 +1,52 @@
+"""The side-by-side presets: sizes name only configurations that run, targets fit them."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.sidebyside.report import targets
+from bench.sidebyside.runner import PRESETS, SHIPPED, preset
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_preset_sizes_only_configs_it_runs(name: str) -> None:
+    sizes = preset(name)
+    names = {c.name for c in sizes.configs}
+    assert names
+    assert set(sizes.fanout_workers) <= names
+    assert set(sizes.throughput_jobs) <= names
+    assert set(sizes.raw_reps) <= names
+    assert sizes.fanout_workers or sizes.throughput_jobs
+
+
+def test_unthrottled_fanout_runs_500_workers_where_the_limiter_never_binds() -> None:
+    sizes = preset("fanout-unthrottled")
+    [config] = sizes.configs
+    assert config.pass_flags
+    assert config.burst >= sizes.fanout_workers[config.name] == 500
+    assert sizes.throughput_jobs == {}
+    assert sizes.raw_ceiling
+
+
+def test_full_preset_is_the_issue_sizes() -> None:
+    sizes = preset("full")
+    assert sizes.reps == 3
+    assert sizes.unrelated_pods == 5000
+    assert [c.name for c in sizes.configs] == ["equal-100-200", SHIPPED.name]
+    assert set(sizes.fanout_workers.values()) == {500}
+    assert set(sizes.throughput_jobs.values()) == {200}
+
+
+def test_unknown_preset_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown preset 'nope'"):
+        preset("nope")
+
+
+def test_a_fanout_only_run_has_only_fanout_targets() -> None:
+    created = {"ratio_ours_reference": 0.4, "ratio_ours_raw": 1.1}
+    summary = {"equal-1000-2000": {"fanout": {"all_pods_created_s": created}}}
+    rows = targets(summary)
+    assert [(r["target"], r["met"]) for r in rows] == [
+        ("fan-out all pods created, ours/reference <= 0.7", True),
+        ("fan-out all pods created, ours/raw ceiling <= 1.5", True),
+    ]
