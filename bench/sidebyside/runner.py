@@ -325,7 +325,8 @@ def run(sizes: Sizes, out: Path, workdir: Path | None = None, charts: bool = Tru
     Logs and the cluster live in ``workdir`` (kept), or in a temporary directory
     removed afterwards.
     """
-    from .report import format_markdown, write_charts
+    from .charts import write_charts
+    from .report import format_markdown
 
     ours = ours_binary()
     _log("installing/locating the reference operator (hack/install-reference-operator.sh)")

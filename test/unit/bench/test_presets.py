@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.sidebyside.report import targets
+from bench.sidebyside.report import busiest_first, targets
 from bench.sidebyside.runner import PRESETS, SHIPPED, preset
 
 
@@ -50,3 +50,11 @@ def test_a_fanout_only_run_has_only_fanout_targets() -> None:
         ("fan-out all pods created, ours/reference <= 0.7", True),
         ("fan-out all pods created, ours/raw ceiling <= 1.5", True),
     ]
+
+
+def test_api_breakdown_is_ordered_busiest_first_then_by_name() -> None:
+    breakdown = {
+        "ours": {"create pods": 4.0, "watch pods": 0.01, "list jobs": 0.01},
+        "reference": {"create pods": 4.0, "get leases": 0.02, "list jobs": 0.0},
+    }
+    assert busiest_first(breakdown) == ["create pods", "get leases", "list jobs", "watch pods"]
