@@ -7,6 +7,16 @@ from typing import Any
 
 from mpi_operator.api.v2beta1 import MPIJob, set_defaults
 
+#: The controller reference of the children of the default job (``foo``).
+OWNER = {
+    "apiVersion": "kubeflow.org/v2beta1",
+    "kind": "MPIJob",
+    "name": "foo",
+    "uid": "uid-foo",
+    "controller": True,
+    "blockOwnerDeletion": True,
+}
+
 
 class MakeMPIJob:
     def __init__(self, name: str = "foo", namespace: str = "bar") -> None:
