@@ -4,28 +4,17 @@ takes it: Established, structural, with its names accepted."""
 from __future__ import annotations
 
 import difflib
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import yaml
 
+from mpi_operator.api import crdgen
 from mpi_operator.localcluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crd" / "kubeflow.org_mpijobs.yaml"
 CRD_NAME = "mpijobs.kubeflow.org"
-
-
-def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("generate_crd", ROOT / "hack" / "generate_crd.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("generate_crd", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _crd(cluster: LocalCluster) -> dict[str, Any]:
@@ -38,9 +27,8 @@ def _crd(cluster: LocalCluster) -> dict[str, Any]:
 
 
 def test_committed_crd_is_generated(api_cluster: LocalCluster) -> None:
-    gen = _load_generator()
-    document, version = gen.fetch_from_cluster(api_cluster)
-    expected = gen.generate(document, version)
+    document, version = crdgen.fetch_document(api_cluster)
+    expected = crdgen.generate(document, version)
     committed = CRD_FILE.read_text()
     if committed != expected:
         diff = "".join(
@@ -57,9 +45,8 @@ def test_committed_crd_is_generated(api_cluster: LocalCluster) -> None:
 
 
 def test_generation_is_deterministic(api_cluster: LocalCluster) -> None:
-    gen = _load_generator()
-    first = gen.generate(*gen.fetch_from_cluster(api_cluster))
-    second = gen.generate(*gen.fetch_from_cluster(api_cluster))
+    first = crdgen.generate(*crdgen.fetch_document(api_cluster))
+    second = crdgen.generate(*crdgen.fetch_document(api_cluster))
     assert first == second
 
 

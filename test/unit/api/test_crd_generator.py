@@ -1,4 +1,4 @@
-"""hack/generate_crd.py's conversion of Kubernetes OpenAPI schemas, on small made-up
+"""The CRD generator's (mpi_operator.api.crdgen) conversion of Kubernetes OpenAPI schemas, on small made-up
 documents: references inlined, OpenAPI-only keys stripped, unsafe shapes refused."""
 
 from __future__ import annotations
@@ -6,10 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from crd_support import load_generator
 
-gen = load_generator()
-
+from mpi_operator.api import crdgen as gen
 
 REF = "#/components/schemas/"
 

@@ -1,0 +1,271 @@
+"""Our half of the MPIJob CRD schema: the pydantic models of
+:mod:`mpi_operator.api.v2beta1.types`, walked field by field, with the descriptions,
+enums, defaults, bounds and CEL rules declared here."""
+
+from __future__ import annotations
+
+import copy
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+from mpi_operator.api.v2beta1 import defaults as v2defaults
+from mpi_operator.api.v2beta1 import types as v2
+
+from .openapi import LABEL_SELECTOR, OpenAPI, Schema, pod_template, quantity
+
+DESCRIPTIONS: dict[str, str] = {
+    "MPIJob": "MPIJob runs an MPI program: one launcher pod runs mpirun against worker pods.",
+    "MPIJob.apiVersion": "Versioned schema of this object, kubeflow.org/v2beta1.",
+    "MPIJob.kind": "The REST resource this object represents, MPIJob.",
+    "MPIJob.spec": "Desired state of the MPIJob.",
+    "MPIJob.status": "Observed state of the MPIJob, written by the operator.",
+    "MPIJobSpec.slotsPerWorker": "Slots of each worker in the hostfile. Defaults to 1.",
+    "MPIJobSpec.runLauncherAsWorker": (
+        "Whether the launcher also runs MPI processes, listed first in the hostfile. "
+        "Defaults to false."
+    ),
+    "MPIJobSpec.runPolicy": "Policies of the job's lifecycle: clean-up, deadlines, suspension.",
+    "MPIJobSpec.mpiReplicaSpecs": (
+        "The Launcher (required, 1 replica) and Worker (optional) replica specs, by type."
+    ),
+    "MPIJobSpec.sshAuthMountPath": (
+        "Directory where the SSH keys are mounted. Defaults to /root/.ssh."
+    ),
+    "MPIJobSpec.launcherCreationPolicy": (
+        "AtStartup creates the launcher with the workers; WaitForWorkersReady only "
+        "once every worker is ready. Defaults to AtStartup."
+    ),
+    "MPIJobSpec.mpiImplementation": (
+        "MPI implementation the image uses: OpenMPI (default), Intel or MPICH."
+    ),
+    "RunPolicy.cleanPodPolicy": (
+        "Which pods to delete once the job finishes: None, Running or All. Defaults to None."
+    ),
+    "RunPolicy.ttlSecondsAfterFinished": (
+        "Seconds after the job finishes before it is deleted; unset means never."
+    ),
+    "RunPolicy.activeDeadlineSeconds": (
+        "Seconds the job may be active before the operator stops it and marks it failed."
+    ),
+    "RunPolicy.backoffLimit": "Retries of the launcher before the job is marked failed.",
+    "RunPolicy.schedulingPolicy": "Gang-scheduling settings passed to the PodGroup.",
+    "RunPolicy.suspend": (
+        "Whether the job is suspended: its pods are deleted and not created until it is "
+        "resumed. Defaults to false."
+    ),
+    "RunPolicy.managedBy": (
+        "The controller that reconciles this job: kubeflow.org/mpi-operator (unset means "
+        "this one) or kueue.x-k8s.io/multikueue. Immutable."
+    ),
+    "SchedulingPolicy.minAvailable": "Minimum number of pods the gang scheduler starts at once.",
+    "SchedulingPolicy.queue": "Queue of the gang scheduler.",
+    "SchedulingPolicy.minResources": "Minimum resources the gang needs to be scheduled.",
+    "SchedulingPolicy.priorityClass": "Priority class of the PodGroup.",
+    "SchedulingPolicy.scheduleTimeoutSeconds": "Seconds the gang may wait to be scheduled.",
+    "ReplicaSpec": "Pods of one replica type.",
+    "ReplicaSpec.replicas": "Number of pods. Launcher: 1 (the default). Worker: at least 1.",
+    "ReplicaSpec.template": "Template of the pods; its restartPolicy is set from restartPolicy.",
+    "ReplicaSpec.restartPolicy": (
+        "Restart policy of the pods: Always, OnFailure, Never or ExitCode. The operator "
+        "supports OnFailure (the Launcher's default) and Never (the Worker's default)."
+    ),
+    "JobStatus.conditions": "Conditions of the job; the most recently changed one is last.",
+    "JobStatus.replicaStatuses": "Pod counts of each replica type.",
+    "JobStatus.startTime": "When the operator first acknowledged the job (RFC 3339).",
+    "JobStatus.completionTime": "When the job finished (RFC 3339).",
+    "JobStatus.lastReconcileTime": "When the operator last reconciled the job (RFC 3339).",
+    "JobStatus.state": (
+        "Type of the latest condition that is true (Created, Running, Suspended, Succeeded, "
+        "Failed); written by this operator for display, not part of the reference API."
+    ),
+    "JobCondition": "One condition of the job.",
+    "JobCondition.type": "Created, Running, Restarting, Succeeded, Suspended or Failed.",
+    "JobCondition.status": "True, False or Unknown.",
+    "JobCondition.reason": "Machine-readable reason of the last transition.",
+    "JobCondition.message": "Human-readable details of the last transition.",
+    "JobCondition.lastUpdateTime": "When the condition was last updated.",
+    "JobCondition.lastTransitionTime": "When the condition last changed status.",
+    "ReplicaStatus": "Pod counts of one replica type.",
+    "ReplicaStatus.active": "Running pods.",
+    "ReplicaStatus.succeeded": "Pods that succeeded.",
+    "ReplicaStatus.failed": "Pods that failed.",
+    "ReplicaStatus.labelSelector": "Label selector of the replica type's pods.",
+    "ReplicaStatus.selector": "The label selector in its string form.",
+}
+
+INT64 = {"RunPolicy.activeDeadlineSeconds"}
+DATE_TIME = {
+    "JobStatus.startTime",
+    "JobStatus.completionTime",
+    "JobStatus.lastReconcileTime",
+    "JobCondition.lastUpdateTime",
+    "JobCondition.lastTransitionTime",
+}
+NON_NEGATIVE = {
+    "MPIJobSpec.slotsPerWorker",
+    "RunPolicy.ttlSecondsAfterFinished",
+    "RunPolicy.activeDeadlineSeconds",
+    "RunPolicy.backoffLimit",
+}
+# An empty launcherCreationPolicy or restartPolicy means the default to the operator,
+# and the reference CRD takes it: it stays valid. An empty cleanPodPolicy, managedBy or
+# mpiImplementation is an error either way.
+ENUMS: dict[str, list[str]] = {
+    "RunPolicy.cleanPodPolicy": [p.value for p in v2.CleanPodPolicy],
+    "RunPolicy.managedBy": [m.value for m in v2.ManagedBy],
+    "MPIJobSpec.mpiImplementation": [i.value for i in v2.MPIImplementation],
+    "MPIJobSpec.launcherCreationPolicy": [p.value for p in v2.LauncherCreationPolicy] + [""],
+    "ReplicaSpec.restartPolicy": [p.value for p in v2.RestartPolicy] + [""],
+    "JobCondition.status": ["True", "False", "Unknown"],
+}
+# Defaults the API server applies, as the reference operator's CRD does; the
+# operator applies the same ones (mpi_operator.api.v2beta1.defaults).
+DEFAULTS: dict[str, Any] = {
+    "MPIJobSpec.slotsPerWorker": 1,
+    "MPIJobSpec.runLauncherAsWorker": False,
+    "MPIJobSpec.sshAuthMountPath": v2defaults.DEFAULT_SSH_AUTH_MOUNT_PATH,
+    "MPIJobSpec.launcherCreationPolicy": v2.LauncherCreationPolicy.AT_STARTUP.value,
+    "MPIJobSpec.mpiImplementation": v2.MPIImplementation.OPEN_MPI.value,
+    "RunPolicy.suspend": False,
+}
+REQUIRED = {"MPIJobSpec.mpiReplicaSpecs"}
+NOT_REQUIRED = {"MPIJob.spec"}
+
+LAUNCHER = v2.ReplicaType.LAUNCHER.value
+WORKER = v2.ReplicaType.WORKER.value
+_SPECS = "spec.mpiReplicaSpecs"
+
+# CEL rules, by "Model.jsonField" (or "Model" for the model's own schema). Each
+# message names the field it is about.
+VALIDATIONS: dict[str, list[Schema]] = {
+    "MPIJobSpec.mpiReplicaSpecs": [
+        {
+            "rule": f"'{LAUNCHER}' in self",
+            "message": f"{_SPECS}[{LAUNCHER}] is required",
+            "reason": "FieldValueRequired",
+        },
+        {
+            "rule": (
+                f"!('{LAUNCHER}' in self) || !has(self.{LAUNCHER}.replicas) "
+                f"|| self.{LAUNCHER}.replicas == 1"
+            ),
+            "message": f"{_SPECS}[{LAUNCHER}].replicas must be 1",
+        },
+        {
+            "rule": (
+                f"!('{WORKER}' in self) || !has(self.{WORKER}.replicas) "
+                f"|| self.{WORKER}.replicas >= 1"
+            ),
+            "message": f"{_SPECS}[{WORKER}].replicas must be greater than or equal to 1",
+        },
+    ],
+    "MPIJobSpec": [
+        {
+            # Set, changed and removed alike: the whole of runPolicy.managedBy is compared.
+            "rule": (
+                "(has(self.runPolicy) && has(self.runPolicy.managedBy) "
+                "? self.runPolicy.managedBy : '') == "
+                "(has(oldSelf.runPolicy) && has(oldSelf.runPolicy.managedBy) "
+                "? oldSelf.runPolicy.managedBy : '')"
+            ),
+            "message": "spec.runPolicy.managedBy is immutable",
+            "fieldPath": ".runPolicy.managedBy",
+        },
+    ],
+}
+
+
+def _unwrap_optional(tp: Any) -> Any:
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) != 1:
+            raise TypeError(f"unsupported union {tp}")
+        return args[0]
+    return tp
+
+
+class ModelWalker:
+    """Turns our pydantic models into CRD schemas."""
+
+    def __init__(self, api: OpenAPI) -> None:
+        self.api = api
+        self.overrides: dict[str, Schema] = {
+            "MPIJob.metadata": {"type": "object"},
+            "ReplicaSpec.template": pod_template(api),
+            "ReplicaStatus.labelSelector": api.schema(LABEL_SELECTOR),
+            "SchedulingPolicy.minResources": {
+                "type": "object",
+                "additionalProperties": quantity(),
+            },
+        }
+
+    def model(self, cls: type[BaseModel]) -> Schema:
+        props: dict[str, Schema] = {}
+        required: list[str] = []
+        for name, field in cls.model_fields.items():
+            key = field.alias or name
+            where = f"{cls.__name__}.{key}"
+            prop = self.field(where, field.annotation)
+            if where in DESCRIPTIONS:
+                prop["description"] = DESCRIPTIONS[where]
+            props[key] = prop
+            if (field.is_required() or where in REQUIRED) and where not in NOT_REQUIRED:
+                required.append(key)
+        out: Schema = {"type": "object", "properties": dict(sorted(props.items()))}
+        if required:
+            out["required"] = sorted(required)
+        if cls.__name__ in DESCRIPTIONS:
+            out["description"] = DESCRIPTIONS[cls.__name__]
+        if cls.__name__ in VALIDATIONS:
+            out["x-kubernetes-validations"] = copy.deepcopy(VALIDATIONS[cls.__name__])
+        return out
+
+    def field(self, where: str, annotation: Any) -> Schema:
+        if where in self.overrides:
+            out = copy.deepcopy(self.overrides[where])
+        else:
+            out = self.type(where, _unwrap_optional(annotation))
+        if where in ENUMS:
+            out["enum"] = list(ENUMS[where])
+        if where in NON_NEGATIVE:
+            out["minimum"] = 0
+        if where in DEFAULTS:
+            out["default"] = DEFAULTS[where]
+        if where in VALIDATIONS:
+            out["x-kubernetes-validations"] = copy.deepcopy(VALIDATIONS[where])
+        return out
+
+    def type(self, where: str, tp: Any) -> Schema:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return self.model(tp)
+        if tp is bool:
+            return {"type": "boolean"}
+        if tp is int:
+            return {"type": "integer", "format": "int64" if where in INT64 else "int32"}
+        if tp is str:
+            out: Schema = {"type": "string"}
+            if where in DATE_TIME:
+                out["format"] = "date-time"
+            return out
+        origin, args = typing.get_origin(tp), typing.get_args(tp)
+        if origin is list:
+            return {"type": "array", "items": self.type(where, _unwrap_optional(args[0]))}
+        if origin is dict and args[0] is str and args[1] is not Any:
+            return {
+                "type": "object",
+                "additionalProperties": self.type(where, _unwrap_optional(args[1])),
+            }
+        raise TypeError(f"{where}: no schema for {tp!r}; add an override")
+
+
+def status_schema(walker: ModelWalker) -> Schema:
+    out = walker.model(v2.JobStatus)
+    conditions = out["properties"]["conditions"]
+    conditions["x-kubernetes-list-type"] = "map"
+    conditions["x-kubernetes-list-map-keys"] = ["type"]
+    labels = out["properties"]["replicaStatuses"]["additionalProperties"]["properties"]
+    labels["labelSelector"]["x-kubernetes-map-type"] = "atomic"
+    return out
