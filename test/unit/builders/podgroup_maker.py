@@ -66,22 +66,16 @@ def job(
                              "metadata": meta, "spec": body})  # fmt: skip
 
 
+def _pod_group(api_version: str, spec: Obj) -> Obj:
+    return {"apiVersion": api_version, "kind": "PodGroup", "metadata": METADATA, "spec": spec}
+
+
 def volcano_pg(spec: Obj) -> Obj:
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": METADATA,
-        "spec": spec,
-    }
+    return _pod_group("scheduling.volcano.sh/v1beta1", spec)
 
 
 def plugins_pg(spec: Obj) -> Obj:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": METADATA,
-        "spec": spec,
-    }
+    return _pod_group("scheduling.x-k8s.io/v1alpha1", spec)
 
 
 MIN_RESOURCES = {"cpu": "100", "memory": "512Gi", "example.com/gpu": "40"}
