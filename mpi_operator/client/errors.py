@@ -35,6 +35,14 @@ class ApiError(Exception):
 REQUEST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *NETWORK_ERRORS)
 
 
+def is_server_unavailable(err: BaseException) -> bool:
+    """No answer, or an answer that says "not now" (throttled, starting, overloaded,
+    a gateway in between): the request itself may well succeed on a retry."""
+    if isinstance(err, ApiError):
+        return err.status in (0, 429, 502, 503, 504)
+    return isinstance(err, NETWORK_ERRORS)
+
+
 def is_not_found(err: BaseException) -> bool:
     return isinstance(err, ApiError) and err.status == 404
 

@@ -113,7 +113,8 @@ def test_chaos_apiserver_restarts_and_410_lose_no_final_state(
     assert not crashes, crashes
     operators.collect_secrets()
     delete_all_and_check_no_orphans(full_cluster, ns)
-    # The informers' reconnect backoff is capped at 10 s (client/reflector.py), so
+    # The informers' reconnect backoff (client/reflector.py) and a key's retry after a
+    # failure to reach the server (controller/runner.py) are both capped at 10 s, so
     # three outages in a row still leave a final status within 30 s.
     assert not late, f"final status later than {STATUS_DEADLINE}s after the API server: {late}"
 
