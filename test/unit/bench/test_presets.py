@@ -32,9 +32,15 @@ def test_full_preset_is_the_issue_sizes() -> None:
     sizes = preset("full")
     assert sizes.reps == 3
     assert sizes.unrelated_pods == 5000
-    assert [c.name for c in sizes.configs] == ["equal-100-200", SHIPPED.name]
+    assert [c.name for c in sizes.configs] == ["equal-100-200", SHIPPED.name, "equal-1000-2000"]
     assert set(sizes.fanout_workers.values()) == {500}
-    assert set(sizes.throughput_jobs.values()) == {200}
+    assert sizes.throughput_jobs == {"equal-100-200": 200, SHIPPED.name: 200}
+
+
+def test_full_preset_ends_with_the_unthrottled_fanout() -> None:
+    full, alone = preset("full"), preset("fanout-unthrottled")
+    assert full.configs[-1] == alone.configs[0]
+    assert full.fanout_workers[alone.configs[0].name] == alone.fanout_workers[alone.configs[0].name]
 
 
 def test_unknown_preset_is_refused() -> None:
