@@ -11,6 +11,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -267,8 +268,9 @@ LABELS = {
 }
 
 
-def format_markdown(result: dict[str, Any], charts_prefix: str = "") -> str:
-    """The summary as Markdown tables (medians over repetitions, ratios of medians)."""
+def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
+    """The summary as Markdown tables (medians over repetitions, ratios of medians),
+    then links to ``charts`` (the PNG files drawn, next to the Markdown file)."""
     summary = result["summary"]
     sizes = result.get("sizes", {})
     if result.get("sources"):
@@ -284,7 +286,7 @@ def format_markdown(result: dict[str, Any], charts_prefix: str = "") -> str:
             )
         lines.append("")
         result = {**result, "sources": None}
-        return "\n".join(lines) + format_markdown(result, charts_prefix).split("\n", 3)[3]
+        return "\n".join(lines) + format_markdown(result, charts).split("\n", 3)[3]
     lines = [
         f"Generated {result.get('generated')} on {result.get('machine', {}).get('cpus')} CPUs"
         f" ({result.get('machine', {}).get('platform')}); wall time "
@@ -348,10 +350,9 @@ def format_markdown(result: dict[str, Any], charts_prefix: str = "") -> str:
         v = "n/a" if t["value"] is None else f"{t['value']:.2f}"
         met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
         lines.append(f"| {t['target']} | {t['config']} | {v} | {met} |")
-    if charts_prefix:
+    if charts:
         lines += ["", "Charts:", ""]
-        for name in ("fanout", "throughput", "memory", "cpu"):
-            lines.append(f"![{name}]({charts_prefix}-{name}.png)")
+        lines += [f"![{chart.stem}]({chart.name})" for chart in charts]
     return "\n".join(lines) + "\n"
 
 
@@ -400,11 +401,12 @@ def main(argv: list[str]) -> int:
         result["summary"] = summarize(result["records"])
         path.write_text(json.dumps(result, indent=1) + "\n")
         print(format_summary(result))
-        md = path.with_suffix(".md")
-        md.write_text(format_markdown(result, path.with_suffix("").name))
-        print(f"wrote {md}")
-        for chart in write_charts(result, path.with_suffix("")):
+        charts = write_charts(result, path.with_suffix(""))
+        for chart in charts:
             print(f"wrote {chart}")
+        md = path.with_suffix(".md")
+        md.write_text(format_markdown(result, charts))
+        print(f"wrote {md}")
     return 0
 
 

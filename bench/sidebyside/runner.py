@@ -346,10 +346,10 @@ def run(sizes: Sizes, out: Path, workdir: Path | None = None, charts: bool = Tru
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
     _log(f"wrote {out}")
+    drawn = write_charts(result, out.with_suffix("")) if charts else []
+    for chart in drawn:
+        _log(f"wrote {chart}")
     md = out.with_suffix(".md")
-    md.write_text(format_markdown(result, out.with_suffix("").name if charts else ""))
+    md.write_text(format_markdown(result, drawn))
     _log(f"wrote {md}")
-    if charts:
-        for chart in write_charts(result, out.with_suffix("")):
-            _log(f"wrote {chart}")
     return out
