@@ -47,6 +47,13 @@ def _processes_mentioning(*needles: str) -> list[str]:
     return found
 
 
+def _sigint_as_in_a_terminal() -> None:  # in the child, between fork and exec
+    # A suite started in the background by a non-interactive shell (`.ci/run &`)
+    # inherits SIGINT ignored, and Python then keeps ignoring it; Ctrl-C in a
+    # terminal, which the interrupt test stands for, meets the default action.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Demo:
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
@@ -56,6 +63,7 @@ class Demo:
             stderr=subprocess.STDOUT,
             text=True,
             env={k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
+            preexec_fn=_sigint_as_in_a_terminal,
         )
         self.lines: list[str] = []
 
