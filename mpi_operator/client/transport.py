@@ -1,0 +1,252 @@
+"""Authenticated, throttled HTTP to the API server: the transport under
+:class:`~mpi_operator.client.kubeapi.KubeClient`.
+
+kubernetes_asyncio supplies configuration (kubeconfig, in-cluster service
+account, exec/refresh token hooks), TLS and the aiohttp connector; requests go
+to the REST paths directly and come back as plain dicts.
+
+Every request - including the initiation of a watch - first takes a token
+from a client-wide :class:`~mpi_operator.client.ratelimit.TokenBucket`, as
+client-go's ``rest.Config{QPS, Burst}`` does; ``qps == 0`` means client-go's
+default (5 qps, burst 10) and ``qps < 0`` disables throttling. HTTP 429
+responses are retried after ``Retry-After`` like client-go's request retry.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+import urllib.request
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Self
+
+import aiohttp
+import orjson
+import structlog
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config import load_incluster_config, load_kube_config
+
+from mpi_operator.client.clock import Clock, RealClock
+from mpi_operator.client.errors import ApiError
+from mpi_operator.client.ratelimit import TokenBucket
+
+log = structlog.get_logger()
+
+DEFAULT_QPS = 5.0
+DEFAULT_BURST = 10
+_MAX_429_RETRIES = 10
+
+
+def _effective_rate(qps: float, burst: int) -> tuple[float, int]:
+    if qps == 0:
+        return DEFAULT_QPS, burst or DEFAULT_BURST
+    return qps, burst
+
+
+class ApiTransport:
+    """One API server connection: configuration, session, throttle, raw requests."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        qps: float = DEFAULT_QPS,
+        burst: int = DEFAULT_BURST,
+        clock: Clock | None = None,
+        user_agent: str = "mpi-operator",
+    ) -> None:
+        self.api_client = api_client
+        self.configuration: Configuration = api_client.configuration
+        self.clock = clock or RealClock()
+        qps, burst = _effective_rate(qps, burst)
+        self.rate_limiter: TokenBucket | None = (
+            TokenBucket(qps, max(burst, 1), self.clock) if qps > 0 else None
+        )
+        self.user_agent = user_agent
+        self._session: aiohttp.ClientSession | None = None
+        self._proxy: str | None = None
+
+    @classmethod
+    async def from_kubeconfig(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        context: str | None = None,
+        qps: float = DEFAULT_QPS,
+        burst: int = DEFAULT_BURST,
+        clock: Clock | None = None,
+    ) -> Self:
+        config = Configuration()
+        await load_kube_config(
+            config_file=str(path) if path is not None else None,
+            context=context,
+            client_configuration=config,
+        )
+        return cls(ApiClient(configuration=config), qps=qps, burst=burst, clock=clock)
+
+    @classmethod
+    async def from_environment(
+        cls,
+        kubeconfig: str | os.PathLike[str] | None = None,
+        *,
+        qps: float = DEFAULT_QPS,
+        burst: int = DEFAULT_BURST,
+        clock: Clock | None = None,
+    ) -> Self:
+        """Explicit kubeconfig, else in-cluster, else $KUBECONFIG / ~/.kube/config."""
+        if kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ:
+            config = Configuration()
+            load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
+            return cls(ApiClient(configuration=config), qps=qps, burst=burst, clock=clock)
+        if kubeconfig is None:
+            env = os.environ.get("KUBECONFIG")
+            kubeconfig = env.split(os.pathsep)[0] if env else Path.home() / ".kube" / "config"
+        return await cls.from_kubeconfig(kubeconfig, qps=qps, burst=burst, clock=clock)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+        await self.api_client.close()
+
+    def _http(self) -> aiohttp.ClientSession:
+        """Our session on kubernetes_asyncio's connector (its TLS set-up), made on first use.
+
+        Deviation from kubernetes_asyncio's own session: trust_env is off (it reads
+        ~/.netrc and the proxy variables in a thread on every request); a proxy from
+        the environment is looked up once, as Go's ProxyFromEnvironment caches it.
+        """
+        if self._session is None:
+            connector = self.api_client.rest_client.pool_manager.connector
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                connector_owner=False,
+                trust_env=False,
+                read_bufsize=2**21,
+            )
+            host = str(self.configuration.host or "")
+            self._proxy = self.configuration.proxy or _env_proxy(host)
+        return self._session
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- raw requests --------------------------------------------------------
+    async def _throttle(self) -> None:
+        if self.rate_limiter is not None:
+            await self.rate_limiter.wait()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] | None,
+        body: Any,
+        content_type: str,
+        client_timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        await self._throttle()
+        headers: dict[str, str] = {
+            "Accept": "application/json",
+            "Content-Type": content_type,
+            "User-Agent": self.user_agent,
+        }
+        queries: list[tuple[str, str]] = list(query or [])
+        await self.api_client.update_params_for_auth(headers, queries, ["BearerToken"])
+        url = str(self.configuration.host or "").rstrip("/") + path
+        data: bytes | None
+        if body is None or isinstance(body, bytes):
+            data = body
+        elif isinstance(body, str):
+            data = body.encode()
+        else:
+            data = orjson.dumps(body)
+        session = self._http()
+        resp: aiohttp.ClientResponse = await session.request(
+            method,
+            url,
+            params=queries or None,
+            headers=headers,
+            data=data,
+            timeout=client_timeout,
+            proxy=self._proxy,
+            server_hostname=self.configuration.tls_server_name,
+        )
+        return resp
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: float = 60.0,
+    ) -> Any:
+        """Send one request; return the decoded JSON body or raise :class:`ApiError`."""
+        client_timeout = aiohttp.ClientTimeout(total=request_timeout)
+        for attempt in range(_MAX_429_RETRIES + 1):
+            try:
+                resp = await self._send(method, path, query, body, content_type, client_timeout)
+            except aiohttp.ClientConnectorError:
+                raise
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
+                # As Go's transport: a request that failed on a pooled connection the server
+                # had closed (e.g. it restarted) is sent once more, on a new connection.
+                log.debug("connection lost, sending again", method=method, error=str(err))
+                resp = await self._send(method, path, query, body, content_type, client_timeout)
+            try:
+                data = await resp.read()
+            finally:
+                resp.release()
+            if resp.status == 429 and attempt < _MAX_429_RETRIES:
+                retry_after = resp.headers.get("Retry-After", "1")
+                delay = float(retry_after) if retry_after.isdigit() else 1.0
+                await self.clock.sleep(min(delay, 10.0))
+                continue
+            parsed: Any
+            try:
+                parsed = orjson.loads(data) if data else None
+            except ValueError:
+                parsed = data.decode("utf-8", "replace")
+            if not 200 <= resp.status < 300:
+                raise ApiError(resp.status, parsed, resp.reason or "")
+            return parsed
+        raise AssertionError("unreachable")
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] | None = None,
+        read_timeout: float | None = None,
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """Open a long-lived GET (a watch); raises :class:`ApiError` on non-2xx."""
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
+        resp = await self._send("GET", path, query, None, "application/json", timeout)
+        try:
+            if not 200 <= resp.status < 300:
+                data = await resp.read()
+                try:
+                    parsed: Any = orjson.loads(data)
+                except ValueError:
+                    parsed = data.decode("utf-8", "replace")
+                raise ApiError(resp.status, parsed, resp.reason or "")
+            yield resp
+        finally:
+            resp.release()
+            resp.close()
+
+
+def _env_proxy(host: str) -> str | None:
+    """HTTPS_PROXY/NO_PROXY (and lower-case) for the API server, as Go reads them."""
+    parsed = urllib.parse.urlsplit(host)
+    if not parsed.hostname or urllib.request.proxy_bypass(parsed.hostname):
+        return None
+    return urllib.request.getproxies().get(parsed.scheme or "https")
