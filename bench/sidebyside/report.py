@@ -30,9 +30,15 @@ METRICS = {
         "api_total",
         "api_per_job",
         "api_writes_per_job",
+        "never_running",
         "workers_left",
     ),
 }
+#: Counts of things that went wrong: shown per operator, never as a ratio.
+COUNTS = ("never_running", "workers_left")
+#: Percentiles over the jobs seen Running: taken only from repetitions in which every
+#: job was seen Running, so both operators' figures cover the same set of jobs.
+COMPLETE_ONLY = ("create_to_running_p50_s", "create_to_running_p99_s")
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
 
@@ -61,6 +67,8 @@ def _value(rec: dict[str, Any], metric: str) -> float | None:
             if key.split(" ")[0] in WRITE_VERBS and "accessreviews" not in key
         )
         return float(writes) / rec["jobs"]
+    if metric in COMPLETE_ONLY and rec.get("never_running") != 0:
+        return None
     v = rec.get(metric)
     return float(v) if isinstance(v, (int, float)) else None
 
@@ -85,6 +93,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
                 if samples:
                     entry[who] = {"median": _median(samples), "samples": samples}
             med = {w: entry[w]["median"] for w in entry}
+            if metric in COUNTS:
+                sc[metric] = {**entry, "ratio_ours_reference": None}
+                continue
             entry["ratio_ours_reference"] = _ratio(med.get(OURS), med.get(REFERENCE))
             if RAW in med:
                 entry["ratio_ours_raw"] = _ratio(med.get(OURS), med.get(RAW))
@@ -265,6 +276,9 @@ LABELS = {
     "peak_rss_kib": "peak RSS (MiB)",
     "api_total": "API requests (run)",
     "api_per_job": "API requests per MPIJob",
+    "api_writes_per_job": "API writes per MPIJob",
+    "never_running": "MPIJobs never seen Running",
+    "workers_left": "workers left after cleanup",
 }
 
 
@@ -322,6 +336,12 @@ def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
 
                 r = entry.get("ratio_ours_reference")
                 reps = ", ".join(f"{x:.2f}" for x in entry.get("per_rep_ratios", []))
+                if metric in COUNTS:  # no ratio: each operator's count in every rep
+                    reps = "; ".join(
+                        f"{who}: " + ", ".join(f"{x:.0f}" for x in entry[who]["samples"])
+                        for who in (OURS, REFERENCE)
+                        if who in entry
+                    )
                 raw = entry.get("ratio_ours_raw")
                 rtxt = "" if r is None else f"**{r:.2f}**"
                 if raw is not None:
