@@ -330,7 +330,7 @@ def run(sizes: Sizes, out: Path, workdir: Path | None = None, charts: bool = Tru
     removed afterwards.
     """
     from .charts import write_charts
-    from .report import format_markdown
+    from .formatting import format_markdown
 
     ours = ours_binary()
     _log("installing/locating the reference operator (hack/install-reference-operator.sh)")

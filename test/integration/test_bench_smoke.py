@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.sidebyside.report import format_summary
+from bench.sidebyside.formatting import format_summary
 from mpi_operator.localcluster import Binaries, BinariesMissingError
 from mpi_operator.localcluster import binaries as binmod
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from bench.sidebyside.report import format_markdown, summarize
+from bench.sidebyside.formatting import format_markdown
+from bench.sidebyside.report import summarize
 
 
 def _fanout_only_result() -> dict[str, Any]:
