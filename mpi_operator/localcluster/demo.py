@@ -22,16 +22,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
-import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +36,7 @@ import yaml
 from .access import FULL, ClusterError, KubectlError
 from .binaries import BinariesMissingError, repo_root
 from .cluster import LocalCluster
-from .procs import free_ports
+from .operator_process import Operator, operator_command
 from .sample_jobs import with_kwok_behaviour
 
 Obj = dict[str, Any]
@@ -176,84 +170,6 @@ class Observer:
             else:
                 lines.append(f"  {'Pod':<10} {name} (last seen {phase}; deleted by cleanPodPolicy)")
         return lines
-
-
-# -- the operator process -----------------------------------------------------------------
-
-
-def _die_with_parent() -> None:  # in the child, between fork and exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
-
-
-def operator_command() -> list[str]:
-    """The installed ``mpi-operator`` console script next to this interpreter."""
-    script = Path(sys.executable).parent / "mpi-operator"
-    if script.is_file():
-        return [str(script)]
-    found = shutil.which("mpi-operator")
-    return [found] if found else [sys.executable, "-m", "mpi_operator.cmd"]
-
-
-@dataclass
-class Operator:
-    kubeconfig: Path
-    namespace: str
-    log_path: Path
-    proc: subprocess.Popen[bytes] | None = None
-    metrics_port: int = 0
-
-    def start(self) -> None:
-        healthz_port, self.metrics_port = free_ports(2)
-        argv = [
-            *operator_command(),
-            f"--kubeConfig={self.kubeconfig}",
-            f"--namespace={self.namespace}",
-            f"--lock-namespace={self.namespace}",
-            "--healthz-bind-address=127.0.0.1",
-            f"--healthz-port={healthz_port}",
-            "--monitoring-bind-address=127.0.0.1",
-            f"--monitoring-port={self.metrics_port}",
-            "--log-format=console",
-        ]
-        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBEFLOW_NAMESPACE")}
-        with self.log_path.open("ab") as out:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                preexec_fn=_die_with_parent,
-            )
-
-    def exited(self) -> int | None:
-        return None if self.proc is None else self.proc.poll()
-
-    def leading(self) -> bool:
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                return "mpi_operator_is_leader 1.0" in resp.read().decode()
-        except (OSError, urllib.error.URLError):
-            return False
-
-    def stop(self) -> None:
-        """SIGTERM (the operator releases its Lease), then SIGKILL after 15s."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-
-    def log_tail(self, lines: int = 25) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return ""
 
 
 # -- the cluster ----------------------------------------------------------------------------

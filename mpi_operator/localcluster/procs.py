@@ -17,7 +17,7 @@ from typing import Any
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:  # runs in the child between fork and exec
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -124,7 +124,7 @@ class Process:
                 start_new_session=True,
                 # PR_SET_PDEATHSIG fires when the *thread* that forked exits: only
                 # from the main thread (elsewhere, stop()/atexit still apply).
-                preexec_fn=_die_with_parent
+                preexec_fn=die_with_parent
                 if self.die_with_parent and threading.current_thread() is threading.main_thread()
                 else None,
                 env=self.env,
