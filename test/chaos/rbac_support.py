@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 from chaos_support import LEASE_FLAGS, Obj, api, list_items
-from examples_support import DEPLOY, docs  # test/e2e: put on sys.path by the test module
+from examples_support import DEPLOY, docs  # test/e2e, on pytest's pythonpath
 
 from mpi_operator.api.v2beta1 import parse, set_defaults
 from mpi_operator.localcluster import LocalCluster

@@ -60,16 +60,12 @@ tried and removals that made the suite fail (equal, or the test fails).
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 import yaml
 from chaos_support import FULL, list_items, report, started
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from examples_support import VolcanoStandIn, service_account_kubeconfig
 from rbac_support import (
     ADMISSION_ONLY,
