@@ -372,47 +372,6 @@ def test_namespaced_role_grants_nothing_elsewhere(
         proc.kill()
 
 
-# -- upgrading an installation of the Go operator ---------------------------------------------
-
-REFERENCE_DEPLOY = Path("/tmp/ref/deploy/v2beta1/mpi-operator.yaml")
-
-
-@pytest.mark.skipif(not REFERENCE_DEPLOY.is_file(), reason="no copy of the Go operator's manifests")
-def test_upgrade_over_the_go_operators_installation(tmp_path: Path) -> None:
-    """Applying our file over the Go operator's (both server-side, as that project
-    documents) updates every object in place: the Deployment's selector is the same,
-    the ClusterRole loses pods/exec, endpoints and CRD rights."""
-    cluster = LocalCluster(tmp_path / "cluster", "api", crd_files=[])
-    cluster.start()
-    try:
-        cluster.kubectl("apply", "--server-side", "-f", str(REFERENCE_DEPLOY))
-        cluster.kubectl("apply", "--server-side", "-f", str(DEPLOY))
-        role = json.loads(
-            cluster.kubectl("get", "clusterrole", "mpi-operator", "-o", "json").stdout
-        )
-        ours = next(
-            d
-            for d in docs(DEPLOY)
-            if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "mpi-operator"
-        )
-        assert role["rules"] == ours["rules"]
-        deployment = json.loads(
-            cluster.kubectl(
-                "get", "deployment", "mpi-operator", "-n", "mpi-operator", "-o", "json"
-            ).stdout
-        )
-        (container,) = deployment["spec"]["template"]["spec"]["containers"]
-        wanted = next(d for d in docs(DEPLOY) if d["kind"] == "Deployment")
-        (wanted_container,) = wanted["spec"]["template"]["spec"]["containers"]
-        assert container["image"] == wanted_container["image"]
-        assert container["args"] == wanted_container["args"]
-        assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
-        crd = json.loads(cluster.kubectl("get", "crd", "mpijobs.kubeflow.org", "-o", "json").stdout)
-        assert [v["name"] for v in crd["spec"]["versions"] if v.get("served")] == ["v2beta1"]
-    finally:
-        cluster.stop()
-
-
 def test_t9k_crd_without_t9k_rbac_leaves_kubeflow_jobs_served(
     full_cluster: LocalCluster, full_namespace: str, cluster_wide_rbac: Any, tmp_path: Path
 ) -> None:
