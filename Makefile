@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv binaries lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
+.PHONY: venv binaries mpi lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ venv: $(BIN)/.installed
 binaries:
 	hack/build-binaries.sh
 
+# Open MPI for the test that compiles and runs the pi example (as root, when missing).
+mpi:
+	hack/install-mpi.sh
+
 lint: venv
 	$(BIN)/ruff check .
 
@@ -28,7 +32,7 @@ typecheck: venv
 test-unit: venv
 	$(BIN)/pytest test/unit
 
-test: venv binaries lint typecheck
+test: venv binaries mpi lint typecheck
 	$(BIN)/pytest
 
 cluster-up: venv binaries

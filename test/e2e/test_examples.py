@@ -102,8 +102,12 @@ def test_example_runs_to_success(
     assert hostfiles and "hostfile" in hostfiles[0]["data"]
 
 
-@pytest.mark.skipif(shutil.which("mpicxx") is None, reason="no MPI compiler (mpicxx) here")
 def test_pi_program_compiles_and_runs(tmp_path: Path) -> None:
+    if shutil.which("mpicxx") is None:
+        # make test installs Open MPI where it can (hack/install-mpi.sh); CI requires it.
+        if os.environ.get("MPI_OPERATOR_REQUIRE_MPI") == "1":
+            pytest.fail("no mpicxx although MPI_OPERATOR_REQUIRE_MPI=1 (hack/install-mpi.sh)")
+        pytest.skip("no MPI compiler (mpicxx) here: hack/install-mpi.sh")
     binary = tmp_path / "pi"
     subprocess.run(["mpicxx", "-O2", "-o", str(binary), str(EXAMPLES / "pi" / "pi.cc")], check=True)
     command = [str(binary)]
