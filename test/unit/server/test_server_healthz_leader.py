@@ -9,11 +9,8 @@ from prometheus_client import CollectorRegistry
 
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.kubeapi import KubeClient
-from mpi_operator.client.leaderelection import (
-    HealthzAdaptor,
-    LeaderElectionRecord,
-    LeaderElector,
-)
+from mpi_operator.client.leaderelection import HealthzAdaptor, LeaderElector
+from mpi_operator.client.resourcelock import LeaderElectionRecord
 from mpi_operator.server.http import healthz_app
 from mpi_operator.server.options import leader_election_config, parse_args
 
