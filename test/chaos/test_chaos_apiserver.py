@@ -12,7 +12,6 @@ from chaos_support import (
     MPIJOBS,
     Obj,
     Operators,
-    Watcher,
     api,
     condition,
     create_mpijob,
@@ -22,6 +21,7 @@ from chaos_support import (
     wait_final,
     wait_leading,
 )
+from duplicate_watch import Watcher
 
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.sample_jobs import pi_mpijob

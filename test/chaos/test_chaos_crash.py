@@ -9,13 +9,13 @@ import time
 from chaos_support import (
     LEASE_DURATION,
     Operators,
-    Watcher,
     create_mpijob,
     delete_all_and_check_no_orphans,
     report,
     scale,
     wait_final,
 )
+from duplicate_watch import Watcher
 
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.sample_jobs import pi_mpijob

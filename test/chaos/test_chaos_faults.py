@@ -35,7 +35,6 @@ from pathlib import Path
 import pytest
 from chaos_support import (
     Obj,
-    Watcher,
     api,
     condition,
     create_mpijob,
@@ -49,6 +48,7 @@ from chaos_support import (
     wait_final,
     wait_leading,
 )
+from duplicate_watch import Watcher
 from fault_injection import (
     ADMISSION,
     CALL_HTTP_500,
