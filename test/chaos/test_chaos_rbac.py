@@ -61,51 +61,34 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 import yaml
-from chaos_support import FULL, list_items, report, started
-from examples_support import VolcanoStandIn, service_account_kubeconfig
+from chaos_support import FULL, report, started
+from examples_support import service_account_kubeconfig
+from rbac_scenarios import GROUPS, run_group, scenario_for
 from rbac_support import (
     ADMISSION_ONLY,
-    COSCHEDULER,
     NEEDS_NO_ROLE,
-    OPERATOR_LABEL,
     OPERATOR_NS,
     OPERATOR_USER,
     SHORT_REMOVALS,
-    STAND_IN,
-    Binder,
     Rbac,
     Run,
     SuiteFailed,
     Triple,
-    create,
     denial,
     event_triple,
     get,
-    labelled,
-    merge_patch,
-    mpijob_path,
-    parsed,
     rbac_objects,
     roles,
-    succeeded,
     triples,
-    workers_gone,
 )
 
-from mpi_operator.builders.config import new_config_map
-from mpi_operator.builders.launcher import new_launcher_job
-from mpi_operator.builders.podgroup import GangScheduling, new_pod_group
-from mpi_operator.builders.secret import new_ssh_auth_secret
-from mpi_operator.builders.service import new_job_service
-from mpi_operator.builders.worker import new_worker
 from mpi_operator.localcluster import FULL as FULL_SHAPE
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.audit import SERVICE_ACCOUNTS, audit_code
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import wait_until
 
 pytestmark = [pytest.mark.full_cluster, pytest.mark.timeout(1800)]
@@ -140,211 +123,6 @@ def rbac(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rbac]:
                 state.granted.add(t)
                 state.role_of[t] = role
         yield state
-
-
-# -- the scenarios: set-up before the operator starts, then driving to the goal ------------
-
-Drive = Callable[[], None]
-
-
-def pi(run: Run) -> Drive:
-    ns = run.namespace("rbac-pi")
-    create(run.cluster, mpijob_path(ns), pi_mpijob("pi", workers=2))
-
-    def drive() -> None:
-        run.wait(succeeded(run, ns, "pi"), "pi Succeeded")
-        run.wait(workers_gone(run, ns, "pi"), "pi's workers deleted (cleanPodPolicy)")
-
-    return drive
-
-
-def suspend(run: Run) -> Drive:
-    """The launcher Job is made beforehand, as the operator would, but managed by
-    nobody (``spec.managedBy``) and given a startTime, so that the Job controller
-    never clears it: resuming must clear it through jobs/status, every time."""
-    c, ns = run.cluster, run.namespace("rbac-suspend")
-    obj = create(c, mpijob_path(ns), pi_mpijob("pause", workers=1, launcher_exit=None))
-    launcher = new_launcher_job(parsed(obj)).job
-    launcher["spec"]["managedBy"] = STAND_IN
-    path = f"/apis/batch/v1/namespaces/{ns}/jobs"
-    create(c, path, launcher)
-    path += "/pause-launcher"
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    merge_patch(c, f"{path}/status", {"status": {"startTime": started}})
-
-    def launcher_suspended(value: bool) -> Callable[[], bool]:
-        def check() -> bool:
-            job = get(c, path) or {}
-            return job.get("spec", {}).get("suspend") is value
-
-        return check
-
-    def drive() -> None:
-        merge_patch(c, mpijob_path(ns, "pause"), {"spec": {"runPolicy": {"suspend": True}}})
-        run.wait(launcher_suspended(True), "the launcher Job suspended")
-        merge_patch(c, mpijob_path(ns, "pause"), {"spec": {"runPolicy": {"suspend": False}}})
-        run.wait(launcher_suspended(False), "the launcher Job resumed")
-        job = get(c, path) or {}
-        assert not job.get("status", {}).get("startTime"), job.get("status")
-
-    return drive
-
-
-def adopt(run: Run) -> Drive:
-    c, ns = run.cluster, run.namespace("rbac-adopt")
-    obj = create(c, mpijob_path(ns), pi_mpijob("adopt", workers=1, launcher_exit=None))
-    job = parsed(obj)
-    service = new_job_service(job)
-    service["spec"]["selector"] = {"drifted": "yes"}
-    config = new_config_map(job, 1)
-    config["data"] = {"hostfile": "stale\n"}
-    secret = new_ssh_auth_secret(job)
-    del secret["data"]["ssh-publickey"]
-    launcher, worker = new_launcher_job(job).job, new_worker(job, 0)
-    for child in (service, config, secret, launcher, worker):
-        # As an older operator made them: invisible to the label-filtered caches.
-        (child["metadata"].get("labels") or {}).pop(OPERATOR_LABEL, None)
-    base = f"/api/v1/namespaces/{ns}"
-    create(c, f"{base}/services", service)
-    create(c, f"{base}/configmaps", config)
-    create(c, f"{base}/secrets", secret)
-    create(c, f"/apis/batch/v1/namespaces/{ns}/jobs", launcher)
-    create(c, f"{base}/pods", worker)
-
-    def done() -> bool:
-        svc = get(c, f"{base}/services/adopt")
-        cm = get(c, f"{base}/configmaps/adopt-config")
-        sec = get(c, f"{base}/secrets/adopt-ssh")
-        launcher = get(c, f"/apis/batch/v1/namespaces/{ns}/jobs/adopt-launcher")
-        return (
-            all(map(labelled, (svc, cm, sec, launcher)))
-            and svc is not None
-            and "drifted" not in svc["spec"]["selector"]
-            and cm is not None
-            and cm["data"].get("hostfile") != "stale\n"
-            and sec is not None
-            and "ssh-publickey" in sec["data"]
-        )
-
-    def drive() -> None:
-        run.wait(done, "the children adopted and repaired")
-
-    return drive
-
-
-def clash(run: Run) -> Drive:
-    c, ns = run.cluster, run.namespace("rbac-clash")
-    foreign = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": "clash"},
-        "spec": {"clusterIP": "None", "selector": {"app": "someone-else"}},
-    }
-    create(c, f"/api/v1/namespaces/{ns}/services", foreign)
-    create(c, mpijob_path(ns), pi_mpijob("clash", workers=1))
-
-    def repeated() -> bool:
-        events = list_items(c, f"/api/v1/namespaces/{ns}/events")
-        return any(
-            e.get("reason") == "ErrResourceExists" and int(e.get("count") or 1) >= 2 for e in events
-        )
-
-    def drive() -> None:
-        run.wait(repeated, "a repeated ErrResourceExists event (count >= 2)")
-
-    return drive
-
-
-def _gang(run: Run, gang: GangScheduling, plural_path: str, prefix: str) -> Drive:
-    c, ns = run.cluster, run.namespace(prefix)
-    create(c, mpijob_path(ns), pi_mpijob("gang", workers=2))
-    obj = create(c, mpijob_path(ns), pi_mpijob("drift", workers=1, launcher_exit=None))
-    group = new_pod_group(parsed(obj), gang, {})
-    want = group["spec"]["minMember"]
-    group["spec"]["minMember"] = 99
-    groups = plural_path.format(ns=ns)
-    create(c, groups, group)
-    binder: Callable[[], None] = (
-        VolcanoStandIn(c, ns) if gang.scheduler_name == "volcano" else Binder(c, ns, COSCHEDULER)
-    )
-
-    def drive() -> None:
-        def gang_done() -> bool:
-            binder()
-            return succeeded(run, ns, "gang")()
-
-        run.wait(gang_done, "the gang job Succeeded")
-        run.wait(lambda: get(c, f"{groups}/gang") is None, "the finished job's PodGroup deleted")
-
-        def repaired() -> bool:
-            pg = get(c, f"{groups}/drift")
-            return pg is not None and pg["spec"]["minMember"] == want
-
-        run.wait(repaired, "the drifted PodGroup repaired")
-
-    return drive
-
-
-def volcano(run: Run) -> Drive:
-    return _gang(
-        run,
-        GangScheduling.volcano(),
-        "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups",
-        "rbac-volcano",
-    )
-
-
-def coscheduling(run: Run) -> Drive:
-    return _gang(
-        run,
-        GangScheduling.scheduler_plugins(COSCHEDULER),
-        "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups",
-        "rbac-cosched",
-    )
-
-
-Scenario = Callable[[Run], Drive]
-#: The children the ``adopt`` scenario finds drifted and updates.
-CHILDREN = ("services", "configmaps", "secrets")
-
-#: The operator's flags for each group of scenarios (one process a group).
-GROUPS: dict[str, tuple[tuple[str, ...], list[Scenario]]] = {
-    "plain": ((), [pi, suspend, adopt, clash]),
-    "volcano": (("--gang-scheduling=volcano",), [volcano]),
-    "coscheduling": ((f"--gang-scheduling={COSCHEDULER}",), [coscheduling]),
-}
-
-
-def scenario_for(t: Triple) -> tuple[str, Scenario]:
-    """The one scenario that needs ``t`` (the cheapest, when several do)."""
-    group, resource, verb = t
-    if group == "scheduling.volcano.sh" or resource == "priorityclasses":
-        return "volcano", volcano
-    if group == "scheduling.x-k8s.io":
-        return "coscheduling", coscheduling
-    if resource == "events" and verb == "patch":
-        return "plain", clash
-    if resource in ("jobs", "jobs/status") and verb == "update":
-        return "plain", suspend
-    if verb in ("get", "patch") or (verb == "update" and resource in CHILDREN):
-        return "plain", adopt
-    return "plain", pi
-
-
-def run_group(rbac: Rbac, name: str, scenarios: list[Scenario], graceful: bool) -> Run:
-    flags = GROUPS[name][0]
-    run = Run(rbac, flags, name)
-    try:
-        drives = [s(run) for s in scenarios]
-        run.start()
-        for drive in drives:
-            drive()
-    except (AssertionError, TimeoutError):
-        print(f"--- operator of {name} ---\n{run.log_tail()}")
-        raise
-    finally:
-        run.stop(graceful)
-    return run
 
 
 # -- the tests -----------------------------------------------------------------------------
