@@ -111,9 +111,12 @@ def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
                 if not isinstance(entry, dict) or "ratio_ours_reference" not in entry:
                     continue
                 k = 1 / 1024 if metric == "peak_rss_kib" else 1.0
+                digits = 0 if metric in COUNTS else 2
 
-                def cell(who: str, entry: dict[str, Any] = entry, k: float = k) -> str:
-                    return f"{entry[who]['median'] * k:.2f}" if who in entry else ""
+                def cell(
+                    who: str, entry: dict[str, Any] = entry, k: float = k, d: int = digits
+                ) -> str:
+                    return f"{entry[who]['median'] * k:.{d}f}" if who in entry else ""
 
                 r = entry.get("ratio_ours_reference")
                 reps = ", ".join(f"{x:.2f}" for x in entry.get("per_rep_ratios", []))
