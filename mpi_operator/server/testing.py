@@ -11,7 +11,6 @@ import ctypes
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,15 +20,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mpi_operator.localcluster.procs import free_ports
+
 _PR_SET_PDEATHSIG = 1
 _SCRUBBED_ENV = ("KUBECONFIG", "KUBEFLOW_NAMESPACE", "KUBERNETES_SERVICE_HOST")
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    return free_ports(1)[0]
 
 
 def _die_with_parent() -> None:  # between fork and exec
@@ -49,8 +47,11 @@ class OperatorProcess:
         healthz_port: int | None = None,
         monitoring_port: int | None = None,
     ) -> None:
-        self.healthz_port = healthz_port or free_port()
-        self.monitoring_port = monitoring_port or free_port()
+        # Chosen together: two separate picks can return the same port (seen in CI:
+        # healthz and metrics on one port, the operator exited on EADDRINUSE).
+        picked = iter(free_ports(2))
+        self.healthz_port = healthz_port or next(picked)
+        self.monitoring_port = monitoring_port or next(picked)
         self.log_path = log_path
         self.argv = [
             sys.executable,
