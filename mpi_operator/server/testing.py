@@ -7,7 +7,6 @@ tests drive processes and poll HTTP endpoints, they run no event loop).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -20,19 +19,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mpi_operator.localcluster.procs import free_ports
+from mpi_operator.localcluster.procs import die_with_parent, free_ports
 
-_PR_SET_PDEATHSIG = 1
 _SCRUBBED_ENV = ("KUBECONFIG", "KUBEFLOW_NAMESPACE", "KUBERNETES_SERVICE_HOST")
 
 
 def free_port() -> int:
     return free_ports(1)[0]
-
-
-def _die_with_parent() -> None:  # between fork and exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class OperatorProcess:
@@ -76,7 +69,7 @@ class OperatorProcess:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=self.env,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         return self
 
