@@ -17,6 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.sidebyside", description=__doc__)
     p.add_argument("--preset", default="full", choices=PRESETS)
     p.add_argument("--reps", type=int, help="repetitions (default: the preset's)")
+    p.add_argument("--fanout-reps", type=int, help="fan-out repetitions (default: --reps)")
     p.add_argument("--unrelated-pods", type=int, help="unrelated pods for the memory scenario")
     p.add_argument("--fanout-workers", type=int, help="workers of the fan-out MPIJob (all configs)")
     p.add_argument("--jobs", type=int, help="MPIJobs of the throughput scenario (all configs)")
@@ -31,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = preset(args.preset)
     if args.reps is not None:
         sizes.reps = args.reps
+        sizes.fanout_reps = None
+    if args.fanout_reps is not None:
+        sizes.fanout_reps = args.fanout_reps
     if args.unrelated_pods is not None:
         sizes.unrelated_pods = args.unrelated_pods
     if args.fanout_workers is not None:

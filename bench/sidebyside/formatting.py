@@ -63,6 +63,13 @@ LABELS = {
 }
 
 
+def _repetitions(sizes: dict[str, Any]) -> str:
+    reps, fanout = sizes.get("reps"), sizes.get("fanout_reps")
+    if fanout is None or fanout == reps:
+        return f"{reps} repetitions"
+    return f"{reps} repetitions ({fanout} of the fan-out)"
+
+
 def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
     """The summary as Markdown tables (medians over repetitions, ratios of medians),
     then links to ``charts`` (the PNG files drawn, next to the Markdown file)."""
@@ -89,7 +96,7 @@ def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
         + (" - **partial run**" if result.get("partial") else "")
         + ".",
         "",
-        f"Sizes: {sizes.get('reps')} repetitions; fan-out workers {sizes.get('fanout_workers')};"
+        f"Sizes: {_repetitions(sizes)}; fan-out workers {sizes.get('fanout_workers')};"
         f" throughput MPIJobs {sizes.get('throughput_jobs')} of {sizes.get('throughput_workers')}"
         f" workers, launchers complete after {sizes.get('launcher_seconds')} s;"
         f" {sizes.get('unrelated_pods')} unrelated pods; {sizes.get('nodes')} KWOK nodes.",

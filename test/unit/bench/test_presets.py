@@ -31,6 +31,7 @@ def test_unthrottled_fanout_runs_500_workers_where_the_limiter_never_binds() -> 
 def test_full_preset_is_the_issue_sizes() -> None:
     sizes = preset("full")
     assert sizes.reps == 3
+    assert sizes.fanout_reps == 5
     assert sizes.unrelated_pods == 5000
     assert [c.name for c in sizes.configs] == ["equal-100-200", SHIPPED.name, "equal-1000-2000"]
     assert set(sizes.fanout_workers.values()) == {500}
