@@ -1,0 +1,48 @@
+"""``python -m bench.sidebyside`` flags: what they do to the preset's sizes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.sidebyside import __main__ as cli
+from bench.sidebyside.runner import Sizes
+
+
+@pytest.fixture
+def sizes_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Sizes]:
+    """Runs nothing: records the sizes main() would run and writes an empty result."""
+    ran: list[Sizes] = []
+
+    def fake_run(sizes: Sizes, out: Path, workdir: Path | None = None) -> dict[str, Any]:
+        ran.append(sizes)
+        out.write_text(json.dumps({"summary": {}, "records": [], "sizes": {}}))
+        return {}
+
+    monkeypatch.setattr(cli, "run", fake_run)
+    monkeypatch.setattr(cli, "format_summary", lambda result: "")
+    return ran
+
+
+@pytest.mark.parametrize(
+    ("args", "reps", "fanout_reps"),
+    [
+        ([], 3, 5),
+        (["--reps", "2"], 2, None),
+        (["--fanout-reps", "7"], 3, 7),
+        (["--reps", "1", "--fanout-reps", "4"], 1, 4),
+    ],
+)
+def test_repetition_flags(
+    sizes_run: list[Sizes],
+    tmp_path: Path,
+    args: list[str],
+    reps: int,
+    fanout_reps: int | None,
+) -> None:
+    assert cli.main(["--preset", "full", "--out", str(tmp_path / "r.json"), *args]) == 0
+    [sizes] = sizes_run
+    assert (sizes.reps, sizes.fanout_reps) == (reps, fanout_reps)
