@@ -265,9 +265,11 @@ def _webhook_answers(answers: list[Obj]) -> tuple[Counter[int], int]:
     return denied, call_failed
 
 
-def _audited_answers(cluster: FaultCluster, offset: int, faults: Counter[str]) -> list[Obj]:
-    """The operator's audited answers once they account for every injected fault, or
-    as they are after 15 s. kube-apiserver writes an audit event at ResponseComplete,
+def _audited_answers(
+    cluster: FaultCluster, offset: int, faults: Counter[str]
+) -> tuple[list[Obj], Counter[int], int]:
+    """The operator's audited answers, with :func:`_webhook_answers` of them, once they
+    account for every injected fault, or as they are after 15 s. kube-apiserver writes an audit event at ResponseComplete,
     which can come after the client (and the webhook's count) saw the answer: a fresh
     CI run read the log once, just after the last injection, and found 9 of 10 503s."""
     expected = (
@@ -280,7 +282,7 @@ def _audited_answers(cluster: FaultCluster, offset: int, faults: Counter[str]) -
         denied, call_failed = _webhook_answers(answers)
         seen = (Counter({c: denied[c] for c in (429, 500, 503)}), call_failed)
         if seen == expected or time.monotonic() >= deadline:
-            return answers
+            return answers, denied, call_failed
         time.sleep(0.2)
 
 
@@ -302,9 +304,8 @@ def test_chaos_webhook_429_and_5xx_lose_nothing(
             cluster.request("DELETE", f"{ADMISSION}/{name}")
         faults, by_kind, users = Counter(webhook.faults), dict(webhook.by_kind), webhook.users
 
-    answers = _audited_answers(cluster, offset, faults)
+    answers, denied, call_failed = _audited_answers(cluster, offset, faults)
     codes = Counter(a["code"] for a in answers if a["code"] >= 400)
-    denied, call_failed = _webhook_answers(answers)
     sync_failures = fault_operators.sync_failures()
     report(
         test="webhook-faults",
