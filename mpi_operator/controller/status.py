@@ -81,6 +81,11 @@ def pod_phase(pod: Obj) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
 
+def is_terminating(pod: Obj) -> bool:
+    """The pod carries a deletionTimestamp: it is already being deleted."""
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
 def replica_status(status: JobStatus, replica_type: ReplicaType) -> ReplicaStatus:
     """Resets the replica's status to zero counts and returns it."""
     statuses = dict(status.replica_statuses or {})

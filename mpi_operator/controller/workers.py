@@ -34,7 +34,7 @@ from mpi_operator.controller.context import (
     job_reference,
     with_operator_label,
 )
-from mpi_operator.controller.status import pod_phase
+from mpi_operator.controller.status import is_terminating, pod_phase
 
 Obj = dict[str, Any]
 
@@ -153,7 +153,12 @@ async def ensure_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> list[Obj
         for pod in pods:
             index = _index(pod)
             # Deviation: only our own pods are removed on scale-down.
-            if index is not None and index >= replicas and is_controlled_by(pod, job.uid):
+            if (
+                index is not None
+                and index >= replicas
+                and is_controlled_by(pod, job.uid)
+                and not is_terminating(pod)
+            ):
                 await _delete_pod(ctx, job.namespace, pod["metadata"]["name"])
     key = f"{job.namespace}/{job.name}"
     expectations = ctx.expectations
@@ -192,6 +197,8 @@ async def delete_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> None:
             raise _resource_exists(ctx, shared, name)
         if keep_finished and pod_phase(pod) not in ("Running", "Pending"):
             continue
+        if is_terminating(pod):
+            continue  # Deviation: the reference deletes a terminating pod again on every sync.
         await _delete_pod(ctx, job.namespace, name)
 
 

@@ -32,7 +32,7 @@ from mpi_operator.api.t9k import (
 )
 from mpi_operator.builders.t9k.common import launcher_name, worker_name
 from mpi_operator.client.events import NORMAL, WARNING
-from mpi_operator.controller.status import Event
+from mpi_operator.controller.status import Event, is_terminating
 
 Obj = dict[str, Any]
 
@@ -60,10 +60,6 @@ def pod_phase(pod: Obj | None) -> str:
     if pod is None:
         return ""
     return str((pod.get("status") or {}).get("phase") or "")
-
-
-def is_terminating(pod: Obj) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def get_condition(status: MPIJobStatus, condition_type: str) -> JobCondition | None:

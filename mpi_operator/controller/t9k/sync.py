@@ -35,13 +35,13 @@ from mpi_operator.builders.t9k.pods import (
 )
 from mpi_operator.client import split_key
 from mpi_operator.controller.invalid import report_invalid
+from mpi_operator.controller.status import is_terminating
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import T9K_MPIJOBS, SyncContext, job_reference
 from mpi_operator.controller.t9k.status import (
     TERMINAL_PHASES,
     StatusOutcome,
     get_condition,
-    is_terminating,
     pod_phase,
     slots,
     update_status,

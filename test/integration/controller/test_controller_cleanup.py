@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from controller_harness import Cluster, StartOperator, mpijob
+from controller_harness import Cluster, Obj, StartOperator, mpijob
+
+from mpi_operator.client import PODS
+from mpi_operator.client.testing import eventually
 
 
 @pytest.mark.parametrize(
@@ -26,3 +31,73 @@ async def test_clean_pod_policy(
     await cluster.wait_condition("Succeeded")
     pods = await cluster.wait_workers(len(left))
     assert [p["metadata"]["name"] for p in pods] == left
+
+
+async def test_terminating_workers_are_not_deleted_again(
+    cluster: Cluster, start_operator: StartOperator
+) -> None:
+    """A worker already being deleted (held here by a finalizer) gets one DELETE, however
+    often the finished job is synced again."""
+    controller = await start_operator()
+    client = controller.syncer.ctx.client
+    deletes: list[str] = []
+    real_delete = client.delete
+
+    async def spy_delete(resource: Any, namespace: str | None, name: str, **kw: Any) -> Obj:
+        if resource is PODS:
+            deletes.append(name)
+        return await real_delete(resource, namespace, name, **kw)
+
+    client.delete = spy_delete  # type: ignore[method-assign]
+    await cluster.create(mpijob(runPolicy={"cleanPodPolicy": "All"}))
+    workers = await cluster.wait_workers(2)
+    held = workers[0]["metadata"]["name"]
+    await cluster.kube.patch(PODS, cluster.ns, held, {"metadata": {"finalizers": [FINALIZER]}})
+    try:
+        await cluster.set_pods_running(workers)
+        await cluster.finish_launcher(succeeded=True)
+        await cluster.wait_condition("Succeeded")
+
+        async def terminating() -> bool:
+            pod = await cluster.kube.get(PODS, cluster.ns, held)
+            return bool(pod["metadata"].get("deletionTimestamp"))
+
+        await eventually(terminating, within=20, what=f"{held} terminating")
+        # More syncs of the finished job, triggered by updates of the terminating pod.
+        for touch in ("1", "2"):
+            await cluster.kube.patch(
+                PODS, cluster.ns, held, {"metadata": {"annotations": {"test/touch": touch}}}
+            )
+        pods = controller.informers["pods"].lister
+
+        def cached_touch() -> bool:
+            pod = pods.get(cluster.ns, held)
+            return (
+                pod is not None and pod["metadata"].get("annotations", {}).get("test/touch") == "2"
+            )
+
+        await eventually(cached_touch, within=20, what="the last update of the pod cached")
+        syncs_before = reconciles(controller)
+        await eventually(
+            lambda: reconciles(controller) >= syncs_before + 1,
+            within=20,
+            what="a sync after the terminating pod's last update",
+        )
+        await cluster.wait_condition("Succeeded")
+        assert deletes.count(held) == 1, deletes
+    finally:
+        await cluster.kube.patch(PODS, cluster.ns, held, {"metadata": {"finalizers": None}})
+
+
+FINALIZER = "test.mpi-operator/hold"
+
+
+def reconciles(controller: Any) -> float:
+    """Syncs finished so far, whatever their result."""
+    return sum(
+        controller.registry.get_sample_value(
+            "mpi_operator_reconcile_duration_seconds_count", {"result": result}
+        )
+        or 0.0
+        for result in ("success", "error")
+    )
