@@ -17,6 +17,8 @@ from typing import Any
 from mpi_operator.localcluster import FULL, LocalCluster
 from mpi_operator.localcluster.audit import audit_code, audit_user, read_audit_events
 
+from .machine import write_latency_ms
+
 LOCK_NAMESPACE = "mpi-operator"
 OPERATOR_SA = "operator"
 OPERATOR_USER = f"system:serviceaccount:{LOCK_NAMESPACE}:{OPERATOR_SA}"
@@ -53,15 +55,15 @@ def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, An
     """Requests of the operator user logged between two offsets of the audit log.
 
     Returns ``{"total": n, "by_verb_resource": {"create pods": n, ...},
-    "by_user_agent": {...}, "failed_by_verb_resource_code": {"create pods 409": n}}``;
-    subresources are spelled ``pods/status``.
+    "by_user_agent": {...}, "failed_by_verb_resource_code": {"create pods 409": n},
+    "write_latency_ms": {"p50": ms, "p90": ms, "n": n}}``; subresources are spelled
+    ``pods/status``.
     """
     by_vr: Counter[str] = Counter()
     by_ua: Counter[str] = Counter()
     failed: Counter[str] = Counter()
-    for ev in read_audit_events(path, start, end):
-        if audit_user(ev) != OPERATOR_USER:
-            continue
+    mine = [ev for ev in read_audit_events(path, start, end) if audit_user(ev) == OPERATOR_USER]
+    for ev in mine:
         ref = ev.get("objectRef") or {}
         resource = ref.get("resource") or ev.get("requestURI", "?").split("?")[0]
         if ref.get("subresource"):
@@ -78,6 +80,7 @@ def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, An
         "by_verb_resource": dict(by_vr.most_common()),
         "by_user_agent": dict(by_ua.most_common()),
         "failed_by_verb_resource_code": dict(failed.most_common()),
+        "write_latency_ms": write_latency_ms(mine),
     }
 
 

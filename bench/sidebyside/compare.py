@@ -85,6 +85,33 @@ def format_markdown(rows: list[Row], tolerance: float = TOLERANCE) -> str:
     return "\n".join(lines)
 
 
+def machine_changes(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+    """Markdown rows: how the machine figures (CPU probe, API server write latency)
+    of each scenario and runner moved between the runs, to read the ratios against."""
+    rows = []
+    for config, scenarios in first["summary"].items():
+        if config == "targets" or not isinstance(scenarios, dict):
+            continue
+        for scenario, sc in scenarios.items():
+            other = second["summary"].get(config, {}).get(scenario, {})
+            for metric, entry in (sc.get("machine") or {}).items():
+                for who, figures in entry.items():
+                    then = figures["median"]
+                    now = (other.get("machine") or {}).get(metric, {}).get(who, {}).get("median")
+                    change = None if now is None or not then else (now - then) / then
+                    rows.append(
+                        f"| {config} | {scenario} | {metric} | {who} | {_fmt(then, '{:.1f}')} "
+                        f"| {_fmt(now, '{:.1f}')} | {_fmt(change, '{:+.0%}')} |"
+                    )
+    if not rows:
+        return []
+    return [
+        "| config | scenario | machine figure | runner | first | second | change |",
+        "|---|---|---|---|---:|---:|---:|",
+        *rows,
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.sidebyside.compare", description=__doc__)
     p.add_argument("first", type=Path)
@@ -95,6 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     print(format_markdown(rows, args.tolerance))
     missed = [r for r in rows if r.reproduced(args.tolerance) is False]
     print(f"\n{len(missed)} of {len(rows)} ratios not reproduced (n/a: missing or 0 in a run)")
+    machine = machine_changes(
+        json.loads(args.first.read_text()), json.loads(args.second.read_text())
+    )
+    if machine:
+        print("\nThe machine in both runs (medians; not ratios):\n")
+        print("\n".join(machine))
     return 1 if missed else 0
 
 

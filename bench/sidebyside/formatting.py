@@ -70,6 +70,29 @@ def _repetitions(sizes: dict[str, Any]) -> str:
     return f"{reps} repetitions ({fanout} of the fan-out)"
 
 
+MACHINE_LABELS = {
+    "cpu_probe_ms": "CPU probe before the run, ms",
+    "write_latency_p50_ms": "API server time per write, p50 ms",
+}
+
+
+def _machine_lines(machine: dict[str, dict[str, Any]]) -> list[str]:
+    """How fast the machine was in each repetition (not a ratio: context for one)."""
+    lines = []
+    for metric, entry in machine.items():
+        parts = [
+            f"{who} {entry[who]['median']:.1f} ("
+            + ", ".join(f"{x:.1f}" for x in entry[who]["samples"])
+            + ")"
+            for who in (OURS, REFERENCE, RAW)
+            if who in entry
+        ]
+        lines.append(
+            f"\n{MACHINE_LABELS.get(metric, metric)}, median (per rep): " + "; ".join(parts)
+        )
+    return lines
+
+
 def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
     """The summary as Markdown tables (medians over repetitions, ratios of medians),
     then links to ``charts`` (the PNG files drawn, next to the Markdown file)."""
@@ -141,6 +164,7 @@ def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
                     f"| {LABELS.get(metric, metric)} | {cell(OURS)} | {cell(REFERENCE)} "
                     f"| {cell(RAW)} | {rtxt} | {reps} |"
                 )
+            lines += _machine_lines(sc.get("machine") or {})
             for e in sc.get("errors", []):
                 lines.append(f"\nError: {e}")
             for e in sc.get("timed_out", []):

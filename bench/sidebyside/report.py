@@ -14,6 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from .machine import WRITE_VERBS
+
 OURS, REFERENCE, RAW = "ours", "reference", "raw-client"
 
 METRICS = {
@@ -38,7 +40,6 @@ COUNTS = ("never_running", "workers_left")
 #: Percentiles over the jobs seen Running: taken only from repetitions in which every
 #: job was seen Running, so both operators' figures cover the same set of jobs.
 COMPLETE_ONLY = ("create_to_running_p50_s", "create_to_running_p99_s")
-WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
 
 def _median(values: list[float]) -> float | None:
@@ -65,7 +66,7 @@ def _value(rec: dict[str, Any], metric: str) -> float | None:
             for key, n in by.items()
             if key.split(" ")[0] in WRITE_VERBS and "accessreviews" not in key
         )
-        return float(writes) / rec["jobs"]
+        return float(writes) / float(rec["jobs"])
     if metric in COMPLETE_ONLY and rec.get("never_running") != 0:
         return None
     v = rec.get(metric)
@@ -123,8 +124,40 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             sc["jobs"] = ok[0].get("jobs") if ok else None
         if scenario == "fanout":
             sc["workers"] = ok[0].get("workers") if ok else None
+        sc["machine"] = machine_summary(ok)
         out.setdefault(config, {})[scenario] = sc
     out["targets"] = targets(out)
+    return out
+
+
+#: How fast the machine was during each run (see machine.py): never a ratio.
+MACHINE = ("cpu_probe_ms", "write_latency_p50_ms")
+
+
+def _machine_value(rec: dict[str, Any], metric: str) -> float | None:
+    if metric == "write_latency_p50_ms":
+        latency = rec.get("api", {}).get("write_latency_ms") if rec["operator"] != RAW else None
+        return float(latency["p50"]) if latency else None
+    v = rec.get(metric)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def machine_summary(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per machine figure and runner: the median and the samples in rep order."""
+    out: dict[str, dict[str, Any]] = {}
+    for metric in MACHINE:
+        entry: dict[str, Any] = {}
+        for who in (OURS, REFERENCE, RAW):
+            samples = [
+                v
+                for r in recs
+                if r["operator"] == who
+                if (v := _machine_value(r, metric)) is not None
+            ]
+            if samples:
+                entry[who] = {"median": _median(samples), "samples": samples}
+        if entry:
+            out[metric] = entry
     return out
 
 

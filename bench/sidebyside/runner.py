@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .cluster import BenchCluster, audit_counts
+from .machine import cpu_probe_ms
 from .operators import OPERATORS, OURS, REFERENCE, RunningOperator, ours_binary, reference_binary
 from .scenarios import create_unrelated_pods, delete_namespace, fanout, raw_ceiling, throughput
 
@@ -66,6 +67,10 @@ class Sizes:
     raw_reps: dict[str, int] = field(default_factory=dict)
     configs: list[QpsConfig] = field(default_factory=list)
     timeout: float = 900.0
+
+    @property
+    def fanout_repetitions(self) -> int:
+        return self.reps if self.fanout_reps is None else self.fanout_reps
 
 
 PRESETS = ("full", "reduced", "queue", "fanout-unthrottled", "smoke")
@@ -162,7 +167,7 @@ class Runner:
                 _log(f"created {info['pods']} unrelated pods in {info['seconds']:.1f}s")
                 self.meta["unrelated_pods"] = {k: info[k] for k in ("pods", "seconds")}
             for config in s.configs:
-                for rep in range(s.reps if s.fanout_reps is None else s.fanout_reps):
+                for rep in range(s.fanout_repetitions):
                     self._fanout_rep(config, rep)
                 for rep in range(s.reps):
                     self._throughput_rep(config, rep)
@@ -197,6 +202,7 @@ class Runner:
             "config": config.name,
             "rep": rep,
             "operator": kind,
+            "cpu_probe_ms": cpu_probe_ms(),
         }
         audit_start = self.cluster.audit_offset()
         try:
@@ -249,6 +255,7 @@ class Runner:
                 "rep": rep,
                 "operator": "raw-client",
                 "workers": workers,
+                "cpu_probe_ms": cpu_probe_ms(),
             }
             try:
                 record.update(raw_ceiling(self.cluster, ns, workers, config.qps, config.burst))

@@ -66,12 +66,16 @@ def test_sidebyside_smoke(tmp_path: Path) -> None:
     for r in records:
         if r["scenario"] == "fanout":
             assert r["all_pods_created_s"] > 0
+        assert r["cpu_probe_ms"] > 0
         if r["operator"] == "raw-client":
             continue
         assert r["peak_rss_kib"] > 0
         assert r["cpu_s"] >= 0
         # The audit log attributes the operator's own requests to it.
         assert r["api"]["by_verb_resource"].get("create pods", 0) >= 1, r["api"]
+        # ... and the API server's time for its writes (pods, at least, were created).
+        latency = r["api"]["write_latency_ms"]
+        assert 0 < latency["p50"] <= latency["p90"] and latency["n"] >= 1, latency
         if r["scenario"] == "fanout":
             assert r["running_s"] >= r["all_pods_created_s"] - 1.0
         else:
@@ -87,6 +91,7 @@ def test_sidebyside_smoke(tmp_path: Path) -> None:
     summary = result["summary"]["shipped-defaults"]
     assert summary["fanout"]["all_pods_created_s"]["ratio_ours_reference"] > 0
     assert summary["throughput"]["all_succeeded_s"]["ratio_ours_reference"] > 0
+    assert summary["fanout"]["machine"]["write_latency_p50_ms"]["reference"]["median"] > 0
     assert "targets" in format_summary(result)
     if charts:
         for name in ("fanout", "throughput", "memory", "cpu", "api-shipped-defaults"):

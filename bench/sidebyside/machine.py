@@ -1,0 +1,58 @@
+"""How fast the machine was while an operator ran: the figures that tell a slow
+repetition (or a slow run) from a slower operator.
+
+* :func:`cpu_probe_ms`: a fixed CPU-bound task (SHA-256 of 32 MiB, five times; the
+  median) timed just before an operator starts. On a shared 2-CPU VM it moves with
+  the host's speed and with whatever else runs on the CPUs.
+* :func:`write_latency_ms`: the API server's own time for the operator's writes, from
+  the audit log (request received to response complete), median and p90. The
+  reference creates worker pods one request at a time, so its fan-out time moves
+  with this figure; ours is bound by its client rate limiter.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import statistics
+import time
+from collections.abc import Iterable
+from typing import Any
+
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+
+PROBE_MIB = 32
+
+
+def cpu_probe_ms(rounds: int = 5) -> float:
+    """Median milliseconds of one SHA-256 over 32 MiB (about 27 ms on an idle host)."""
+    data = bytes(range(256)) * (PROBE_MIB * 4096)
+    samples = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        hashlib.sha256(data).digest()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(samples)
+
+
+def _timestamp(value: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def write_latency_ms(events: Iterable[dict[str, Any]]) -> dict[str, float] | None:
+    """Median and p90 (nearest rank) server-side milliseconds of the write requests
+    among ``events`` (audit events); None when there are none."""
+    samples = []
+    for ev in events:
+        if ev.get("verb") not in WRITE_VERBS:
+            continue
+        received, completed = ev.get("requestReceivedTimestamp"), ev.get("stageTimestamp")
+        if not received or not completed:
+            continue
+        elapsed = _timestamp(completed) - _timestamp(received)
+        samples.append(elapsed.total_seconds() * 1e3)
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    p90 = ordered[max(0, -(-9 * len(ordered) // 10) - 1)]
+    return {"p50": statistics.median(ordered), "p90": p90, "n": float(len(ordered))}
