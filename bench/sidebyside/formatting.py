@@ -72,6 +72,8 @@ def _repetitions(sizes: dict[str, Any]) -> str:
 
 MACHINE_LABELS = {
     "cpu_probe_ms": "CPU probe before the run, ms",
+    "steal_pct": "CPU time stolen by the hypervisor during the run, %",
+    "busy_pct": "CPU time busy during the run (all processes), %",
     "write_latency_p50_ms": "API server time per write, p50 ms",
 }
 

@@ -4,6 +4,9 @@ repetition (or a slow run) from a slower operator.
 * :func:`cpu_probe_ms`: a fixed CPU-bound task (SHA-256 of 32 MiB, five times; the
   median) timed just before an operator starts. On a shared 2-CPU VM it moves with
   the host's speed and with whatever else runs on the CPUs.
+* :class:`CpuTimes` / :func:`host_cpu`: the share of the machine's CPU time the
+  hypervisor stole (``steal``) and the share busy, over one operator's run, from
+  ``/proc/stat``. Steal is time this VM wanted to run and the host gave to others.
 * :func:`write_latency_ms`: the API server's own time for the operator's writes, from
   the audit log (request received to response complete), median and p90. The
   reference creates worker pods one request at a time, so its fan-out time moves
@@ -17,6 +20,8 @@ import hashlib
 import statistics
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
@@ -33,6 +38,46 @@ def cpu_probe_ms(rounds: int = 5) -> float:
         hashlib.sha256(data).digest()
         samples.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(samples)
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """The aggregate ``cpu`` line of ``/proc/stat``, in clock ticks."""
+
+    total: int
+    idle: int  # idle + iowait
+    steal: int
+
+    @classmethod
+    def parse(cls, stat: str) -> CpuTimes:
+        fields = stat.splitlines()[0].split()
+        if fields[0] != "cpu":
+            raise ValueError(f"not the aggregate cpu line of /proc/stat: {fields[0]!r}")
+        # user nice system idle iowait irq softirq steal (guest times are in user/nice)
+        ticks = [int(x) for x in fields[1:9]] + [0] * max(0, 9 - len(fields))
+        return cls(total=sum(ticks[:8]), idle=ticks[3] + ticks[4], steal=ticks[7])
+
+    @classmethod
+    def read(cls, path: Path = Path("/proc/stat")) -> CpuTimes | None:
+        """None where there is no /proc/stat."""
+        try:
+            return cls.parse(path.read_text())
+        except (OSError, ValueError, IndexError):
+            return None
+
+
+def host_cpu(before: CpuTimes | None, after: CpuTimes | None) -> dict[str, float] | None:
+    """Percent of the CPU time between two readings that was stolen, and that was busy
+    (neither idle nor stolen); None without both readings or without time between."""
+    if before is None or after is None or after.total <= before.total:
+        return None
+    total = after.total - before.total
+    steal = after.steal - before.steal
+    idle = after.idle - before.idle
+    return {
+        "steal_pct": 100.0 * steal / total,
+        "busy_pct": 100.0 * (total - idle - steal) / total,
+    }
 
 
 def _timestamp(value: str) -> datetime.datetime:

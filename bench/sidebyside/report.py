@@ -131,13 +131,16 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 #: How fast the machine was during each run (see machine.py): never a ratio.
-MACHINE = ("cpu_probe_ms", "write_latency_p50_ms")
+MACHINE = ("cpu_probe_ms", "steal_pct", "busy_pct", "write_latency_p50_ms")
 
 
 def _machine_value(rec: dict[str, Any], metric: str) -> float | None:
     if metric == "write_latency_p50_ms":
         latency = rec.get("api", {}).get("write_latency_ms") if rec["operator"] != RAW else None
         return float(latency["p50"]) if latency else None
+    if metric in ("steal_pct", "busy_pct"):
+        host = rec.get("host_cpu")
+        return float(host[metric]) if host else None
     v = rec.get(metric)
     return float(v) if isinstance(v, (int, float)) else None
 

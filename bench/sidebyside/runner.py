@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .cluster import BenchCluster, audit_counts
-from .machine import cpu_probe_ms
+from .machine import CpuTimes, cpu_probe_ms, host_cpu
 from .operators import OPERATORS, OURS, REFERENCE, RunningOperator, ours_binary, reference_binary
 from .scenarios import create_unrelated_pods, delete_namespace, fanout, raw_ceiling, throughput
 
@@ -205,6 +205,7 @@ class Runner:
             "cpu_probe_ms": cpu_probe_ms(),
         }
         audit_start = self.cluster.audit_offset()
+        cpu_before = CpuTimes.read()
         try:
             op.start()
             record["startup_s"] = op.start_seconds
@@ -215,6 +216,7 @@ class Runner:
             traceback.print_exc()
         finally:
             op.stop()
+        record["host_cpu"] = host_cpu(cpu_before, CpuTimes.read())
         with contextlib.suppress(Exception):
             record["namespace_delete_s"] = delete_namespace(self.cluster, ns)
         audit_end = self.cluster.audit_offset()
@@ -257,10 +259,12 @@ class Runner:
                 "workers": workers,
                 "cpu_probe_ms": cpu_probe_ms(),
             }
+            cpu_before = CpuTimes.read()
             try:
                 record.update(raw_ceiling(self.cluster, ns, workers, config.qps, config.burst))
             except Exception as e:
                 record["error"] = f"{type(e).__name__}: {e}"
+            record["host_cpu"] = host_cpu(cpu_before, CpuTimes.read())
             with contextlib.suppress(Exception):
                 record["namespace_delete_s"] = delete_namespace(self.cluster, ns)
             self._add(record)

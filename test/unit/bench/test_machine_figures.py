@@ -9,7 +9,7 @@ import pytest
 
 from bench.sidebyside.compare import compare, machine_changes
 from bench.sidebyside.formatting import format_markdown
-from bench.sidebyside.machine import cpu_probe_ms, write_latency_ms
+from bench.sidebyside.machine import CpuTimes, cpu_probe_ms, host_cpu, write_latency_ms
 from bench.sidebyside.report import summarize
 
 
@@ -52,6 +52,43 @@ def test_write_latency_counts_only_writes_with_both_timestamps(
         assert got == pytest.approx(expected)
 
 
+STAT = "cpu  {user} 0 {system} {idle} {iowait} 0 0 {steal} 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"
+
+
+def stat(user: int, system: int, idle: int, iowait: int, steal: int) -> CpuTimes:
+    return CpuTimes.parse(
+        STAT.format(user=user, system=system, idle=idle, iowait=iowait, steal=steal)
+    )
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        # 100 ticks: 30 user + 10 system busy, 40 idle + 10 iowait, 10 stolen.
+        (stat(0, 0, 0, 0, 0), stat(30, 10, 40, 10, 10), {"steal_pct": 10.0, "busy_pct": 40.0}),
+        (stat(5, 5, 5, 5, 5), stat(5, 5, 105, 5, 5), {"steal_pct": 0.0, "busy_pct": 0.0}),
+        (stat(0, 0, 0, 0, 0), stat(0, 0, 0, 0, 50), {"steal_pct": 100.0, "busy_pct": 0.0}),
+        (stat(1, 1, 1, 1, 1), stat(1, 1, 1, 1, 1), None),  # no time between the readings
+        (None, stat(1, 1, 1, 1, 1), None),
+        (stat(1, 1, 1, 1, 1), None, None),
+    ],
+)
+def test_host_cpu_shares_of_the_time_between_two_readings(
+    before: CpuTimes | None, after: CpuTimes | None, expected: dict[str, float] | None
+) -> None:
+    assert host_cpu(before, after) == expected
+
+
+def test_cpu_times_parse_only_the_aggregate_line() -> None:
+    assert stat(3, 4, 5, 6, 7) == CpuTimes(total=25, idle=11, steal=7)
+    with pytest.raises(ValueError, match="aggregate cpu line"):
+        CpuTimes.parse("cpu0 1 2 3 4 5 6 7 8\n")
+    # An old kernel without a steal column counts no steal.
+    assert CpuTimes.parse("cpu 1 2 3 4 5 6 7\n") == CpuTimes(total=28, idle=9, steal=0)
+    here = CpuTimes.read()  # this machine's own /proc/stat
+    assert here is not None and here.total > 0
+
+
 def test_cpu_probe_times_real_work() -> None:
     ms = cpu_probe_ms(rounds=3)
     assert 0.5 < ms < 5000
@@ -66,6 +103,7 @@ def record(operator: str, rep: int, probe: float, latency: float | None) -> dict
         "workers": 500,
         "all_pods_created_s": 3.0 if operator == "ours" else 6.0,
         "cpu_probe_ms": probe,
+        "host_cpu": {"steal_pct": probe / 10, "busy_pct": 50.0},
     }
     if operator != "raw-client":
         lat = None if latency is None else {"p50": latency, "p90": latency * 2, "n": 500.0}
@@ -92,6 +130,8 @@ def test_summary_keeps_machine_figures_per_runner_and_no_ratio_of_them() -> None
     assert machine["write_latency_p50_ms"]["reference"]["samples"] == [4.0, 8.0]
     assert machine["write_latency_p50_ms"]["reference"]["median"] == 6.0
     assert "raw-client" not in machine["write_latency_p50_ms"]
+    assert machine["steal_pct"]["ours"]["samples"] == [2.7, 2.7]
+    assert machine["busy_pct"]["raw-client"]["median"] == 50.0
     # The reproducibility check compares ratios only: the machine figures add none.
     metrics = {r.metric for r in compare(result, result)}
     assert "all_pods_created_s" in metrics
