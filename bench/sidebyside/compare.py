@@ -118,13 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("second", type=Path)
     p.add_argument("--tolerance", type=float, default=TOLERANCE)
     args = p.parse_args(argv)
-    rows = compare(json.loads(args.first.read_text()), json.loads(args.second.read_text()))
+    first, second = json.loads(args.first.read_text()), json.loads(args.second.read_text())
+    rows = compare(first, second)
     print(format_markdown(rows, args.tolerance))
     missed = [r for r in rows if r.reproduced(args.tolerance) is False]
     print(f"\n{len(missed)} of {len(rows)} ratios not reproduced (n/a: missing or 0 in a run)")
-    machine = machine_changes(
-        json.loads(args.first.read_text()), json.loads(args.second.read_text())
-    )
+    machine = machine_changes(first, second)
     if machine:
         print("\nThe machine in both runs (medians; not ratios):\n")
         print("\n".join(machine))

@@ -11,6 +11,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +86,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             f"{r['operator']} rep{r['rep']}: {r['error']}" for r in recs if "error" in r
         ]
         for metric in METRICS[scenario]:
-            entry: dict[str, Any] = {}
-            for who in (OURS, REFERENCE, RAW):
-                samples = [
-                    v for r in ok if r["operator"] == who if (v := _value(r, metric)) is not None
-                ]
-                if samples:
-                    entry[who] = {"median": _median(samples), "samples": samples}
+            entry = _per_runner(ok, metric, _value)
             med = {w: entry[w]["median"] for w in entry}
             if metric in COUNTS:
                 sc[metric] = {**entry, "ratio_ours_reference": None}
@@ -145,21 +140,26 @@ def _machine_value(rec: dict[str, Any], metric: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) else None
 
 
+def _per_runner(
+    recs: list[dict[str, Any]],
+    metric: str,
+    value: Callable[[dict[str, Any], str], float | None],
+) -> dict[str, Any]:
+    """Runner -> the median and the samples (in rep order) of ``metric``, for the
+    runners that have any."""
+    entry: dict[str, Any] = {}
+    for who in (OURS, REFERENCE, RAW):
+        samples = [v for r in recs if r["operator"] == who if (v := value(r, metric)) is not None]
+        if samples:
+            entry[who] = {"median": _median(samples), "samples": samples}
+    return entry
+
+
 def machine_summary(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per machine figure and runner: the median and the samples in rep order."""
     out: dict[str, dict[str, Any]] = {}
     for metric in MACHINE:
-        entry: dict[str, Any] = {}
-        for who in (OURS, REFERENCE, RAW):
-            samples = [
-                v
-                for r in recs
-                if r["operator"] == who
-                if (v := _machine_value(r, metric)) is not None
-            ]
-            if samples:
-                entry[who] = {"median": _median(samples), "samples": samples}
-        if entry:
+        if entry := _per_runner(recs, metric, _machine_value):
             out[metric] = entry
     return out
 
