@@ -44,6 +44,7 @@ from mpi_operator.controller.conditions import (
 )
 from mpi_operator.controller.context import SyncContext, job_reference
 from mpi_operator.controller.invalid import report_invalid
+from mpi_operator.controller.parallel import run_all
 from mpi_operator.controller.status import (
     Event,
     StatusOutcome,
@@ -121,9 +122,12 @@ class MPIJobSyncer:
         launcher = launchers.get_launcher(ctx, shared, job)
         workers: list[Obj] = []
         if launcher is None or not is_job_finished(launcher):
-            await children.ensure_service(ctx, shared, job)
-            await children.ensure_config_map(ctx, shared, job)
-            await children.ensure_ssh_secret(ctx, shared, job)
+            # Deviation: the reference creates these three one after another.
+            await run_all(
+                children.ensure_service(ctx, shared, job),
+                children.ensure_config_map(ctx, shared, job),
+                children.ensure_ssh_secret(ctx, shared, job),
+            )
             try:
                 if not is_suspended(job):
                     if ctx.options.gang is not None:

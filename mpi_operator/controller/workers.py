@@ -2,7 +2,9 @@
 
 Missing pods are created concurrently in growing batches (1, 2, 4, ...) that
 stop at the first error, as the Job controller's slow start does; the
-reference operator creates them one call at a time.
+reference operator creates them one call at a time. Pods to remove are deleted
+all at once, as the Job controller deletes them; the reference again goes one
+call at a time.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from mpi_operator.controller.context import (
     job_reference,
     with_operator_label,
 )
+from mpi_operator.controller.parallel import first_error, run_all
 from mpi_operator.controller.status import is_terminating, pod_phase
 
 Obj = dict[str, Any]
@@ -124,12 +127,10 @@ async def _create_missing(
         results = await asyncio.gather(
             *(_create_worker(ctx, shared, job, i) for i in indexes), return_exceptions=True
         )
-        failure: BaseException | None = None
         for i, result in zip(indexes, results, strict=True):
-            if isinstance(result, BaseException):
-                failure = failure or result
-            else:
+            if not isinstance(result, BaseException):
                 created[i] = result
+        failure = first_error(results)
         # Recorded before raising: the pods of a failed batch's siblings exist.
         assert ctx.expectations is not None
         ctx.expectations.expect(
@@ -150,16 +151,17 @@ async def ensure_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> list[Obj
     replicas = spec.replicas or 0
     pods = worker_pods(ctx, job)
     if len(pods) > replicas:
-        for pod in pods:
-            index = _index(pod)
-            # Deviation: only our own pods are removed on scale-down.
-            if (
-                index is not None
+        # Deviation: only our own pods are removed on scale-down, all at once.
+        await run_all(
+            *(
+                _delete_pod(ctx, job.namespace, pod["metadata"]["name"])
+                for pod in pods
+                if (index := _index(pod)) is not None
                 and index >= replicas
                 and is_controlled_by(pod, job.uid)
                 and not is_terminating(pod)
-            ):
-                await _delete_pod(ctx, job.namespace, pod["metadata"]["name"])
+            )
+        )
     key = f"{job.namespace}/{job.name}"
     expectations = ctx.expectations
     assert expectations is not None
@@ -188,18 +190,26 @@ async def delete_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> None:
     if spec is None:
         return
     keep_finished = job.spec.run_policy.clean_pod_policy == CleanPodPolicy.RUNNING
+    doomed: list[str] = []
+    foreign: str | None = None
     for i in range(spec.replicas or 0):
         name = worker_name(job, i)
         pod = ctx.listers.pods.get(job.namespace, name)
         if pod is None:
             continue
         if not is_controlled_by(pod, job.uid):
-            raise _resource_exists(ctx, shared, name)
+            foreign = foreign or name
+            continue
         if keep_finished and pod_phase(pod) not in ("Running", "Pending"):
             continue
         if is_terminating(pod):
             continue  # Deviation: the reference deletes a terminating pod again on every sync.
-        await _delete_pod(ctx, job.namespace, name)
+        doomed.append(name)
+    # Deviation: the reference deletes one pod at a time and stops at the first pod
+    # it does not own; we delete all of ours at once, then report that pod.
+    await run_all(*(_delete_pod(ctx, job.namespace, name) for name in doomed))
+    if foreign is not None:
+        raise _resource_exists(ctx, shared, foreign)
 
 
 def count_ready(pods: list[Obj]) -> int:

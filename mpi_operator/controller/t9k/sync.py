@@ -9,7 +9,6 @@ writes it once; applies ``cleanUpWorkers`` once the job has finished.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import structlog
@@ -35,6 +34,7 @@ from mpi_operator.builders.t9k.pods import (
 )
 from mpi_operator.client import split_key
 from mpi_operator.controller.invalid import report_invalid
+from mpi_operator.controller.parallel import run_all
 from mpi_operator.controller.status import is_terminating
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import T9K_MPIJOBS, SyncContext, job_reference
@@ -83,11 +83,13 @@ class T9kMPIJobSyncer:
         finished = status.phase in TERMINAL_PHASES
         pods = children.job_pods(ctx, job)
         if not finished:
-            await children.ensure_service(ctx, shared, job)
-            await children.ensure_config_map(ctx, shared, job)
-            await children.ensure_ssh_secret(ctx, shared, job)
+            await run_all(
+                children.ensure_service(ctx, shared, job),
+                children.ensure_config_map(ctx, shared, job),
+                children.ensure_ssh_secret(ctx, shared, job),
+            )
             if job.paused:
-                await asyncio.gather(
+                await run_all(
                     *(
                         children.delete_pod(ctx, job.namespace, name)
                         for name, pod in pods.items()
@@ -119,16 +121,8 @@ class T9kMPIJobSyncer:
             else new_worker_pod(job, index, resumed=resumed)
             for replica_type, index, _ in missing
         ]
-        created = await asyncio.gather(
-            *(children.create_pod(ctx, shared, job, pod) for pod in desired),
-            return_exceptions=True,
-        )
-        result: dict[str, Obj] = {}
-        for pod in created:
-            if isinstance(pod, BaseException):
-                raise pod
-            result[str(pod["metadata"]["name"])] = pod
-        return result
+        created = await run_all(*(children.create_pod(ctx, shared, job, pod) for pod in desired))
+        return {str(pod["metadata"]["name"]): pod for pod in created}
 
     async def _delete_surplus_pods(self, job: MPIJob, pods: dict[str, Obj]) -> None:
         """Removes workers beyond ``spec.worker.replicas`` (after a scale-down), and
@@ -143,8 +137,8 @@ class T9kMPIJobSyncer:
             for name, pod in pods.items()
             if name in wanted and not is_terminating(pod) and pod_run_mode(pod) != mode
         ]
-        await asyncio.gather(*(children.delete_pod(self.ctx, job.namespace, n) for n in stale))
-        await asyncio.gather(*(children.delete_pod(self.ctx, job.namespace, n) for n in surplus))
+        await run_all(*(children.delete_pod(self.ctx, job.namespace, n) for n in stale))
+        await run_all(*(children.delete_pod(self.ctx, job.namespace, n) for n in surplus))
         for name in surplus:
             del pods[name]
 
@@ -161,7 +155,7 @@ class T9kMPIJobSyncer:
             and not is_terminating(pod)
             and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
         ]
-        await asyncio.gather(*(children.delete_pod(self.ctx, job.namespace, n) for n in doomed))
+        await run_all(*(children.delete_pod(self.ctx, job.namespace, n) for n in doomed))
 
     async def _write_status(self, shared: Obj, job: MPIJob, outcome: StatusOutcome) -> None:
         assert job.status is not None

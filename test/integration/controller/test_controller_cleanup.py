@@ -89,6 +89,28 @@ async def test_terminating_workers_are_not_deleted_again(
         await cluster.kube.patch(PODS, cluster.ns, held, {"metadata": {"finalizers": None}})
 
 
+async def test_cleanup_deletes_its_own_workers_and_reports_the_one_it_lost(
+    cluster: Cluster, start_operator: StartOperator
+) -> None:
+    """Worker 0 loses its owner reference: worker 1 is still deleted, and worker 0 is
+    reported (the reference stops at worker 0 and deletes nothing)."""
+    await start_operator()
+    await cluster.create(mpijob(runPolicy={"cleanPodPolicy": "All"}))
+    workers = await cluster.wait_workers(2)
+    await cluster.set_pods_running(workers)
+    await cluster.kube.patch(
+        PODS, cluster.ns, "job-worker-0", {"metadata": {"ownerReferences": None}}
+    )
+    await cluster.finish_launcher(succeeded=True)
+    left = await cluster.wait_workers(1)
+    assert [p["metadata"]["name"] for p in left] == ["job-worker-0"]
+    assert await cluster.wait_event("ErrResourceExists") == (
+        "Warning",
+        "ErrResourceExists",
+        'Resource "job-worker-0" of Kind "" already exists and is not managed by MPIJob',
+    )
+
+
 FINALIZER = "test.mpi-operator/hold"
 
 
