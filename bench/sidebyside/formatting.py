@@ -75,6 +75,7 @@ MACHINE_LABELS = {
     "steal_pct": "CPU time stolen by the hypervisor during the run, %",
     "busy_pct": "CPU time busy during the run (all processes), %",
     "write_latency_p50_ms": "API server time per write, p50 ms",
+    "control_plane_cpu_s": "control plane CPU during the run, s",
 }
 
 

@@ -7,6 +7,10 @@ repetition (or a slow run) from a slower operator.
 * :class:`CpuTimes` / :func:`host_cpu`: the share of the machine's CPU time the
   hypervisor stole (``steal``) and the share busy, over one operator's run, from
   ``/proc/stat``. Steal is time this VM wanted to run and the host gave to others.
+* :func:`cpu_seconds`: CPU seconds of the control plane's processes (API server,
+  etcd, KWOK, scheduler, controller manager) over one operator's run. For the same
+  operator and scenario the work is the same in every repetition, so more seconds
+  mean a slower CPU (stolen cycles, a busy host), not more work.
 * :func:`write_latency_ms`: the API server's own time for the operator's writes, from
   the audit log (request received to response complete), median and p90. The
   reference creates worker pods one request at a time, so its fan-out time moves
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import os
 import statistics
 import time
 from collections.abc import Iterable
@@ -78,6 +83,20 @@ def host_cpu(before: CpuTimes | None, after: CpuTimes | None) -> dict[str, float
         "steal_pct": 100.0 * steal / total,
         "busy_pct": 100.0 * (total - idle - steal) / total,
     }
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU seconds of ``pid`` so far, from ``/proc``; None once gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def total_cpu_seconds(pids: Iterable[int]) -> float:
+    """The sum of :func:`cpu_seconds` over the processes of ``pids`` still running."""
+    return sum(s for pid in pids if (s := cpu_seconds(pid)) is not None)
 
 
 def _timestamp(value: str) -> datetime.datetime:

@@ -24,6 +24,7 @@ from mpi_operator.localcluster.procs import Process, free_ports
 from mpi_operator.localcluster.waiting import StopWaitingError
 
 from .cluster import BenchCluster
+from .machine import cpu_seconds
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL_SCRIPT = REPO / "hack" / "install-reference-operator.sh"
@@ -76,9 +77,9 @@ def proc_stats(pid: int) -> ProcStats:
         for line in f:
             if line.startswith("VmHWM:"):
                 hwm = int(line.split()[1])
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    cpu = cpu_seconds(pid)
+    if cpu is None:
+        raise ProcessLookupError(f"process {pid} is gone")
     return ProcStats(hwm, cpu)
 
 

@@ -126,7 +126,13 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 #: How fast the machine was during each run (see machine.py): never a ratio.
-MACHINE = ("cpu_probe_ms", "steal_pct", "busy_pct", "write_latency_p50_ms")
+MACHINE = (
+    "cpu_probe_ms",
+    "steal_pct",
+    "busy_pct",
+    "write_latency_p50_ms",
+    "control_plane_cpu_s",
+)
 
 
 def _machine_value(rec: dict[str, Any], metric: str) -> float | None:

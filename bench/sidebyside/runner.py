@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .cluster import BenchCluster, audit_counts
-from .machine import CpuTimes, cpu_probe_ms, host_cpu
+from .machine import CpuTimes, cpu_probe_ms, host_cpu, total_cpu_seconds
 from .operators import OPERATORS, OURS, REFERENCE, RunningOperator, ours_binary, reference_binary
 from .scenarios import create_unrelated_pods, delete_namespace, fanout, raw_ceiling, throughput
 
@@ -206,6 +206,7 @@ class Runner:
         }
         audit_start = self.cluster.audit_offset()
         cpu_before = CpuTimes.read()
+        control_plane_before = self._control_plane_cpu()
         try:
             op.start()
             record["startup_s"] = op.start_seconds
@@ -217,6 +218,7 @@ class Runner:
         finally:
             op.stop()
         record["host_cpu"] = host_cpu(cpu_before, CpuTimes.read())
+        record["control_plane_cpu_s"] = self._control_plane_cpu() - control_plane_before
         with contextlib.suppress(Exception):
             record["namespace_delete_s"] = delete_namespace(self.cluster, ns)
         audit_end = self.cluster.audit_offset()
@@ -224,6 +226,10 @@ class Runner:
         record["audit_log_offsets"] = [audit_start, audit_end]
         self._add(record)
         _log(f"{scenario}/{config.name}/rep{rep}/{kind}: " + _brief(record))
+
+    def _control_plane_cpu(self) -> float:
+        procs = self.cluster.processes.values()
+        return total_cpu_seconds(p.pid for p in procs if p.pid is not None)
 
     def _add(self, record: dict[str, Any]) -> None:
         """Keep ``record`` and rewrite the results file: an interrupted run keeps them."""

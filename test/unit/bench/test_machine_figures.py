@@ -3,13 +3,23 @@ probe and the API server's time per write, their summary, rendering and comparis
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
 from bench.sidebyside.compare import compare, machine_changes
 from bench.sidebyside.formatting import format_markdown
-from bench.sidebyside.machine import CpuTimes, cpu_probe_ms, host_cpu, write_latency_ms
+from bench.sidebyside.machine import (
+    CpuTimes,
+    cpu_probe_ms,
+    cpu_seconds,
+    host_cpu,
+    total_cpu_seconds,
+    write_latency_ms,
+)
 from bench.sidebyside.report import summarize
 
 
@@ -94,6 +104,20 @@ def test_cpu_probe_times_real_work() -> None:
     assert 0.5 < ms < 5000
 
 
+def test_cpu_seconds_of_processes_that_run_and_none_of_those_gone() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "sum(range(10**7))"])
+    # Exited but not reaped yet (WNOWAIT): /proc still has its times.
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    spent = cpu_seconds(child.pid)
+    mine = cpu_seconds(os.getpid())
+    assert spent is not None and spent > 0
+    assert mine is not None and mine > 0
+    assert total_cpu_seconds([os.getpid(), child.pid]) >= spent
+    child.wait()
+    assert cpu_seconds(child.pid) is None
+    assert total_cpu_seconds([child.pid]) == 0.0
+
+
 def record(operator: str, rep: int, probe: float, latency: float | None) -> dict[str, Any]:
     rec: dict[str, Any] = {
         "scenario": "fanout",
@@ -105,6 +129,8 @@ def record(operator: str, rep: int, probe: float, latency: float | None) -> dict
         "cpu_probe_ms": probe,
         "host_cpu": {"steal_pct": probe / 10, "busy_pct": 50.0},
     }
+    if operator != "raw-client":
+        rec["control_plane_cpu_s"] = 30.0 + rep * 15
     if operator != "raw-client":
         lat = None if latency is None else {"p50": latency, "p90": latency * 2, "n": 500.0}
         rec["api"] = {"total": 600, "write_latency_ms": lat}
@@ -132,6 +158,8 @@ def test_summary_keeps_machine_figures_per_runner_and_no_ratio_of_them() -> None
     assert "raw-client" not in machine["write_latency_p50_ms"]
     assert machine["steal_pct"]["ours"]["samples"] == [2.7, 2.7]
     assert machine["busy_pct"]["raw-client"]["median"] == 50.0
+    assert machine["control_plane_cpu_s"]["ours"] == {"median": 37.5, "samples": [30.0, 45.0]}
+    assert "raw-client" not in machine["control_plane_cpu_s"]
     # The reproducibility check compares ratios only: the machine figures add none.
     metrics = {r.metric for r in compare(result, result)}
     assert "all_pods_created_s" in metrics
