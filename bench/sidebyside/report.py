@@ -2,11 +2,13 @@
 
 ``python -m bench.sidebyside.report bench/results/sidebyside-full.json`` redraws the
 charts and rewrites the summary (JSON and Markdown) of a results file;
-``python -m bench.sidebyside.report --merge OUT.json A.json B.json`` merges runs first.
+``python -m bench.sidebyside.report --merge OUT.json A.json B.json`` merges runs first;
+``--no-charts`` writes the Markdown alone (for archived runs).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -302,21 +304,40 @@ def merge(out: Path, sources: list[Path]) -> dict[str, Any]:
     return merged
 
 
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["--merge"]:
-        out, *sources = (Path(a) for a in argv[1:])
-        merge(out, sources)
-        argv = [str(out)]
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.sidebyside.report",
+        description="Rewrite the summary (JSON, Markdown) and redraw the charts of results files.",
+    )
+    p.add_argument("results", type=Path, nargs="*", help="results files (JSON) to rewrite")
+    p.add_argument(
+        "--merge",
+        type=Path,
+        metavar="OUT",
+        help="merge the results files into OUT first, then rewrite OUT",
+    )
+    p.add_argument("--no-charts", action="store_true", help="write the Markdown without charts")
+    args = p.parse_args(argv)
+    for path in args.results:
+        if not path.is_file():
+            p.error(f"results file {path}: not found")
+    paths: list[Path] = args.results
+    if args.merge is not None:
+        if len(paths) < 2:
+            p.error("--merge needs at least two results files")
+        merge(args.merge, paths)
+        paths = [args.merge]
+    elif not paths:
+        p.error("no results file given")
     from .charts import write_charts  # matplotlib: only when drawing
     from .formatting import format_markdown, format_summary
 
-    for arg in argv:
-        path = Path(arg)
+    for path in paths:
         result = json.loads(path.read_text())
         result["summary"] = summarize(result["records"])
         path.write_text(json.dumps(result, indent=1) + "\n")
         print(format_summary(result))
-        charts = write_charts(result, path.with_suffix(""))
+        charts = [] if args.no_charts else write_charts(result, path.with_suffix(""))
         for chart in charts:
             print(f"wrote {chart}")
         md = path.with_suffix(".md")
@@ -326,4 +347,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
