@@ -3,18 +3,25 @@
 ``json`` (the default) writes one JSON object per line with an ISO-8601 UTC
 ``timestamp``, the ``level`` and the ``event``; ``console`` is for humans.
 Records of the standard ``logging`` module (aiohttp, kubernetes_asyncio) are
-rendered the same way. Values under keys that look like credentials are
-replaced before rendering, so a careless ``log.info(..., token=t)`` cannot
-leak one.
+rendered the same way.
+
+No secret reaches a log line, tracebacks included: tracebacks are rendered
+without local variables (which can hold request headers and key material),
+and just before rendering, every value is walked (nested dicts and lists
+too): values under keys that look like credentials are replaced, and PEM
+blocks (also base64-encoded, as in a Secret's ``data``) and bearer tokens are
+cut out of every string, exception messages included.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 import structlog
+from structlog.tracebacks import ExceptionDictTransformer
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 REDACTED = "[REDACTED]"
@@ -24,11 +31,23 @@ _SECRET_KEY_PARTS = (
     "passwd",
     "authorization",
     "private_key",
+    "privatekey",
     "client_key",
     "ssh_key",
     "credential",
     "bearer",
 )
+# A PEM block (to its END line, or to the end of a truncated string); the same
+# in base64 ("-----BEGIN" at each of the three byte alignments, and what
+# follows); a bearer token (8 characters or more: not "the bearer of").
+_SECRET_TEXT = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)"
+    r"|(?:LS0tLS1CRUdJT|0tLS0tQkVHSU|tLS0tLUJFR0lO)[A-Za-z0-9+/]*=*"
+    r"|(?P<bearer>\b(?i:bearer)\s+)[A-Za-z0-9\-._~+/]{8,}=*",
+    re.DOTALL,
+)
+# Deeper structures are rendered as text (and scrubbed as such).
+_MAX_DEPTH = 12
 
 
 def _is_secret_key(key: str) -> bool:
@@ -36,11 +55,36 @@ def _is_secret_key(key: str) -> bool:
     return any(part in lowered for part in _SECRET_KEY_PARTS)
 
 
+def scrub_text(text: str) -> str:
+    """``text`` with PEM blocks (plain or base64) and bearer tokens replaced."""
+    return _SECRET_TEXT.sub(_replacement, text)
+
+
+def _replacement(match: re.Match[str]) -> str:
+    return (match.group("bearer") or "") + REDACTED
+
+
+def _scrub(value: Any, depth: int = 0) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return scrub_text(value)
+    if depth < _MAX_DEPTH:
+        if isinstance(value, dict):
+            return {
+                k: REDACTED if isinstance(k, str) and _is_secret_key(k) else _scrub(v, depth + 1)
+                for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return [_scrub(v, depth + 1) for v in value]
+    # What the renderers would print for it (repr), scrubbed.
+    return scrub_text(repr(value))
+
+
 def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
-    for key in list(event_dict):
-        if key != "event" and _is_secret_key(key):
-            event_dict[key] = REDACTED
-    return event_dict
+    """Replaces credential-looking keys' values and secret-looking text, at any depth."""
+    scrubbed: EventDict = _scrub(dict(event_dict))
+    return scrubbed
 
 
 def _drop_stdlib_internals(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
@@ -54,17 +98,26 @@ def _shared_processors() -> list[Processor]:
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
-        redact_secrets,
     ]
 
 
 def _renderer(fmt: str, stream: TextIO) -> list[Processor]:
+    """Exceptions become text or dicts without locals, then everything is
+    scrubbed, then rendered."""
     if fmt == "console":
         colors = bool(getattr(stream, "isatty", lambda: False)())
-        return [structlog.dev.ConsoleRenderer(colors=colors)]
+        return [
+            structlog.processors.StackInfoRenderer(),
+            structlog.processors.format_exc_info,
+            redact_secrets,
+            structlog.dev.ConsoleRenderer(
+                colors=colors, exception_formatter=structlog.dev.plain_traceback
+            ),
+        ]
     return [
         structlog.processors.StackInfoRenderer(),
-        structlog.processors.dict_tracebacks,
+        structlog.processors.ExceptionRenderer(ExceptionDictTransformer(show_locals=False)),
+        redact_secrets,
         structlog.processors.JSONRenderer(sort_keys=False),
     ]
 

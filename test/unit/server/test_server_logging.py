@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import logging
@@ -110,3 +111,109 @@ def test_console_format_is_not_json() -> None:
 def test_unknown_format_rejected() -> None:
     with pytest.raises(ValueError):
         configure_logging("xml", "info", stream=io.StringIO())
+
+
+# -- secrets at any depth, in any text, and in tracebacks ------------------------------------
+
+_PEM = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
+_KEY_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+_B64 = base64.b64encode(_PEM.encode()).decode()
+# A local variable's value that matches no pattern: only "no locals" keeps it out.
+_PLAIN_SECRET = "hunter2-plain-local-value"
+
+
+def _record(**fields: object) -> tuple[dict[str, object], str]:
+    out = io.StringIO()
+    configure_logging("json", "debug", stream=out)
+    structlog.get_logger().info("event", **fields)
+    text = out.getvalue()
+    return json.loads(_lines(out)[0]), text
+
+
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"request": {"headers": {"Authorization": "Basic dXNlcjpwYXNz"}}}, ["request", "headers"]),
+        ({"items": [{"password": "p4ss"}, {"client-key-data": "a2V5"}]}, ["items"]),
+        ({"secret": {"data": {"ssh-privatekey": "c2VjcmV0"}}}, ["secret", "data"]),
+        ({"config": ({"bearer_token": "abc.def"},)}, ["config"]),
+    ],
+    ids=["header", "list", "secret-data", "tuple"],
+)
+def test_nested_credential_keys_are_redacted(fields: dict[str, object], path: list[str]) -> None:
+    record, text = _record(**fields)
+    for secret in ("dXNlcjpwYXNz", "p4ss", "a2V5", "c2VjcmV0", "abc.def"):
+        assert secret not in text
+    assert REDACTED in text
+    node: object = record
+    for key in path:
+        assert isinstance(node, dict)
+        node = node[key]
+    assert node  # the structure is kept, only the values go
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        (f"key: {_PEM} then more", _KEY_BODY),
+        (f"repr: {_PEM!r}", _KEY_BODY),
+        (f"truncated: {_PEM[:90]}", "b3BlbnNzaC1rZXkt"),
+        (f"data={_B64}", _B64[:40]),
+        (f"embedded {base64.b64encode(('x' + _PEM).encode()).decode()}", "tLS0tQkVHSU4g"),
+        (f"embedded {base64.b64encode(('xy' + _PEM).encode()).decode()}", "LUJFR0lOIE9"),
+        ("header Authorization: Bearer eyJhbGciOi.eyJzdWIi.c2lnbmF0dXJl", "eyJhbGciOi"),
+        ("bearer   abc-DEF_123~+/=", "abc-DEF_123"),
+    ],
+    ids=["pem", "pem-repr", "pem-truncated", "base64", "base64+1", "base64+2", "bearer", "spaces"],
+)
+def test_secret_text_is_scrubbed_everywhere(text: str, gone: str) -> None:
+    record, raw = _record(detail=text, nested={"list": [text]})
+    assert gone not in raw
+    assert record["detail"] == record["nested"]["list"][0]  # type: ignore[index]
+    assert REDACTED in str(record["detail"])
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    text = "public key ssh-ed25519 AAAAC3Nza; the bearer of bad news; -----"
+    record, _ = _record(detail=text, event_count=3, ratio=0.5, flag=True, nothing=None)
+    assert record["detail"] == text
+    assert (record["event_count"], record["ratio"], record["flag"], record["nothing"]) == (
+        3,
+        0.5,
+        True,
+        None,
+    )
+
+
+def _fail_with_key_in_scope() -> None:
+    private_key = _PEM  # noqa: F841 - a local the traceback must not show
+    headers = {"Authorization": f"Bearer {_PLAIN_SECRET}"}  # noqa: F841
+    plain = _PLAIN_SECRET  # noqa: F841
+    raise ValueError(f"cannot create Secret with data {_B64} from {_PEM!r}")
+
+
+@pytest.mark.parametrize("fmt", ["json", "console"])
+def test_tracebacks_have_no_locals_and_no_key_material(fmt: str) -> None:
+    out = io.StringIO()
+    configure_logging(fmt, "info", stream=out)
+    try:
+        _fail_with_key_in_scope()
+    except ValueError:
+        structlog.get_logger().exception("sync failed", mpijob="ns/pi")
+    try:
+        _fail_with_key_in_scope()
+    except ValueError:
+        logging.getLogger("aiohttp.server").exception("stdlib too")
+    text = out.getvalue()
+    assert "_fail_with_key_in_scope" in text  # the traceback is there
+    assert "cannot create Secret with data" in text  # and its message
+    for secret in (_PLAIN_SECRET, _KEY_BODY, _B64[:40], "PRIVATE KEY"):
+        assert secret not in text, fmt
+    if fmt == "json":
+        for line in _lines(out):
+            frames = json.loads(line)["exception"][0]["frames"]
+            assert frames and all("locals" not in f for f in frames)
