@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.parser import text_string_to_metric_families
 
+from mpi_operator.client.clock import RealClock
 from mpi_operator.client.leaderelection import HealthzAdaptor
+from mpi_operator.client.workqueue import WorkQueue
 from mpi_operator.server.http import HttpServer, healthz_app, metrics_app
 
 
@@ -95,3 +100,58 @@ async def test_http_server_bind_failure_raises_and_frees() -> None:
             await second.start()
     finally:
         await first.stop()
+
+
+class _PausingNow(float):
+    """A monotonic reading whose subtraction (the in-flight gauge's sum over the
+    queue's start times) pauses once, mid-iteration, until the loop has changed them."""
+
+    def __new__(cls, value: float, race: _Race) -> _PausingNow:
+        obj = super().__new__(cls, value)
+        obj.race = race  # type: ignore[attr-defined]
+        return obj
+
+    def __sub__(self, other: float) -> float:  # type: ignore[override]
+        race: _Race = self.race  # type: ignore[attr-defined]
+        if race.armed:
+            race.armed = False
+            race.paused.set()
+            # On the loop's thread this waits in vain: nothing else runs meanwhile.
+            race.mutated.wait(1.0)
+        return float(self) - other
+
+
+class _Race(RealClock):
+    def __init__(self) -> None:
+        self.armed = False
+        self.paused = threading.Event()
+        self.mutated = threading.Event()
+
+    def monotonic(self) -> float:
+        return _PausingNow(super().monotonic(), self)
+
+
+async def test_metrics_scrape_is_consistent_while_the_loop_changes_the_queue() -> None:
+    """A scrape collected in a thread met "dictionary changed size during iteration"
+    when a worker took an item mid-collection; collected on the loop, it cannot."""
+    registry, clock = CollectorRegistry(), _Race()
+    queue: WorkQueue[str] = WorkQueue("race", clock=clock, registry=registry)
+    for key in ("ns/a", "ns/b", "ns/c"):
+        queue.add(key)
+    await queue.get()
+    await queue.get()  # two items in flight: their start times are summed on scrape
+
+    async def take_one_mid_scrape() -> None:
+        await asyncio.to_thread(clock.paused.wait, 5.0)
+        await queue.get()  # a worker starts ns/c: one more start time
+        clock.mutated.set()
+
+    async for c in _client(metrics_app(registry)):
+        clock.armed = True
+        worker = asyncio.create_task(take_one_mid_scrape())
+        resp = await c.get("/metrics")
+        await worker
+        assert clock.paused.is_set() and clock.mutated.is_set()
+        assert resp.status == 200, await resp.text()
+        families = {f.name: f for f in text_string_to_metric_families(await resp.text())}
+        assert families["workqueue_unfinished_work_seconds"].samples[0].labels == {"name": "race"}
