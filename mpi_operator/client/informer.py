@@ -21,6 +21,12 @@ per-listener buffered goroutines, so they must be quick and non-blocking -
 in practice they enqueue a key into a work queue. A failing handler is logged
 and does not affect other handlers. Resync is informer-wide, not per handler.
 
+An informer whose task ends on its own (an exception nothing handled) has a
+frozen cache: it is logged once, with its traceback, :attr:`SharedInformer.failure`
+says why, and the factory's :meth:`~SharedInformerFactory.wait_for_failure`
+returns, so that the process can report it and exit (client-go's informers
+cannot die this way; ours can, through a bug).
+
 :class:`SharedInformerFactory` hands out one informer per
 (resource, namespace, label selector, field selector), starts them as tasks
 and waits for their initial sync with a timeout.
@@ -107,6 +113,10 @@ class SharedInformer:
         self._synced = False
         self._synced_event = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: Why the informer stopped on its own (None while it runs or after stop()).
+        self.failure: str | None = None
+        self._died = asyncio.Event()
+        self._on_failure: list[Callable[[SharedInformer], None]] = []
         self.reflector = Reflector(
             client,
             resource,
@@ -234,21 +244,51 @@ class SharedInformer:
     def start(self) -> asyncio.Task[None]:
         if self._task is None:
             self._task = asyncio.create_task(self.run(), name=f"informer-{self.resource}")
+            self._task.add_done_callback(self._on_task_done)
         return self._task
 
+    def on_failure(self, callback: Callable[[SharedInformer], None]) -> None:
+        """``callback(informer)`` runs once if the informer dies (not when stopped)."""
+        self._on_failure.append(callback)
+
+    def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        if task is not self._task or task.cancelled():
+            return  # stop() let go of it first, or the loop is closing: a requested end
+        err = task.exception()
+        self.failure = f"{type(err).__name__}: {err}" if err is not None else "stopped on its own"
+        self.log.error(
+            "informer died; its cache no longer follows the API server",
+            failure=self.failure,
+            exc_info=err,
+        )
+        self._died.set()
+        for callback in self._on_failure:
+            try:
+                callback(self)
+            except Exception:
+                self.log.exception("informer failure callback failed")
+
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        task = self._task
+        if task is None or task.done():
+            return  # never started, or it died: its done callback reports that
+        self._task = None  # a requested end, not a death
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     async def wait_for_sync(self, sync_timeout: float | None = None) -> bool:
+        """True once synced; False after ``sync_timeout`` or as soon as it dies."""
+        waits = {
+            asyncio.ensure_future(self._synced_event.wait()),
+            asyncio.ensure_future(self._died.wait()),
+        }
         try:
-            await asyncio.wait_for(self._synced_event.wait(), sync_timeout)
-        except TimeoutError:
-            return False
-        return True
+            await asyncio.wait(waits, timeout=sync_timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        return self._synced_event.is_set() and self.failure is None
 
 
 @dataclass(frozen=True)
@@ -277,6 +317,7 @@ class SharedInformerFactory:
         self._clock = clock
         self.min_watch_timeout = min_watch_timeout
         self._informers: dict[InformerKey, SharedInformer] = {}
+        self._died = asyncio.Event()
 
     def informer_for(
         self,
@@ -313,6 +354,7 @@ class SharedInformerFactory:
                 clock=self._clock,
                 min_watch_timeout=self.min_watch_timeout,
             )
+            inf.on_failure(lambda _: self._died.set())
             self._informers[key] = inf
         elif indexers:
             missing = {k: v for k, v in indexers.items() if k not in inf.indexer.indexer_names()}
@@ -334,6 +376,15 @@ class SharedInformerFactory:
             *(inf.wait_for_sync(sync_timeout) for inf in self._informers.values())
         )
         return all(results)
+
+    def failures(self) -> list[str]:
+        """One line per informer that died: its resource and why."""
+        return [f"{inf.resource}: {inf.failure}" for inf in self._informers.values() if inf.failure]
+
+    async def wait_for_failure(self) -> str:
+        """Returns (the :meth:`failures`) once an informer has died."""
+        await self._died.wait()
+        return "; ".join(self.failures())
 
     async def shutdown(self) -> None:
         await asyncio.gather(*(inf.stop() for inf in self._informers.values()))

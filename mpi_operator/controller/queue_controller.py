@@ -104,6 +104,14 @@ class QueueController:
         self.runner.start(self.options.threadiness)
         log.info(self.started_event, queue=self.queue_name, workers=self.runner.workers)
 
+    def informer_failures(self) -> list[str]:
+        """The informers that died (their caches are frozen); empty while all run."""
+        return self.factory.failures()
+
+    async def wait_for_informer_failure(self) -> str:
+        """Returns, with what died and why, once one of the informers has died."""
+        return await self.factory.wait_for_failure()
+
     async def stop(self, drain_seconds: float = 5.0) -> None:
         """Lets in-flight syncs finish (up to ``drain_seconds``), then stops everything."""
         await self.runner.stop(drain_seconds)

@@ -6,8 +6,9 @@ then campaign for the ``mpi-operator`` Lease in the lock namespace. Only the
 leader runs the controller.
 
 Exit codes: 0 after SIGTERM/SIGINT (controller drained, Lease released);
-1 when a start-up check fails, the controller cannot start, or leadership is
-lost (a restart is the clean way back to being a candidate). A second signal
+1 when a start-up check fails, the controller cannot start, an informer dies
+(its cache would be frozen; ``/healthz`` fails from that moment) or leadership
+is lost (a restart is the clean way back to being a candidate). A second signal
 during shutdown exits 1 at once.
 """
 
@@ -34,7 +35,13 @@ from mpi_operator.client.leaderelection import (
 from mpi_operator.controller.controller import MPIJobController
 from mpi_operator.controller.t9k import T9kMPIJobController, crd_installed
 from mpi_operator.controller.t9k.context import T9K_MPIJOBS
-from mpi_operator.server.http import HttpServer, healthz_app, metrics_app
+from mpi_operator.server.http import (
+    HealthCheck,
+    HttpServer,
+    InformersCheck,
+    healthz_app,
+    metrics_app,
+)
 from mpi_operator.server.options import ServerOptions, leader_election_config, version_lines
 from mpi_operator.server.preflight import Preflight, PreflightError
 
@@ -176,8 +183,9 @@ class Operator:
             log.exception("controller set-up failed")
             log.error(f"error setting up the controller: {err}")
             return EXIT_FAILURE
+        checks: list[HealthCheck] = [self.healthz, InformersCheck(self.informer_failures)]
         healthz = HttpServer(
-            "healthz", healthz_app([self.healthz]), opts.healthz_bind_address, opts.healthz_port
+            "healthz", healthz_app(checks), opts.healthz_bind_address, opts.healthz_port
         )
         try:
             await healthz.start()
@@ -280,7 +288,9 @@ class Operator:
             await controller.start(self.opts.cache_sync_timeout)
             if t9k is not None:
                 await t9k.start(self.opts.cache_sync_timeout)
-            await asyncio.Future()  # until leadership ends or we shut down
+            # Until leadership ends, we shut down, or an informer dies (logged there).
+            died = await self._first_informer_failure()
+            self._fail(f"an informer died; exiting so that a restart rebuilds it: {died}")
         except asyncio.CancelledError:
             raise
         except Exception as err:
@@ -291,6 +301,21 @@ class Operator:
             if t9k is not None:
                 await self._stop_controller(t9k)
             await self._stop_controller(controller)
+
+    def _controllers(self) -> list[MPIJobController | T9kMPIJobController]:
+        return [c for c in (self.controller, self.t9k_controller) if c is not None]
+
+    def informer_failures(self) -> list[str]:
+        return [f for c in self._controllers() for f in c.informer_failures()]
+
+    async def _first_informer_failure(self) -> str:
+        waits = [asyncio.ensure_future(c.wait_for_informer_failure()) for c in self._controllers()]
+        try:
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        return next(iter(done)).result()
 
     async def _stop_controller(self, controller: MPIJobController | T9kMPIJobController) -> None:
         log.info("stopping controller", drain_seconds=self.opts.shutdown_drain_seconds)

@@ -2,7 +2,8 @@
 
 ``/healthz`` answers 200 ``ok`` while every registered check passes and 500
 with one ``[-]name failed`` line per failing check otherwise, like the
-Kubernetes healthz handlers; ``/healthz/<name>`` runs one check. ``/metrics``
+Kubernetes healthz handlers; ``/healthz/<name>`` runs one check. The
+operator's checks: ``leaderElection`` and ``informers``. ``/metrics``
 exposes a Prometheus registry (the default one unless told otherwise) in the
 format the scraper asks for.
 """
@@ -10,7 +11,7 @@ format the scraper asks for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 import structlog
@@ -35,6 +36,18 @@ class PingCheck:
 
     def check(self) -> str | None:
         return None
+
+
+class InformersCheck:
+    """Fails once an informer has died (its cache no longer follows the API server)."""
+
+    name = "informers"
+
+    def __init__(self, failures: Callable[[], list[str]]) -> None:
+        self._failures = failures
+
+    def check(self) -> str | None:
+        return "; ".join(self._failures()) or None
 
 
 def _run_checks(checks: Sequence[HealthCheck]) -> tuple[bool, list[str]]:

@@ -7,7 +7,11 @@ import random
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from structlog.testing import capture_logs
 
+from mpi_operator.client import kubeapi
 from mpi_operator.client.clock import RealClock
 from mpi_operator.client.informer import SharedInformer, SharedInformerFactory
 from mpi_operator.client.kubeapi import (
@@ -20,6 +24,7 @@ from mpi_operator.client.kubeapi import (
 from mpi_operator.client.reflector import Backoff
 from mpi_operator.client.store import DeletedFinalStateUnknown
 from mpi_operator.client.testing import eventually
+from mpi_operator.server.http import InformersCheck, healthz_app
 
 pytestmark = pytest.mark.cluster
 
@@ -276,3 +281,52 @@ async def test_factory_shares_informers_and_watches_custom_resources_in_all_name
         assert inf.namespace is None, "factory default is all namespaces"
     finally:
         await factory.shutdown()
+
+
+async def test_an_informer_that_dies_is_logged_once_reported_and_fails_healthz(
+    kube: KubeClient, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in the watch path (here: the decoder raising on one object) used to end
+    the informer's task unseen, its cache frozen and /healthz green."""
+    decode = kubeapi._decode_line
+
+    def poisoned(line: bytes) -> Any:
+        if b"informer-poison" in line:
+            raise RuntimeError("injected fault in the watch decoder")
+        return decode(line)
+
+    monkeypatch.setattr(kubeapi, "_decode_line", poisoned)
+    with capture_logs() as logs:
+        factory = SharedInformerFactory(kube, namespace=ns)
+        factory.informer_for(CONFIGMAPS)
+        healthy = factory.informer_for(CONFIGMAPS, label_selector="app=other")
+        factory.start()
+        assert await factory.wait_for_cache_sync(30)
+        client: TestClient[web.Request, web.Application] = TestClient(
+            TestServer(healthz_app([InformersCheck(factory.failures)]))
+        )
+        await client.start_server()
+        try:
+            assert (await client.get("/healthz")).status == 200
+            await kube.create(CONFIGMAPS, ns, configmap("informer-poison"))
+            died = await asyncio.wait_for(factory.wait_for_failure(), 30)
+            resp = await client.get("/healthz?verbose")
+            body = await resp.text()
+        finally:
+            await client.close()
+            await factory.shutdown()
+    assert died == "configmaps.v1.core: RuntimeError: injected fault in the watch decoder", died
+    assert (resp.status, "[-]informers failed" in body) == (500, True), body
+    assert healthy.failure is None  # stopped by shutdown(): not a death
+    deaths = [r for r in logs if str(r["event"]).startswith("informer died")]
+    assert len(deaths) == 1, logs
+    assert deaths[0]["log_level"] == "error" and deaths[0]["exc_info"] is not None
+
+
+async def test_stopping_informers_is_not_a_death(kube: KubeClient, ns: str) -> None:
+    factory = SharedInformerFactory(kube, namespace=ns)
+    factory.informer_for(CONFIGMAPS)
+    factory.start()
+    assert await factory.wait_for_cache_sync(30)
+    await factory.shutdown()
+    assert factory.failures() == []

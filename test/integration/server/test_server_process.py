@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.server.testing import StartOperator, free_port, wait_until
 
+FAULTS = Path(__file__).resolve().parents[2] / "fixtures" / "faults"
 # Short timings so fail-over tests take seconds: lease 4 s, renew deadline 3 s, retry 1 s.
 FAST_ELECTION = ("--lease-duration=4", "--renew-deadline=3", "--retry-period=1")
 
@@ -209,3 +211,39 @@ def test_master_overrides_the_kubeconfig_server(
     proc = start_operator(f"--kubeConfig={api_cluster.kubeconfig}", f"--master={dead}")
     assert proc.wait(timeout=30) == 1
     assert f"cannot reach the Kubernetes API server at {dead}" in proc.output()
+
+
+def test_an_informer_that_dies_makes_the_process_exit_1(
+    api_cluster: LocalCluster, namespace: str, start_operator: StartOperator
+) -> None:
+    """An informer task that died of an exception nobody handled used to leave the
+    process running, on a frozen cache, with /healthz green. The fault (a bug in the
+    watch decoder, injected by test/fixtures/faults) hits the configmaps informer
+    when a ConfigMap with the operator's label and a poisonous name appears."""
+    env = {"PYTHONPATH": str(FAULTS), "MPI_OPERATOR_TEST_FAULTS": "informer-poison"}
+    proc = start_operator(*_args(api_cluster, namespace), env=env)
+    _wait_leader(api_cluster, namespace, proc)
+    wait_until(
+        lambda: any(r.get("event") == "controller started" for r in proc.records()),
+        30,
+        "controller started",
+    )
+    assert proc.healthz() == (200, "ok")
+    poison = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "informer-poison",
+            "labels": {"training.kubeflow.org/operator-name": "mpi-operator"},
+        },
+    }
+    api_cluster.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(poison))
+    assert proc.wait(timeout=30) == 1
+    records = list(proc.records())
+    deaths = [r for r in records if str(r.get("event")).startswith("informer died")]
+    assert len(deaths) == 1, deaths
+    assert deaths[0]["level"] == "error" and deaths[0]["resource"] == "configmaps.v1.core"
+    assert "RuntimeError: injected fault" in deaths[0]["failure"]
+    assert deaths[0]["exception"][0]["exc_type"] == "RuntimeError"
+    exits = [r for r in records if str(r.get("event")).startswith("an informer died; exiting")]
+    assert len(exits) == 1, records[-5:]
