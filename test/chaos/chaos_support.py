@@ -188,6 +188,7 @@ class Operators:
         burst: int = 100,
         lease: tuple[str, ...] = LEASE_FLAGS,
         kubeconfig: Path | None = None,
+        env: dict[str, str] | None = None,
     ) -> OperatorProcess:
         self.namespaces.add(ns)
         proc = OperatorProcess(
@@ -202,6 +203,7 @@ class Operators:
                 *extra,
             ],
             self.tmp / f"operator-{len(self.procs)}.log",
+            env=env,
         )
         self.procs.append(proc)
         return proc.start()

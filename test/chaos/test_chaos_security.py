@@ -1,12 +1,13 @@
 """SSH keys: a Secret per MPIJob, owned by it and gone with it, unique per job, and
-never in the operator's logs (at debug level), events, statuses, metrics or health
-endpoints. (Every other test of the suite scans its operators' logs too, through the
-``operators`` fixture. The manifests' non-root, read-only root filesystem checks are
+never in the operator's logs (at debug level, tracebacks included), events, statuses,
+metrics or health endpoints. (Every other test of the suite scans its operators' logs
+too, through the ``operators`` fixture. The manifests' non-root, read-only root filesystem checks are
 in test/unit/test_deploy_manifests.py and test/unit/test_dockerfile.py.)"""
 
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 from chaos_support import (
     Operators,
@@ -23,6 +24,8 @@ from chaos_support import (
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import wait_until
+
+FAULTS = Path(__file__).resolve().parents[1] / "fixtures" / "faults"
 
 
 def test_chaos_ssh_keys_are_owned_unique_and_never_exposed(
@@ -91,3 +94,35 @@ def test_chaos_ssh_keys_are_owned_unique_and_never_exposed(
         endpoints_scanned=len(exposed),
         leaks=0,
     )
+
+
+def test_chaos_traceback_with_a_key_in_scope_leaks_nothing(
+    full_cluster: LocalCluster, full_namespace: str, operators: Operators
+) -> None:
+    """An unexpected error while the SSH Secret is being created (injected by
+    test/fixtures/faults: its message holds the Secret and the decoded private key,
+    and the callers' locals hold the key) is logged with its traceback, at debug
+    level, with no key material: no locals, and PEM blocks and their base64 cut out."""
+    ns = full_namespace
+    env = {"PYTHONPATH": str(FAULTS), "MPI_OPERATOR_TEST_FAULTS": "secret-create"}
+    proc = operators.start(ns, "--log-level=debug", env=env)
+    wait_leading(proc)
+    create_mpijob(full_cluster, ns, pi_mpijob("traceback"))
+    wait_final(full_cluster, ns, {"traceback": "Succeeded"}, timeout=120)
+
+    failures = [
+        r
+        for r in proc.records()
+        if r.get("event") == "sync failed; retrying"
+        and "injected fault creating" in str(r.get("error"))
+    ]
+    assert len(failures) == 2, [r.get("event") for r in proc.records()]
+    for record in failures:
+        (exc,) = record["exception"]
+        assert exc["exc_type"] == "RuntimeError"
+        assert "injected fault creating" in exc["exc_value"]
+        assert exc["frames"] and all("locals" not in f for f in exc["frames"])
+    material = secret_material(full_cluster, ns)
+    assert material
+    assert not leaks(proc.output(), material)
+    report(test="traceback-with-key", tracebacks=len(failures), leaks=0)
