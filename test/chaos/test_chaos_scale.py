@@ -1,10 +1,12 @@
 """Scale limits: pods the API server rejects fail the job fast; a many-worker job
-completes; many idle MPIJobs leave the operator idle."""
+completes (its /metrics scraped back to back all along, every scrape whole and
+parseable); many idle MPIJobs leave the operator idle."""
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,6 +23,7 @@ from chaos_support import (
     wait_final,
     wait_leading,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.sample_jobs import pi_mpijob
@@ -119,18 +122,58 @@ def test_chaos_many_worker_job_completes(
     proc = operators.start(ns, qps=200, burst=400)
     wait_leading(proc)
     started = time.monotonic()
-    create_mpijob(
-        full_cluster,
-        ns,
-        pi_mpijob(
-            "wide", workers=workers, complete_after="5s", creation_policy="WaitForWorkersReady"
-        ),
-    )
-    job = wait_final(full_cluster, ns, {"wide": "Succeeded"}, timeout=scale(300, 900))["wide"]
+    with Scraper(proc) as scraper:  # /metrics, scraped all along the fan-out
+        create_mpijob(
+            full_cluster,
+            ns,
+            pi_mpijob(
+                "wide", workers=workers, complete_after="5s", creation_policy="WaitForWorkersReady"
+            ),
+        )
+        job = wait_final(full_cluster, ns, {"wide": "Succeeded"}, timeout=scale(300, 900))["wide"]
     elapsed = time.monotonic() - started
-    report(test="wide-job", workers=workers, seconds=round(elapsed, 1))
+    report(
+        test="wide-job",
+        workers=workers,
+        seconds=round(elapsed, 1),
+        metrics_scrapes=scraper.scrapes,
+        bad_scrapes=len(scraper.failures),
+    )
     assert job["status"]["replicaStatuses"]["Launcher"] == {"succeeded": 1}
     assert not operators.crashes()
+    assert scraper.failures == [], scraper.failures[:5]
+    assert scraper.scrapes >= 20, scraper.scrapes
+
+
+class Scraper:
+    """Scrapes the operator's /metrics back to back in a thread; every answer must be
+    200 and parse (prometheus_client's text parser) with the work queue's series."""
+
+    def __init__(self, proc: OperatorProcess) -> None:
+        self.proc = proc
+        self.scrapes = 0
+        self.failures: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="scraper")
+
+    def __enter__(self) -> Scraper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                names = {f.name for f in text_string_to_metric_families(self.proc.metrics())}
+                if "workqueue_unfinished_work_seconds" not in names:
+                    self.failures.append(f"no workqueue series in {sorted(names)[:10]}")
+            except Exception as err:
+                self.failures.append(repr(err))
+            self.scrapes += 1
+            self._stop.wait(0.05)
 
 
 def test_chaos_idle_mpijobs_leave_the_operator_idle(
