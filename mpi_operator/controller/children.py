@@ -3,7 +3,8 @@
 Our caches only hold objects with the operator label. An object made by an
 older operator (or by the reference operator) lacks it, so it is invisible to
 the cache: creating it then fails with AlreadyExists, and we read it directly
-and adopt it (add the label) when this MPIJob controls it.
+and adopt it (add the label) when this MPIJob controls it. PodGroups differ:
+their cache is not filtered by label, so AlreadyExists is answered from it.
 """
 
 from __future__ import annotations
@@ -174,7 +175,18 @@ async def ensure_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
     desired = new_pod_group(job, gang, _priority_classes(ctx))
     current = cached(ctx.listers.pod_groups, job, job.name)
     if current is None:
-        return await create_or_adopt(ctx, shared, job, resource, desired, "PodGroup")
+        try:
+            created: Obj = await ctx.client.create(
+                resource, job.namespace, with_operator_label(desired)
+            )
+            return created
+        except ApiError as err:
+            # Never read from the API (the role grants no get on PodGroups): their
+            # cache is not filtered by label, so it holds every PodGroup, and one it
+            # has not seen yet is a retry away, as in the reference operator.
+            current = cached(ctx.listers.pod_groups, job, job.name)
+            if not is_already_exists(err) or current is None:
+                raise
     ensure_controlled(ctx, shared, job, current, "PodGroup")
     if not pod_group_specs_equal(gang, current, desired):
         updated = {**current, "spec": desired["spec"]}

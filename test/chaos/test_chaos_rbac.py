@@ -36,6 +36,11 @@ The job suite (one namespace per scenario):
 * ``coscheduling`` (``--gang-scheduling=scheduler-plugins-scheduler``): the same
   with the scheduler-plugins PodGroups (scheduling.x-k8s.io).
 
+And one more case, on its own: an admission webhook makes the PodGroup of a gang
+job just before the operator's own create goes through, so that it answers
+AlreadyExists before the operator's cache has seen it; the job must still succeed
+with no request denied (the operator used to GET the PodGroup then).
+
 Proofs:
 
 1. granted == used: every granted triple appears in the audit log as a successful
@@ -62,11 +67,13 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
-from chaos_support import FULL, report, started
-from examples_support import service_account_kubeconfig
+from chaos_support import FULL, Obj, api, report, started
+from examples_support import VolcanoStandIn, service_account_kubeconfig
+from fault_injection import ADMISSION, FaultWebhook
 from rbac_scenarios import GROUPS, run_group, scenario_for
 from rbac_support import (
     ADMISSION_ONLY,
@@ -78,17 +85,21 @@ from rbac_support import (
     Run,
     SuiteFailed,
     Triple,
+    create,
     denial,
     event_triple,
     get,
+    mpijob_path,
     rbac_objects,
     roles,
+    succeeded,
     triples,
 )
 
 from mpi_operator.localcluster import FULL as FULL_SHAPE
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.audit import SERVICE_ACCOUNTS, audit_code
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import wait_until
 
 pytestmark = [pytest.mark.full_cluster, pytest.mark.timeout(1800)]
@@ -215,3 +226,97 @@ def test_chaos_rbac_each_removed_grant_fails_the_suite(rbac: Rbac) -> None:
     assert passed == [], f"the suite passes without these grants: {passed}"
     assert unexplained == {}, f"failures not caused by the removed grant: {unexplained}"
     assert len(failed) == len(removals)
+
+
+# -- a PodGroup that exists already ---------------------------------------------------------
+
+VOLCANO_GROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
+PROBE = "webhook-probe"
+VOLCANO_GROUP_TYPE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup"}
+
+
+class PodGroupRace(FaultWebhook):
+    """A webhook on PodGroup creates that, on the operator's first create of each
+    PodGroup, makes the same PodGroup itself first (as the cluster's admin) and then
+    lets the operator's create through, which then finds it exists (409
+    AlreadyExists) before the operator's cache has seen it: another writer winning
+    the race against the cache. PodGroups named ``webhook-probe*`` only show that the
+    webhook is in use."""
+
+    def __init__(self, workdir: Path, cluster: LocalCluster) -> None:
+        super().__init__(workdir, every=1, timeout_seconds=10)
+        self.cluster = cluster
+        self.raced: list[str] = []
+        self.probes = 0
+
+    def decide(self, request: Obj) -> str | None:
+        obj = request["object"]
+        meta = obj["metadata"]
+        if meta["name"].startswith(PROBE):
+            self.probes += 1
+        elif meta["name"] not in self.raced:
+            self.raced.append(meta["name"])
+            keep = ("name", "labels", "annotations", "ownerReferences")
+            first = {**obj, "metadata": {k: meta[k] for k in keep if k in meta}}
+            first.pop("status", None)
+            api(self.cluster, "POST", VOLCANO_GROUPS.format(ns=request["namespace"]), first)
+        return None
+
+    def config(self, name: str, namespace: str) -> Obj:
+        config = self.configuration(name, namespace, OPERATOR_USER)
+        hook = config["webhooks"][0]
+        hook["rules"] = [
+            {
+                "apiGroups": ["scheduling.volcano.sh"],
+                "apiVersions": ["v1beta1"],
+                "operations": ["CREATE"],
+                "resources": ["podgroups"],
+                "scope": "Namespaced",
+            }
+        ]
+        hook["matchConditions"][0]["expression"] = (
+            f"request.userInfo.username == '{OPERATOR_USER}'"
+            f" || object.metadata.name.startsWith('{PROBE}')"
+        )
+        return config
+
+
+def test_chaos_rbac_a_pod_group_that_exists_already_needs_no_get(rbac: Rbac) -> None:
+    """The create of a PodGroup answered AlreadyExists is resolved from the PodGroup
+    cache: under the deploy role (no get on podgroups) the job still runs to the end,
+    and no request of the operator is denied (it used to GET the PodGroup: 403)."""
+    rbac.apply_roles()
+    cluster = rbac.cluster
+    run = Run(rbac, ("--gang-scheduling=volcano",), "podgroup-race")
+    name = "rbac-podgroup-race"
+    with PodGroupRace(rbac.tmp / "podgroup-race", cluster) as webhook:
+        try:
+            ns = run.namespace("rbac-race")
+            groups = VOLCANO_GROUPS.format(ns=ns)
+            api(cluster, "POST", ADMISSION, webhook.config(name, ns))
+
+            def probed() -> bool:
+                probe = {"metadata": {"generateName": PROBE}, "spec": {"minMember": 1}}
+                api(cluster, "POST", groups, {**VOLCANO_GROUP_TYPE, **probe})
+                return webhook.probes > 0
+
+            wait_until(probed, 30, "the webhook in use", 0.5)
+            create(cluster, mpijob_path(ns), pi_mpijob("race", workers=2))
+            run.start()
+            binder = VolcanoStandIn(cluster, ns)
+
+            def done() -> bool:
+                binder()
+                return succeeded(run, ns, "race")()
+
+            run.wait(done, "the gang job Succeeded")
+        finally:
+            cluster.request("DELETE", f"{ADMISSION}/{name}")
+            run.stop(graceful=True)
+    assert webhook.raced == ["race"]
+    creates = [
+        audit_code(e)
+        for e in cluster.audit_events(run.audit_start, user=OPERATOR_USER)
+        if event_triple(e) == ("scheduling.volcano.sh", "podgroups", "create")
+    ]
+    assert 409 in creates, creates  # the AlreadyExists path was taken
