@@ -63,6 +63,7 @@ class ApiTransport:
         self.configuration: Configuration = api_client.configuration
         self.clock = clock or RealClock()
         qps, burst = _effective_rate(qps, burst)
+        # Deviation from client-go's flowcontrol limiter: turns per request flow, not first come.
         self.rate_limiter: FairTokenBucket | None = (
             FairTokenBucket(qps, max(burst, 1), self.clock) if qps > 0 else None
         )

@@ -71,5 +71,6 @@ async def create_slow_start(
         if failure is not None:
             raise failure
     if len(pending) > start and requeue is not None:
+        # Deviation: the Job controller waits for the pods' add events to sync again.
         requeue(key)
     return created
