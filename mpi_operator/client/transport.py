@@ -6,9 +6,11 @@ account, exec/refresh token hooks), TLS and the aiohttp connector; requests go
 to the REST paths directly and come back as plain dicts.
 
 Every request - including the initiation of a watch - first takes a token
-from a client-wide :class:`~mpi_operator.client.ratelimit.TokenBucket`, as
-client-go's ``rest.Config{QPS, Burst}`` does; ``qps == 0`` means client-go's
-default (5 qps, burst 10) and ``qps < 0`` disables throttling. HTTP 429
+from a client-wide :class:`~mpi_operator.client.ratelimit.FairTokenBucket`, whose
+budget is client-go's ``rest.Config{QPS, Burst}``; ``qps == 0`` means client-go's
+default (5 qps, burst 10) and ``qps < 0`` disables throttling. Unlike client-go's
+FIFO bucket, tokens go in turns to the request flows (one per MPIJob being synced,
+one for everything else), so one job's backlog does not hold back the others. HTTP 429
 responses are retried after ``Retry-After`` like client-go's request retry.
 """
 
@@ -30,7 +32,7 @@ from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.errors import ApiError
-from mpi_operator.client.ratelimit import TokenBucket
+from mpi_operator.client.ratelimit import FairTokenBucket
 
 log = structlog.get_logger()
 
@@ -61,8 +63,9 @@ class ApiTransport:
         self.configuration: Configuration = api_client.configuration
         self.clock = clock or RealClock()
         qps, burst = _effective_rate(qps, burst)
-        self.rate_limiter: TokenBucket | None = (
-            TokenBucket(qps, max(burst, 1), self.clock) if qps > 0 else None
+        # Deviation from client-go's flowcontrol limiter: turns per request flow, not first come.
+        self.rate_limiter: FairTokenBucket | None = (
+            FairTokenBucket(qps, max(burst, 1), self.clock) if qps > 0 else None
         )
         self.user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None

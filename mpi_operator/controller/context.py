@@ -58,6 +58,8 @@ class SyncContext:
     metrics: ControllerMetrics
     keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
     expectations: CreationExpectations | None = None
+    requeue: Callable[[str], None] | None = None
+    """Adds a key back at the end of the queue (a sync that left pods for later)."""
 
     def __post_init__(self) -> None:
         if self.expectations is None:

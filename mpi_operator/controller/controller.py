@@ -62,10 +62,15 @@ class MPIJobController(QueueController):
                 clock=self.clock,
                 options=options,
                 metrics=self.metrics,
+                expectations=self.expectations,
+                requeue=self.enqueue,
             )
         )
         self.runner = SyncRunner(
-            QUEUE_NAME, self.queue, self.syncer.sync, self.metrics.reconcile_duration
+            QUEUE_NAME,
+            self.queue,
+            self.scoped_sync(self.syncer.sync),
+            self.metrics.reconcile_duration,
         )
         self.connect_handlers(
             ChildHandlers(

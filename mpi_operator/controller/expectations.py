@@ -3,8 +3,12 @@
 Without this, a sync that runs before the cache caught up with the previous
 sync's creations sees those pods as missing and creates them again (each
 answered AlreadyExists). client-go's Job controller keeps
-ControllerExpectations for the same reason; we keep the names, not counts,
-and forget a name once the cache shows it or after ``ttl`` seconds.
+ControllerExpectations for the same reason; we keep the names, not counts.
+A name is expected before its create is sent and forgotten once the pod
+informer reports the pod added or deleted (:meth:`observed`, called by its
+event handlers as client-go's CreationObserved/DeletionObserved lower the
+counts), once a sync's cache shows it, or after ``ttl`` seconds. The entry of
+a deleted MPIJob is dropped (:meth:`forget`, client-go's DeleteExpectations).
 """
 
 from __future__ import annotations
@@ -26,6 +30,13 @@ class CreationExpectations:
         now = self._clock.monotonic()
         self._pending.setdefault(key, {}).update(dict.fromkeys(names, now))
 
+    def observed(self, key: str, name: str) -> None:
+        """The informer showed pod ``name`` of ``key`` (added or deleted), or its
+        create failed: it is in flight no more."""
+        pending = self._pending.get(key)
+        if pending is not None and pending.pop(name, None) is not None and not pending:
+            del self._pending[key]
+
     def unobserved(self, key: str, cached: Iterable[str]) -> set[str]:
         """Names created for ``key`` that the cache still lacks; forgets the rest."""
         pending = self._pending.get(key)
@@ -43,3 +54,7 @@ class CreationExpectations:
 
     def forget(self, key: str) -> None:
         self._pending.pop(key, None)
+
+    def keys(self) -> list[str]:
+        """The jobs with pods in flight."""
+        return list(self._pending)

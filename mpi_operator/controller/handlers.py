@@ -3,7 +3,8 @@
 Both MPIJob kinds use them, each with its own owner kind. A child enqueues the MPIJob
 that controls it. The Kubeflow launcher pod is controlled by the launcher Job, so with
 ``batch_jobs`` it resolves through that Job. Updates that carry an unchanged
-resourceVersion (resyncs) are ignored.
+resourceVersion (resyncs) are ignored. :class:`PodObserver` tells the creation
+expectations which pods the informer saw come and go.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mpi_operator.client import DeletedFinalStateUnknown, Lister, controller_of
+from mpi_operator.controller.expectations import CreationExpectations
 
 Obj = dict[str, Any]
 
@@ -30,11 +32,18 @@ def _changed(old: Obj, new: Obj) -> bool:
     return _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion")
 
 
-class JobHandlers:
-    """Add and update of an MPIJob enqueue its key."""
+def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
-    def __init__(self, enqueue: Callable[[str], None]) -> None:
+
+class JobHandlers:
+    """Add and update of an MPIJob enqueue its key; its deletion calls ``on_deleted``."""
+
+    def __init__(
+        self, enqueue: Callable[[str], None], on_deleted: Callable[[str], None] | None = None
+    ) -> None:
         self._enqueue = enqueue
+        self._on_deleted = on_deleted
 
     def on_add(self, obj: Obj) -> None:
         self._enqueue(key_of(obj))
@@ -42,6 +51,35 @@ class JobHandlers:
     def on_update(self, old: Obj, new: Obj) -> None:
         if _changed(old, new):
             self._enqueue(key_of(new))
+
+    def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        if self._on_deleted is not None:
+            self._on_deleted(key_of(_unwrap(obj)))
+
+
+class PodObserver:
+    """Pod add and delete events lower the creation expectations of the MPIJob
+    (``api_version``, ``kind``) controlling the pod, as client-go's Job controller
+    calls CreationObserved in addPod and DeletionObserved in deletePod: a pod created
+    and deleted between two syncs is then created again by the next one."""
+
+    def __init__(self, api_version: str, kind: str, expectations: CreationExpectations) -> None:
+        self._owner = (api_version, kind)
+        self._expectations = expectations
+
+    def on_add(self, obj: Obj) -> None:
+        self._observe(obj)
+
+    def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        self._observe(_unwrap(obj))
+
+    def _observe(self, pod: Obj) -> None:
+        owner = controller_of(pod)
+        if owner is None or (owner.get("apiVersion"), owner.get("kind")) != self._owner:
+            return
+        meta = _meta(pod)
+        key = f"{meta.get('namespace', '')}/{owner.get('name', '')}"
+        self._expectations.observed(key, str(meta.get("name", "")))
 
 
 class ChildHandlers:
@@ -56,7 +94,7 @@ class ChildHandlers:
         enqueue: Callable[[str], None],
         batch_jobs: Lister | None = None,
     ) -> None:
-        self._owner = (api_version, kind)
+        self.owner = (api_version, kind)
         self._mpijobs = mpijobs
         self._enqueue = enqueue
         self._batch_jobs = batch_jobs
@@ -69,7 +107,7 @@ class ChildHandlers:
             self._handle(new)
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        self._handle(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+        self._handle(_unwrap(obj))
 
     def _handle(self, obj: Obj) -> None:
         namespace = str(_meta(obj).get("namespace") or "")
@@ -82,7 +120,7 @@ class ChildHandlers:
         ):
             job = self._batch_jobs.get(namespace, str(owner.get("name", "")))
             owner = controller_of(job) if job is not None else None
-        if owner is None or (owner.get("apiVersion"), owner.get("kind")) != self._owner:
+        if owner is None or (owner.get("apiVersion"), owner.get("kind")) != self.owner:
             return
         name = str(owner.get("name", ""))
         if self._mpijobs.get(namespace, name) is None:

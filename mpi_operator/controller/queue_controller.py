@@ -6,9 +6,16 @@ two workers at once (the queue guarantees it), a failed sync is retried with per
 exponential backoff (``add_rate_limited``), and a successful one clears that backoff
 (``forget``). A subclass creates its informers, syncer and :class:`SyncRunner` and
 connects its event handlers to :meth:`enqueue` and :meth:`enqueue_batched`.
+
+Each sync runs in its own request flow (:meth:`scoped_sync`), so that the API
+client's throttle gives every job being synced its turn (see
+:class:`~mpi_operator.client.ratelimit.FairTokenBucket`). The pod creation
+expectations live here, fed by the pods informer and dropped with their MPIJob.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 import structlog
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -24,7 +31,9 @@ from mpi_operator.client import (
     SharedInformerFactory,
     default_controller_rate_limiter,
 )
-from mpi_operator.controller.handlers import ChildHandlers, JobHandlers
+from mpi_operator.client.ratelimit import request_flow
+from mpi_operator.controller.expectations import CreationExpectations
+from mpi_operator.controller.handlers import ChildHandlers, JobHandlers, PodObserver
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.runner import SyncRunner
 
@@ -65,6 +74,25 @@ class QueueController:
             clock=self.clock,
             registry=self.registry,
         )
+        self.expectations = CreationExpectations(self.clock)
+
+    def scoped_sync(
+        self, sync: Callable[[str], Awaitable[None]]
+    ) -> Callable[[str], Awaitable[None]]:
+        """``sync`` with its API requests in the key's own flow of the client's throttle;
+        once the MPIJob is gone, its expectations go too (a sync that was running when
+        it was deleted may have raised them after the delete event dropped them)."""
+
+        async def run(key: str) -> None:
+            try:
+                with request_flow(f"{self.queue_name}/{key}"):
+                    await sync(key)
+            finally:
+                namespace, _, name = key.partition("/")
+                if self.informers["mpijobs"].lister.get(namespace, name) is None:
+                    self.expectations.forget(key)
+
+        return run
 
     def enqueue(self, key: str) -> None:
         # Deviation: upstream enqueues every event rate limited (a 10/s bucket shared by all
@@ -80,9 +108,13 @@ class QueueController:
     def connect_handlers(self, children: ChildHandlers, ignore: tuple[str, ...] = ()) -> None:
         """MPIJob changes are enqueued at once, children's changes batched; the
         informers named in ``ignore`` feed listers only."""
-        jobs = JobHandlers(self.enqueue)
+        jobs = JobHandlers(self.enqueue, on_deleted=self.expectations.forget)
         self.informers["mpijobs"].add_event_handler(
-            EventHandler(on_add=jobs.on_add, on_update=jobs.on_update)
+            EventHandler(on_add=jobs.on_add, on_update=jobs.on_update, on_delete=jobs.on_delete)
+        )
+        pods = PodObserver(*children.owner, self.expectations)
+        self.informers["pods"].add_event_handler(
+            EventHandler(on_add=pods.on_add, on_delete=pods.on_delete)
         )
         for name, informer in self.informers.items():
             if name == "mpijobs" or name in ignore:

@@ -4,13 +4,16 @@ objects and Events. (A unique module name: several test folders have a conftest.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from mpi_operator.client import EVENTS, KubeClient, Resource
+from mpi_operator.client import EVENTS, PODS, KubeClient, Resource
+from mpi_operator.client.testing import eventually
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import QueueController
 
@@ -33,8 +36,9 @@ async def controllers(
     own client and metrics registry; every one is stopped on exit, whatever happened."""
     running: list[tuple[C, KubeClient]] = []
 
-    async def start(**options: Any) -> C:
-        client = await KubeClient.from_kubeconfig(cluster.kubeconfig, qps=0, burst=0)
+    async def start(*, qps: float = 0, burst: int = 0, **options: Any) -> C:
+        """``qps``/``burst``: the controller client's (0: client-go's default 5/10)."""
+        client = await KubeClient.from_kubeconfig(cluster.kubeconfig, qps=qps, burst=burst)
         controller = kind(
             client,
             ControllerOptions(namespace=namespace, **options),
@@ -77,3 +81,46 @@ class JobObjects:
             if e["involvedObject"].get("name") == name
             and e["involvedObject"].get("kind") == "MPIJob"
         ]
+
+
+Check = Callable[[], Awaitable[bool]]
+
+
+async def seconds_until(check: Check, within: float, what: str) -> float:
+    started = time.monotonic()
+    await eventually(check, within=within, what=what, interval=0.2)
+    return time.monotonic() - started
+
+
+async def small_beside_big(
+    create: Callable[[Obj], Awaitable[Obj]],
+    jobs: tuple[Obj, Obj],
+    fanning_out: Check,
+    small_pods: Check,
+    small_status: Check,
+) -> tuple[float, float]:
+    """Creates the big job of ``jobs``, then, once it is ``fanning_out``, the small one;
+    returns how long the small one's pods took, and then its status."""
+    big, small = jobs
+    await create(big)
+    await eventually(fanning_out, within=60, what="the big job's fan-out", interval=0.2)
+    await create(small)
+    pods = await seconds_until(small_pods, 30, "the small job's pods")
+    return pods, await seconds_until(small_status, 30, "the small job's status")
+
+
+async def delete_when_added(kube: KubeClient, namespace: str, pod: str) -> asyncio.Task[str]:
+    """A task that deletes pod ``pod`` within milliseconds of its creation (from now on)
+    and returns the deleted pod's uid."""
+    rv = (await kube.list(PODS, namespace, limit=1))["metadata"]["resourceVersion"]
+
+    async def run() -> str:
+        async for event in kube.watch(PODS, namespace, resource_version=rv, timeout_seconds=60):
+            assert isinstance(event, dict)
+            meta = event["object"]["metadata"]
+            if event["type"] == "ADDED" and meta["name"] == pod:
+                await kube.delete(PODS, namespace, pod)
+                return str(meta["uid"])
+        raise AssertionError(f"pod {pod} was not created")
+
+    return asyncio.create_task(run())

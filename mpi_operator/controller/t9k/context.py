@@ -20,6 +20,7 @@ from mpi_operator.api.t9k import (
 from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
 from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, Resource
+from mpi_operator.controller.expectations import CreationExpectations
 
 Obj = dict[str, Any]
 
@@ -62,6 +63,13 @@ class SyncContext:
     clock: Clock
     options: T9kOptions
     keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
+    expectations: CreationExpectations | None = None
+    requeue: Callable[[str], None] | None = None
+    """Adds a key back at the end of the queue (a sync that left pods for later)."""
+
+    def __post_init__(self) -> None:
+        if self.expectations is None:
+            self.expectations = CreationExpectations(self.clock)
 
 
 def job_reference(shared: Obj) -> Obj:

@@ -105,10 +105,12 @@ class T9kMPIJobController(QueueController):
                 recorder=self.recorder,
                 clock=self.clock,
                 options=t9k_options or T9kOptions(),
+                expectations=self.expectations,
+                requeue=self.enqueue,
             )
         )
         self.runner = SyncRunner(
-            "t9k-mpijob", self.queue, self.syncer.sync, self.reconcile_duration
+            "t9k-mpijob", self.queue, self.scoped_sync(self.syncer.sync), self.reconcile_duration
         )
         self.connect_handlers(
             ChildHandlers(API_VERSION, KIND, i["mpijobs"].lister, self.enqueue_batched)

@@ -2,13 +2,15 @@
 
 Reads the job and its pods from the caches; keeps the Service, hostfile
 ConfigMap and SSH Secret (also while paused, so the job keeps its identity);
-deletes every pod while paused; otherwise creates missing pods (the PodGroup
-first, when the t9k scheduler is used); computes the status in memory and
-writes it once; applies ``cleanUpWorkers`` once the job has finished.
+deletes every pod while paused; otherwise creates missing pods in slow-start
+batches, at most 500 a sync (the PodGroup first, when the t9k scheduler is
+used); computes the status in memory and writes it once; applies
+``cleanUpWorkers`` once the job has finished.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import structlog
@@ -35,6 +37,7 @@ from mpi_operator.builders.t9k.pods import (
 from mpi_operator.client import split_key
 from mpi_operator.controller.invalid import report_invalid
 from mpi_operator.controller.parallel import run_all
+from mpi_operator.controller.slowstart import create_slow_start
 from mpi_operator.controller.status import is_terminating
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import T9K_MPIJOBS, SyncContext, job_reference
@@ -107,22 +110,29 @@ class T9kMPIJobSyncer:
     async def _create_missing_pods(
         self, shared: Obj, job: MPIJob, pods: dict[str, Obj]
     ) -> dict[str, Obj]:
+        """Slow-start creation of the pods not in the cache nor in flight, as the
+        Kubeflow workers' (:mod:`~mpi_operator.controller.slowstart`)."""
         ctx = self.ctx
-        missing = [(t, i, name) for t, i, name in slots(job) if name not in pods]
+        assert ctx.expectations is not None and job.status is not None
+        key = f"{job.namespace}/{job.name}"
+        in_flight = ctx.expectations.unobserved(key, pods)
+        missing = [(t, i, n) for t, i, n in slots(job) if n not in pods and n not in in_flight]
         if not missing:
             return {}
         await children.ensure_pod_group(ctx, shared, job)
-        assert job.status is not None
         # A job that was paused once runs its pods with the resumeSpecs.
         resumed = get_condition(job.status, ConditionType.PAUSED) is not None
-        desired = [
-            new_launcher_pod(job, resumed=resumed, init_image=ctx.options.init_image)
-            if replica_type is ReplicaType.LAUNCHER
-            else new_worker_pod(job, index, resumed=resumed)
-            for replica_type, index, _ in missing
-        ]
-        created = await run_all(*(children.create_pod(ctx, shared, job, pod) for pod in desired))
-        return {str(pod["metadata"]["name"]): pod for pod in created}
+
+        def build(replica_type: ReplicaType, index: int) -> Obj:
+            if replica_type is ReplicaType.LAUNCHER:
+                return new_launcher_pod(job, resumed=resumed, init_image=ctx.options.init_image)
+            return new_worker_pod(job, index, resumed=resumed)
+
+        async def create(replica_type: ReplicaType, index: int) -> Obj:
+            return await children.create_pod(ctx, shared, job, build(replica_type, index))
+
+        pending = [(name, partial(create, t, i)) for t, i, name in missing]
+        return await create_slow_start(ctx.expectations, key, pending, ctx.requeue)
 
     async def _delete_surplus_pods(self, job: MPIJob, pods: dict[str, Obj]) -> None:
         """Removes workers beyond ``spec.worker.replicas`` (after a scale-down), and

@@ -28,3 +28,17 @@ def test_jobs_are_kept_apart() -> None:
     assert exp.unobserved("ns/b", []) == set()
     exp.forget("ns/a")
     assert exp.unobserved("ns/a", []) == set()
+
+
+def test_an_observed_add_or_delete_ends_the_flight() -> None:
+    """A pod created and deleted between two syncs is not in the cache at the next
+    sync: the informer's events must end its flight, or it is not recreated for 300 s."""
+    exp = CreationExpectations(FakeClock())
+    exp.expect("ns/job", ["job-worker-0", "job-worker-1"])
+    exp.observed("ns/job", "job-worker-0")
+    exp.observed("ns/other", "job-worker-1")  # another job's pod of that name
+    assert exp.unobserved("ns/job", []) == {"job-worker-1"}
+    exp.observed("ns/job", "job-worker-1")
+    assert exp.keys() == []
+    exp.observed("ns/job", "job-worker-1")  # again: nothing to do
+    assert exp.keys() == []

@@ -9,7 +9,9 @@ import pytest
 
 from mpi_operator.api.v2beta1 import API_VERSION, KIND
 from mpi_operator.client import DeletedFinalStateUnknown, Indexer, Lister
-from mpi_operator.controller.handlers import ChildHandlers
+from mpi_operator.client.clock import FakeClock
+from mpi_operator.controller.expectations import CreationExpectations
+from mpi_operator.controller.handlers import ChildHandlers, JobHandlers, PodObserver
 
 Obj = dict[str, Any]
 
@@ -77,3 +79,22 @@ def test_without_batch_jobs_a_launcher_pod_is_not_resolved() -> None:
         obj("pi-launcher-x7k2p", LAUNCHER_JOB)
     )
     assert keys == []
+
+
+def test_pod_events_lower_the_expectations_of_the_controlling_mpijob() -> None:
+    exp = CreationExpectations(FakeClock())
+    exp.expect("ns/pi", ["pi-worker-0", "pi-worker-1", "pi-worker-2"])
+    observer = PodObserver(API_VERSION, KIND, exp)
+    observer.on_add(obj("pi-worker-0", MPIJOB))
+    observer.on_delete(DeletedFinalStateUnknown("ns/pi-worker-1", obj("pi-worker-1", MPIJOB)))
+    observer.on_add(obj("pi-worker-2", ("batch.tensorstack.dev/v1beta1", "MPIJob", "pi")))
+    observer.on_add(obj("pi-worker-2"))
+    assert exp.unobserved("ns/pi", []) == {"pi-worker-2"}
+
+
+def test_a_deleted_mpijob_forgets_its_expectations() -> None:
+    forgotten: list[str] = []
+    handlers = JobHandlers(lambda key: None, on_deleted=forgotten.append)
+    handlers.on_delete(obj("pi"))
+    handlers.on_delete(DeletedFinalStateUnknown("ns/gone", obj("gone")))
+    assert forgotten == ["ns/pi", "ns/gone"]

@@ -1,0 +1,76 @@
+"""Slow-start creation of a job's pods, bounded per sync; both MPIJob kinds use it.
+
+As the Job controller's ``slowStartBatch``: the pods are created concurrently in
+batches of 1, 2, 4, ... and creation stops after the first batch with an error, so a
+job whose pods all fail costs one call, not thousands. As its
+``MaxPodCreateDeletePerSync``, one sync creates at most :data:`MAX_CREATES_PER_SYNC`
+pods; the caller requeues the key for the rest, behind the keys already waiting, so
+a 20,000-worker job takes turns with the others instead of holding a worker (and the
+client's budget) for minutes.
+
+Each name is expected (:class:`~mpi_operator.controller.expectations.CreationExpectations`)
+before its create is sent, as client-go raises ControllerExpectations before the calls,
+so that the informer's add event, which may come before the response, is not missed.
+A create that fails lowers the expectation again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from mpi_operator.controller.expectations import CreationExpectations
+from mpi_operator.controller.parallel import first_error
+
+Obj = dict[str, Any]
+
+#: The Job controller's MaxPodCreateDeletePerSync.
+MAX_CREATES_PER_SYNC = 500
+#: The Job controller's SlowStartInitialBatchSize.
+INITIAL_BATCH = 1
+
+#: A pod to create: its name and the call that creates it (returning the pod).
+PendingPod = tuple[str, Callable[[], Awaitable[Obj]]]
+
+
+def batch_sizes(count: int, limit: int = MAX_CREATES_PER_SYNC) -> list[int]:
+    """The batches one sync creates ``count`` missing pods in."""
+    sizes: list[int] = []
+    left, batch = min(count, limit), INITIAL_BATCH
+    while left > 0:
+        sizes.append(min(batch, left))
+        left -= sizes[-1]
+        batch *= 2
+    return sizes
+
+
+async def create_slow_start(
+    expectations: CreationExpectations,
+    key: str,
+    pending: Sequence[PendingPod],
+    requeue: Callable[[str], None] | None,
+    limit: int = MAX_CREATES_PER_SYNC,
+) -> dict[str, Obj]:
+    """Creates up to ``limit`` of ``pending`` in slow-start batches; returns the pods
+    created, by name. Raises the first error of a failed batch (the pods its siblings
+    created are expected); calls ``requeue(key)`` when pods are left for a later sync."""
+    created: dict[str, Obj] = {}
+    start = 0
+    for size in batch_sizes(len(pending), limit):
+        batch = pending[start : start + size]
+        start += size
+        expectations.expect(key, (name for name, _ in batch))
+        results = await asyncio.gather(*(create() for _, create in batch), return_exceptions=True)
+        for (name, _), result in zip(batch, results, strict=True):
+            if isinstance(result, BaseException):
+                expectations.observed(key, name)  # the informer will not show this one
+            else:
+                created[name] = result
+        failure = first_error(results)
+        if failure is not None:
+            raise failure
+    if len(pending) > start and requeue is not None:
+        # Deviation: the Job controller waits for the pods' add events to sync again.
+        requeue(key)
+    return created

@@ -1,0 +1,157 @@
+"""Fair fan-out: a job of 20,000 workers (the full form) fanning out beside a 1-worker
+job created meanwhile. The small job's pods exist within 5 s, its status follows
+within 5 s, and the operator's Lease never lapses; the big job is deleted once that is
+shown. The short form (``make test``) runs 2,000 workers at 10 client qps: still a
+backlog of minutes.
+
+Before the fix, slow-start batches doubled without a ceiling and the client's token
+bucket reserved ahead, so the small job's requests queued behind the big job's batch
+(a batch of 1,024 at 100 qps: 10 s; of 128 at 10 qps: 13 s). Now one sync creates at
+most 500 pods and the client's budget goes in turns to the jobs being synced.
+
+The big job's pods name a scheduler that does not exist, so they stay Pending
+untouched by kube-scheduler and KWOK: the point is creation fairness, not 20,000
+fake pods running. The namespace is short (``fanout-xxxxxxxx``) and the job is called
+``b``, so the hostfile of 20,000 workers stays within the ConfigMap's 1 MiB.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from chaos_support import (
+    LEASE_DURATION,
+    Operators,
+    api,
+    condition,
+    create_mpijob,
+    leading,
+    list_items,
+    report,
+    scale,
+    wait_leading,
+)
+
+from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.sample_jobs import pi_mpijob
+from mpi_operator.server.testing import wait_until
+
+JOB_NAME = "training.kubeflow.org/job-name"
+SMALL_WORKER = f"{JOB_NAME}=s,training.kubeflow.org/job-role=worker"
+
+
+@pytest.fixture
+def short_namespace(full_cluster: LocalCluster) -> Iterator[str]:
+    name = full_cluster.create_namespace("fanout")
+    yield name
+    full_cluster.delete_namespace(name)
+
+
+def _pod_count(cluster: LocalCluster, ns: str) -> int:
+    """Pods in ``ns`` without listing them all (20,000 pods are ~60 MB of JSON)."""
+    page = api(cluster, "GET", f"/api/v1/namespaces/{ns}/pods?limit=1")
+    return len(page["items"]) + int(page["metadata"].get("remainingItemCount") or 0)
+
+
+class LeaseWatch:
+    """Samples the operator's Lease in a thread; keeps every renewTime it saw."""
+
+    def __init__(self, cluster: LocalCluster, ns: str) -> None:
+        self.cluster, self.path = (
+            cluster,
+            (f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/mpi-operator"),
+        )
+        self.renewals: list[datetime] = []
+        self.holders: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LeaseWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            status, lease = self.cluster.request("GET", self.path)
+            if status != 200:
+                continue
+            spec = lease["spec"]
+            self.holders.add(spec.get("holderIdentity", ""))
+            renewed = datetime.fromisoformat(spec["renewTime"].replace("Z", "+00:00"))
+            if not self.renewals or renewed != self.renewals[-1]:
+                self.renewals.append(renewed)
+
+    def longest_gap(self) -> float:
+        gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(self.renewals)]
+        return max(gaps, default=float("inf"))
+
+
+def _big_job(workers: int) -> dict[str, Any]:
+    worker: dict[str, Any] = {
+        # No such scheduler: the pods stay Pending, untouched (see the module docstring).
+        "spec": {"schedulerName": "no-such-scheduler", "containers": [{"name": "w", "image": "x"}]}
+    }
+    return pi_mpijob("b", workers=workers, launcher_exit=None, worker_template=worker)
+
+
+def test_chaos_a_big_fan_out_leaves_a_small_job_its_turn(
+    full_cluster: LocalCluster, short_namespace: str, operators: Operators
+) -> None:
+    ns = short_namespace
+    workers, qps = scale(2_000, 20_000), scale(10, 100)
+    proc = operators.start(ns, qps=qps, burst=2 * qps)
+    wait_leading(proc)
+    with LeaseWatch(full_cluster, ns) as lease:
+        started = time.monotonic()
+        create_mpijob(full_cluster, ns, _big_job(workers))
+        wait_until(lambda: _pod_count(full_cluster, ns) >= 13 * qps, 120, "the fan-out", 0.2)
+        big_before, t_small = _pod_count(full_cluster, ns), time.monotonic()
+        create_mpijob(full_cluster, ns, pi_mpijob("s", workers=1, launcher_exit=None))
+
+        def small_pods() -> bool:
+            return bool(list_items(full_cluster, f"/api/v1/namespaces/{ns}/pods", SMALL_WORKER))
+
+        def small_status() -> bool:
+            job = api(full_cluster, "GET", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/s")
+            return condition(job, "Created") is not None
+
+        wait_until(small_pods, 60, "the small job's worker pod", 0.1)
+        pods_s = time.monotonic() - t_small
+        wait_until(small_status, 60, "the small job's Created status", 0.1)
+        status_s = time.monotonic() - t_small - pods_s
+        time.sleep(5)  # a few more seconds of fan-out, for the big job's create rate
+        big_after, t_end = _pod_count(full_cluster, ns), time.monotonic()
+        assert leading(proc)
+    rate = (big_after - big_before) / (t_end - t_small)
+    report(
+        test="fair-fan-out",
+        workers=workers,
+        qps=qps,
+        small_pods_s=round(pods_s, 2),
+        small_status_s=round(status_s, 2),
+        big_pods_at_small=big_before,
+        big_create_rate=round(rate, 1),
+        backlog_s=round((workers - big_after) / qps),
+        lease_renewals=len(lease.renewals),
+        lease_longest_gap_s=round(lease.longest_gap(), 2),
+        seconds=round(t_end - started, 1),
+    )
+    assert pods_s <= 5.0
+    assert status_s <= 5.0
+    assert (workers - big_after) / qps >= 60  # the big job's backlog was still minutes long
+    assert len(lease.holders) == 1 and len(lease.renewals) >= 2, lease.renewals
+    assert lease.longest_gap() < LEASE_DURATION
+    assert not operators.crashes()
+    # The point is made: the big job goes (the operator stops creating), then its pods.
+    api(full_cluster, "DELETE", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/b")
+    api(full_cluster, "DELETE", f"/api/v1/namespaces/{ns}/pods?labelSelector={JOB_NAME}%3Db")

@@ -1,0 +1,126 @@
+"""The API client's throttle: one budget, handed out in turns between request flows."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from mpi_operator.client.clock import FakeClock
+from mpi_operator.client.ratelimit import FairTokenBucket, current_flow, request_flow
+
+
+async def _start(
+    bucket: FairTokenBucket, flow: str, n: int, log: list[str]
+) -> list[asyncio.Task[None]]:
+    async def one(i: int) -> None:
+        await bucket.wait(flow)
+        log.append(f"{flow}{i}")
+
+    tasks = [asyncio.create_task(one(i)) for i in range(n)]
+    await FakeClock.settle()
+    return tasks
+
+
+async def _run_for(clock: FakeClock, seconds: float, step: float = 0.01) -> None:
+    for _ in range(round(seconds / step)):
+        clock.step(step + 1e-7)  # a hair more: sums of float steps fall short
+        await clock.settle(3)
+
+
+async def test_burst_is_immediate_then_qps() -> None:
+    clock = FakeClock()
+    bucket = FairTokenBucket(qps=10, burst=3, clock=clock)
+    log: list[str] = []
+    tasks = await _start(bucket, "a", 5, log)
+    assert log == ["a0", "a1", "a2"]
+    await _run_for(clock, 0.1)
+    assert log == ["a0", "a1", "a2", "a3"]
+    await _run_for(clock, 0.1)
+    assert len(log) == 5
+    await asyncio.gather(*tasks)
+
+
+@pytest.mark.parametrize(
+    ("backlog", "qps"),
+    [(32_768, 100.0), (10_000, 20.0), (500, 5.0)],
+)
+async def test_a_backlog_does_not_delay_another_flows_request(backlog: int, qps: float) -> None:
+    """The issue's case: a 32,768-pod batch at 100 qps made any other request wait
+    ~326 s (client-go's FIFO reservation). Here it waits for one turn."""
+    clock = FakeClock()
+    bucket = FairTokenBucket(qps=qps, burst=1, clock=clock)
+    log: list[str] = []
+    big = await _start(bucket, "big", backlog, log)
+    small = await _start(bucket, "small", 1, log)
+    turns = 0
+    while "small0" not in log:
+        clock.step(1 / qps + 1e-7)
+        turns += 1
+        await clock.settle(3)
+    assert turns <= 2  # one token for "big", the next for "small"
+    assert bucket.queued()["big"] >= backlog - 3
+    for task in [*big, *small]:
+        task.cancel()
+
+
+async def test_turns_go_round_robin_between_flows() -> None:
+    clock = FakeClock()
+    bucket = FairTokenBucket(qps=1, burst=1, clock=clock)
+    log: list[str] = []
+    tasks = await _start(bucket, "a", 4, log)  # a0 takes the burst
+    tasks += await _start(bucket, "b", 2, log)
+    tasks += await _start(bucket, "", 1, log)
+    await _run_for(clock, 6, step=1)
+    assert log == ["a0", "a1", "b0", "0", "a2", "b1", "a3"]
+    await asyncio.gather(*tasks)
+
+
+async def test_total_rate_stays_qps_across_flows() -> None:
+    clock = FakeClock()
+    bucket = FairTokenBucket(qps=50, burst=10, clock=clock)
+    log: list[str] = []
+    tasks = []
+    for flow in ("a", "b", "c"):
+        tasks += await _start(bucket, flow, 100, log)
+    assert len(log) == 10  # the burst
+    await _run_for(clock, 2.0)
+    assert len(log) == pytest.approx(10 + 100, abs=1)
+    for task in tasks:
+        task.cancel()
+
+
+async def test_cancelled_waiters_give_their_turn_away() -> None:
+    clock = FakeClock()
+    bucket = FairTokenBucket(qps=1, burst=1, clock=clock)
+    log: list[str] = []
+    await _start(bucket, "x", 1, log)
+    doomed = await _start(bucket, "a", 3, log)
+    later = await _start(bucket, "b", 1, log)
+    for task in doomed:
+        task.cancel()
+    await clock.settle()
+    await _run_for(clock, 1, step=1)
+    assert log == ["x0", "b0"]
+    assert bucket.queued() == {}
+    await asyncio.gather(*later)
+
+
+async def test_flow_comes_from_the_context_and_reaches_child_tasks() -> None:
+    clock = FakeClock()
+    bucket = FairTokenBucket(qps=1, burst=1, clock=clock)
+    await bucket.wait()  # the burst
+    seen: list[str] = []
+
+    async def request() -> None:
+        seen.append(current_flow())
+        await bucket.wait()
+
+    with request_flow("ns/job"):
+        task = asyncio.gather(request(), request())
+    await clock.settle()
+    assert seen == ["ns/job", "ns/job"]
+    assert bucket.queued() == {"ns/job": 2}
+    assert current_flow() == ""
+    await _run_for(clock, 2, step=1)
+    await task

@@ -1,0 +1,97 @@
+"""Slow-start pod creation: growing batches, at most 500 a sync, expectations raised
+before the calls, a requeue for what is left."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from mpi_operator.client.clock import FakeClock
+from mpi_operator.controller.expectations import CreationExpectations
+from mpi_operator.controller.slowstart import (
+    MAX_CREATES_PER_SYNC,
+    PendingPod,
+    batch_sizes,
+    create_slow_start,
+)
+
+Obj = dict[str, Any]
+
+
+@pytest.mark.parametrize(
+    ("count", "limit", "sizes"),
+    [
+        (0, 500, []),
+        (1, 500, [1]),
+        (5, 500, [1, 2, 2]),
+        (7, 500, [1, 2, 4]),
+        (500, 500, [1, 2, 4, 8, 16, 32, 64, 128, 245]),
+        (20_000, 500, [1, 2, 4, 8, 16, 32, 64, 128, 245]),
+        (100_000, 500, [1, 2, 4, 8, 16, 32, 64, 128, 245]),
+        (10, 3, [1, 2]),
+    ],
+)
+def test_batches_double_up_to_the_per_sync_cap(count: int, limit: int, sizes: list[int]) -> None:
+    assert batch_sizes(count, limit) == sizes
+    assert sum(sizes) == min(count, limit)
+
+
+def _pending(n: int, calls: list[str], fail: frozenset[str] = frozenset()) -> list[PendingPod]:
+    def make(name: str) -> Any:
+        async def create() -> Obj:
+            calls.append(name)
+            await asyncio.sleep(0)
+            if name in fail:
+                raise RuntimeError(f"create {name} failed")
+            return {"metadata": {"name": name}}
+
+        return create
+
+    return [(f"w-{i}", make(f"w-{i}")) for i in range(n)]
+
+
+async def test_one_sync_creates_at_most_the_cap_and_requeues_the_rest() -> None:
+    exp = CreationExpectations(FakeClock())
+    calls: list[str] = []
+    requeued: list[str] = []
+    created = await create_slow_start(exp, "ns/big", _pending(20_000, calls), requeued.append)
+    assert len(created) == len(calls) == MAX_CREATES_PER_SYNC
+    assert requeued == ["ns/big"]
+    assert exp.unobserved("ns/big", []) == set(created)  # in flight until the cache shows them
+
+
+async def test_no_requeue_when_everything_fits() -> None:
+    exp = CreationExpectations(FakeClock())
+    requeued: list[str] = []
+    created = await create_slow_start(exp, "ns/small", _pending(3, []), requeued.append)
+    assert sorted(created) == ["w-0", "w-1", "w-2"]
+    assert requeued == []
+
+
+async def test_a_failed_batch_stops_creation_and_lowers_its_expectations() -> None:
+    exp = CreationExpectations(FakeClock())
+    calls: list[str] = []
+    requeued: list[str] = []
+    with pytest.raises(RuntimeError, match="w-4"):
+        await create_slow_start(
+            exp, "ns/j", _pending(50, calls, frozenset({"w-4"})), requeued.append
+        )
+    assert calls == [f"w-{i}" for i in range(7)]  # batches 1, 2, 4; no fourth batch
+    assert exp.unobserved("ns/j", []) == {f"w-{i}" for i in range(7)} - {"w-4"}
+    assert requeued == []  # the error's backoff retries it
+
+
+async def test_names_are_expected_before_the_calls_return() -> None:
+    """The informer's add event may come before the create's response: it must find
+    the name expected, or the pod would stay in flight after being deleted."""
+    exp = CreationExpectations(FakeClock())
+    seen: list[set[str]] = []
+
+    async def create() -> Obj:
+        seen.append(exp.unobserved("ns/j", []))
+        return {"metadata": {"name": "w-0"}}
+
+    await create_slow_start(exp, "ns/j", [("w-0", create)], None)
+    assert seen == [{"w-0"}]
