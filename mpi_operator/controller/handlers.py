@@ -31,10 +31,13 @@ def _changed(old: Obj, new: Obj) -> bool:
 
 
 class JobHandlers:
-    """Add and update of an MPIJob enqueue its key."""
+    """Add and update of an MPIJob enqueue its key; its deletion is passed to ``deleted``."""
 
-    def __init__(self, enqueue: Callable[[str], None]) -> None:
+    def __init__(
+        self, enqueue: Callable[[str], None], deleted: Callable[[str], None] | None = None
+    ) -> None:
         self._enqueue = enqueue
+        self._deleted = deleted
 
     def on_add(self, obj: Obj) -> None:
         self._enqueue(key_of(obj))
@@ -42,6 +45,10 @@ class JobHandlers:
     def on_update(self, old: Obj, new: Obj) -> None:
         if _changed(old, new):
             self._enqueue(key_of(new))
+
+    def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        if self._deleted is not None:
+            self._deleted(key_of(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj))
 
 
 class ChildHandlers:
