@@ -4,9 +4,11 @@ building it, which must equal the builders' output byte for byte."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mpi_operator.api import t9k, v2beta1
 from mpi_operator.api.limits import (
@@ -182,3 +184,13 @@ def test_t9k_largest_count_fits_and_one_more_does_not() -> None:
     assert data_bytes(new_t9k_config_map(t9k_job("big", "default", fits + 1, 8))) > (
         CONFIG_MAP_DATA_LIMIT
     )
+
+
+def test_the_t9k_crd_has_the_cap_as_maximum() -> None:
+    path = (
+        Path(__file__).resolve().parents[3] / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
+    )
+    crd = yaml.safe_load(path.read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    replicas = spec["properties"]["worker"]["properties"]["replicas"]
+    assert (replicas["minimum"], replicas["maximum"]) == (1, MAX_WORKER_REPLICAS)
