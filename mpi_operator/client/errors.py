@@ -47,6 +47,13 @@ def is_not_found(err: BaseException) -> bool:
     return isinstance(err, ApiError) and err.status == 404
 
 
+def is_not_served(err: BaseException) -> bool:
+    """A 404 without a Status body ("404 page not found"): the API server does not serve
+    the resource at all, e.g. its CRD is not installed. A missing object is a 404 too,
+    with a Status of reason NotFound."""
+    return isinstance(err, ApiError) and err.status == 404 and not err.body
+
+
 def is_conflict(err: BaseException) -> bool:
     return isinstance(err, ApiError) and err.status == 409 and err.reason != "AlreadyExists"
 

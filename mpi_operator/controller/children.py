@@ -49,6 +49,7 @@ from mpi_operator.controller.context import (
     job_reference,
     with_operator_label,
 )
+from mpi_operator.controller.missing_crd import raise_if_not_served
 from mpi_operator.controller.status import pod_phase
 from mpi_operator.controller.workers import worker_pods
 
@@ -169,6 +170,14 @@ def _priority_classes(ctx: SyncContext) -> dict[str, int]:
 
 
 async def ensure_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
+    try:
+        return await _ensure_pod_group(ctx, shared, job)
+    except ApiError as err:
+        raise_if_not_served(err, _pod_group_resource(ctx), "--gang-scheduling")
+        raise
+
+
+async def _ensure_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
     gang = ctx.options.gang
     assert gang is not None and ctx.listers.pod_groups is not None
     resource = _pod_group_resource(ctx)

@@ -28,6 +28,7 @@ from mpi_operator.controller.context import (
     Listers,
     SyncContext,
     job_name_index,
+    job_reference,
 )
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.metrics import ControllerMetrics
@@ -71,6 +72,7 @@ class MPIJobController(QueueController):
             self.queue,
             self.scoped_sync(self.syncer.sync),
             self.metrics.reconcile_duration,
+            self.sync_failures(job_reference),
         )
         self.connect_handlers(
             ChildHandlers(

@@ -16,11 +16,13 @@ expectations live here, fed by the pods informer and dropped with their MPIJob.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import structlog
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from mpi_operator.client import (
+    WARNING,
     Clock,
     EventHandler,
     EventRecorder,
@@ -30,9 +32,12 @@ from mpi_operator.client import (
     SharedInformer,
     SharedInformerFactory,
     default_controller_rate_limiter,
+    split_key,
 )
+from mpi_operator.client.events import truncate_message
 from mpi_operator.client.ratelimit import request_flow
 from mpi_operator.controller.expectations import CreationExpectations
+from mpi_operator.controller.failures import SYNC_FAILED, SyncFailures
 from mpi_operator.controller.handlers import ChildHandlers, JobHandlers, PodObserver
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.runner import SyncRunner
@@ -105,10 +110,31 @@ class QueueController:
         (workers starting, cleanup) at once; fewer syncs, fewer status writes."""
         self.queue.add_after(key, self.options.child_event_batch_seconds)
 
+    def sync_failures(self, reference: Callable[[dict[str, Any]], dict[str, Any]]) -> SyncFailures:
+        """The record of this controller's failing syncs, which reports persistent ones as
+        Warning events on the MPIJob; ``reference`` gives the cached MPIJob its
+        apiVersion and kind."""
+        lister = self.informers["mpijobs"].lister
+
+        def report(key: str, message: str) -> bool:
+            job = lister.get(*split_key(key))
+            if job is None:
+                return False
+            self.recorder.event(reference(job), WARNING, SYNC_FAILED, truncate_message(message))
+            return True
+
+        return SyncFailures(report, self.clock)
+
+    def _job_deleted(self, key: str) -> None:
+        """A deleted MPIJob's creation expectations and sync-failure record go with it."""
+        self.expectations.forget(key)
+        if self.runner.failures is not None:
+            self.runner.failures.forget(key)
+
     def connect_handlers(self, children: ChildHandlers, ignore: tuple[str, ...] = ()) -> None:
         """MPIJob changes are enqueued at once, children's changes batched; the
         informers named in ``ignore`` feed listers only."""
-        jobs = JobHandlers(self.enqueue, on_deleted=self.expectations.forget)
+        jobs = JobHandlers(self.enqueue, self._job_deleted)
         self.informers["mpijobs"].add_event_handler(
             EventHandler(on_add=jobs.on_add, on_update=jobs.on_update, on_delete=jobs.on_delete)
         )

@@ -22,6 +22,9 @@ from prometheus_client import Histogram
 
 from mpi_operator.client import RateLimitingQueue
 from mpi_operator.client.errors import NETWORK_ERRORS, ApiError, is_server_unavailable
+from mpi_operator.controller.failures import SyncFailures
+from mpi_operator.controller.missing_crd import RETRY_CAP as MISSING_CRD_RETRY_CAP
+from mpi_operator.controller.missing_crd import MissingCRDError
 
 log = structlog.get_logger(__name__)
 
@@ -36,11 +39,13 @@ class SyncRunner:
         queue: RateLimitingQueue[str],
         sync: Callable[[str], Awaitable[None]],
         duration: Histogram,
+        failures: SyncFailures | None = None,
     ) -> None:
         self.name = name
         self.queue = queue
         self._sync = sync
         self._duration = duration
+        self.failures = failures
         self._workers: list[asyncio.Task[None]] = []
 
     def start(self, threadiness: int) -> None:
@@ -65,12 +70,16 @@ class SyncRunner:
         try:
             await self._sync(key)
             self.queue.forget(key)
+            if self.failures is not None:
+                self.failures.forget(key)
         except asyncio.CancelledError:
             raise
         except Exception as err:
             result = "error"
             self._requeue_failed(key, err)
-            expected = isinstance(err, (ApiError, *NETWORK_ERRORS))
+            if self.failures is not None:
+                self.failures.failed(key, err)
+            expected = isinstance(err, (ApiError, MissingCRDError, *NETWORK_ERRORS))
             (log.warning if expected else log.error)(
                 "sync failed; retrying",
                 controller=self.name,
@@ -89,13 +98,18 @@ class SyncRunner:
         return True
 
     def _requeue_failed(self, key: str, err: Exception) -> None:
-        if not is_server_unavailable(err):
+        if is_server_unavailable(err):
+            cap = UNAVAILABLE_RETRY_CAP
+        elif isinstance(err, MissingCRDError):
+            cap = MISSING_CRD_RETRY_CAP
+        else:
             self.queue.add_rate_limited(key)
             return
         # Deviation: client-go lets every failure double the key's delay up to 1000 s; a
-        # key that failed during an API server outage would then sleep long after it.
+        # key that failed during an API server outage (or while a CRD was missing) would
+        # then sleep long after it.
         delay = self.queue.rate_limiter.when(key)
-        self.queue.add_after(key, min(delay, UNAVAILABLE_RETRY_CAP))
+        self.queue.add_after(key, min(delay, cap))
 
     async def stop(self, drain_seconds: float) -> None:
         """Lets in-flight syncs finish (up to ``drain_seconds``), then cancels the rest."""

@@ -22,6 +22,7 @@ from mpi_operator.api.v2beta1 import (
     ManagedBy,
     MPIJob,
     ReplicaType,
+    limit_errors,
     parse,
     set_defaults,
     validate,
@@ -83,7 +84,8 @@ class MPIJobSyncer:
             return
         if (shared.get("metadata") or {}).get("deletionTimestamp"):
             return
-        errors = validate(job) + worker_pods.scale_errors(job)
+        # Ours: the size limits (worker cap, ConfigMap size), before anything is written.
+        errors = validate(job) + limit_errors(job, self.ctx.options.cluster_domain)
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return

@@ -13,7 +13,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from mpi_operator.api.field_errors import FieldError, invalid
 from mpi_operator.api.v2beta1 import (
     JOB_NAME_LABEL,
     JOB_ROLE_LABEL,
@@ -44,19 +43,7 @@ from mpi_operator.controller.status import is_terminating, pod_phase
 Obj = dict[str, Any]
 
 FAILED_REASON = "MPIJobFailed"
-# Deviation from the reference (no limit there): more workers than the Job API allows
-# an Indexed Job's completions are refused, since each sync walks every index.
-MAX_WORKER_REPLICAS = 100_000
 _NO_KIND = ""  # see children.py: the reference's message carries an empty Kind
-
-
-def scale_errors(job: MPIJob) -> list[FieldError]:
-    """Worker counts this operator refuses to create pods for."""
-    spec = job.replica_spec(ReplicaType.WORKER)
-    if spec is None or (spec.replicas or 0) <= MAX_WORKER_REPLICAS:
-        return []
-    path = f"spec.mpiReplicaSpecs[{ReplicaType.WORKER.value}].replicas"
-    return [invalid(path, spec.replicas, f"must be no more than {MAX_WORKER_REPLICAS}")]
 
 
 def worker_pods(ctx: SyncContext, job: MPIJob) -> list[Obj]:

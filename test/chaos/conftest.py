@@ -52,7 +52,12 @@ What the suite changed or found in the operator:
   MPIJob at once (condition Failed, reason ``InvalidPodTemplate``, the API's message)
   instead of being retried forever (``controller/sync.py``);
 * more than 100,000 workers is a validation error: 2^31-1 workers (valid for the CRD)
-  made a sync walk every index and blocked the event loop (``controller/workers.py``);
+  made a sync walk every index and blocked the event loop; the cap is now shared by
+  both APIs and in both CRDs (``api/limits.py``);
+* T9k MPIJobs had no worker cap at all (10^9 workers built every pod on the event
+  loop), and a hostfile over a ConfigMap's 1 MiB, or a t9kScheduler job without the
+  scheduler's PodGroup CRD, were retried forever with nothing on the job; the T9k
+  corpus (``fixtures/hostile/t9k``) checks each gets an event naming its cause;
 * three API server outages in a row grew the informers' reconnect backoff (as
   client-go's: up to 30 s, doubled by jitter) past the 30 s promise (52 s seen);
   fixed in ``client/reflector.py`` (capped at 10 s), asserted here;

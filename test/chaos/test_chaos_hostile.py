@@ -1,7 +1,8 @@
-"""Hostile input: the corpus of ``test/fixtures/hostile/`` and hypothesis-generated
-specs. None crashes or stalls the operator (a good job created after them succeeds),
-each gets an API rejection or a Warning event naming the field, and the events are
-deduplicated (an Event's count grows; no flood of Event objects).
+"""Hostile input: the corpus of ``test/fixtures/hostile/`` (Kubeflow MPIJobs, and T9k
+MPIJobs in ``t9k/``) and hypothesis-generated specs. None crashes or stalls the
+operator (a good job created after them succeeds), each gets an API rejection or a
+Warning event naming the field, and the events are deduplicated (an Event's count
+grows; no flood of Event objects).
 
 The namespace has a ResourceQuota of 20 BestEffort pods, so that a hostile job that
 is valid but enormous (2^31-1 workers) cannot fill the shared cluster; the good jobs
@@ -13,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +36,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.crds import crds_installed
 from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import wait_until
 
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "test" / "fixtures" / "hostile"
+T9K_CRD = REPO / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
+T9K_MPIJOBS = "/apis/batch.tensorstack.dev/v1beta1/namespaces/{ns}/mpijobs"
+T9K_POD_GROUP_CRD = "podgroups.scheduler.tensorstack.dev"
 BEST_EFFORT_PODS = 20
 EVENT_DEADLINE = 45.0
 
@@ -82,9 +89,9 @@ def _inflate(obj: Obj, path: str, size: int) -> None:
         cur[last] = "a" * size
 
 
-def _corpus() -> list[tuple[str, Obj, str, str]]:
+def _corpus(folder: Path = CORPUS) -> list[tuple[str, Obj, str, str]]:
     cases = []
-    for path in sorted(CORPUS.glob("*.yaml")):
+    for path in sorted(folder.glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
         obj = doc["object"]
         for where, size in (doc.get("inflate") or {}).items():
@@ -99,11 +106,13 @@ def _post(cluster: LocalCluster, ns: str, obj: Obj) -> tuple[int, str]:
     return status, str(message)
 
 
-def _warnings(cluster: LocalCluster, ns: str) -> list[Obj]:
+def _warnings(cluster: LocalCluster, ns: str, api_version: str | None = None) -> list[Obj]:
     return [
         e
         for e in list_items(cluster, f"/api/v1/namespaces/{ns}/events")
-        if e.get("type") == "Warning" and e["involvedObject"].get("kind") == "MPIJob"
+        if e.get("type") == "Warning"
+        and e["involvedObject"].get("kind") == "MPIJob"
+        and api_version in (None, e["involvedObject"].get("apiVersion"))
     ]
 
 
@@ -117,6 +126,25 @@ def _explained(cluster: LocalCluster, ns: str, name: str, field: str) -> str | N
     if failed and field.lower() in failed["message"].lower():
         return f"Failed/{failed['reason']}: {failed['message'][:200]}"
     return None
+
+
+def _wait_explained(
+    explain: Callable[[str, str], str | None], fields: dict[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Waits for ``explain(name, field)`` of each job: (explained, unexplained)."""
+    explained: dict[str, str] = {}
+    unexplained: dict[str, str] = {}
+    for name, field in fields.items():
+        try:
+            explained[name] = wait_until(
+                lambda n=name, f=field: explain(n, f),  # type: ignore[misc]
+                EVENT_DEADLINE,
+                f"a Warning naming {field} for {name}",
+                1.0,
+            )
+        except TimeoutError:
+            unexplained[name] = field
+    return explained, unexplained
 
 
 def _dedup_figures(cluster: LocalCluster, ns: str) -> tuple[int, int, int]:
@@ -154,24 +182,16 @@ def test_chaos_hostile_corpus(
     # Valid, but more BestEffort workers than the quota: the same Warning again and
     # again, as the operator retries with backoff; it must stay one Event object.
     create_mpijob(full_cluster, ns, pi_mpijob("quota-buster", workers=BEST_EFFORT_PODS + 2))
-    explained: dict[str, str] = {}
-    unexplained: dict[str, str] = {}
+    to_explain: dict[str, str] = {}
     for name, (field, expect) in accepted.items():
         if expect == "ignored":  # another controller's: no children, no event
             svc, _ = full_cluster.request("GET", f"/api/v1/namespaces/{ns}/services/{name}")
             assert svc == 404, name
-            continue
-        if not field:
-            continue
-        try:
-            explained[name] = wait_until(
-                lambda n=name, f=field: _explained(full_cluster, ns, n, f),  # type: ignore[misc]
-                EVENT_DEADLINE,
-                f"a Warning naming {field} for {name}",
-                1.0,
-            )
-        except TimeoutError:
-            unexplained[name] = field
+        elif field:
+            to_explain[name] = field
+    explained, unexplained = _wait_explained(
+        lambda n, f: _explained(full_cluster, ns, n, f), to_explain
+    )
 
     # Many failed syncs of quota-buster, few Event objects: repeats are counted on
     # one Event, and client-go's spam filter (burst 25 per object) bounds the rest.
@@ -319,3 +339,73 @@ def test_chaos_hypothesis_specs(
     )
     assert not crashes, crashes
     assert worst == 1, "the same warning in more than one Event object"
+
+
+def _t9k_explained(cluster: LocalCluster, ns: str, name: str, field: str) -> str | None:
+    for e in _warnings(cluster, ns, "batch.tensorstack.dev/v1beta1"):
+        if e["involvedObject"]["name"] == name and field.lower() in e["message"].lower():
+            return f"{e['reason']}: {e['message'][:200]}"
+    return None
+
+
+def _good_t9k(name: str) -> Obj:
+    """A valid T9k job whose pods request resources (the BestEffort quota spares them)."""
+    obj: Obj = yaml.safe_load((REPO / "examples" / "t9k" / "pi.yaml").read_text())
+    obj["metadata"]["name"] = name
+    obj["spec"]["worker"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "10m", "memory": "16Mi"}
+    }
+    return obj
+
+
+def test_chaos_hostile_t9k_corpus(
+    full_cluster: LocalCluster, full_namespace: str, operators: Operators
+) -> None:
+    """T9k MPIJobs: each case of ``fixtures/hostile/t9k`` is refused by ``kubectl create``
+    naming its field, or gets a Warning event naming it (the scheduler's PodGroup CRD
+    is not installed: the t9kScheduler case's event names it)."""
+    ns = full_namespace
+    _quota(full_cluster, ns)
+    cases = _corpus(CORPUS / "t9k")
+    assert len(cases) >= 15
+    no_crd = full_cluster.kubectl("get", "crd", T9K_POD_GROUP_CRD, check=False)
+    assert no_crd.returncode != 0, "the scheduler's PodGroup CRD must not be installed"
+    with crds_installed(full_cluster, (T9K_CRD,)):
+        proc = operators.start(ns)
+        wait_leading(proc)
+        wait_until(lambda: "serving T9k MPIJobs" in proc.output(), 30, "the T9k controller")
+        rejected: dict[str, str] = {}
+        accepted: dict[str, str] = {}
+        for key, obj, field, _ in cases:
+            out = full_cluster.kubectl(
+                "create", "-n", ns, "-f", "-", input=yaml.safe_dump(obj), check=False
+            )
+            if out.returncode:
+                assert field.lower() in out.stderr.lower(), f"{key}: {out.stderr[:300]}"
+                rejected[key] = out.stderr.strip()[:160]
+            else:
+                accepted[obj["metadata"]["name"]] = field
+        # The operator still works: a good T9k job created after them all runs.
+        api(full_cluster, "POST", T9K_MPIJOBS.format(ns=ns), _good_t9k("good-t9k"))
+
+        def good_phase() -> str:
+            job = api(full_cluster, "GET", f"{T9K_MPIJOBS.format(ns=ns)}/good-t9k")
+            return str((job.get("status") or {}).get("phase"))
+
+        wait_until(lambda: good_phase() == "Running", 90, "the good T9k job Running", 1.0)
+        explained, unexplained = _wait_explained(
+            lambda n, f: _t9k_explained(full_cluster, ns, n, f), accepted
+        )
+        crashes = operators.crashes() + operators.tracebacks()
+        report(
+            test="hostile-t9k-corpus",
+            hostile_inputs=len(cases),
+            api_rejections=len(rejected),
+            warning_events=len(explained),
+            unexplained=len(unexplained),
+            crashes=len(crashes),
+        )
+        print(json.dumps({"rejected": rejected, "explained": explained}, indent=1))
+        api(full_cluster, "DELETE", T9K_MPIJOBS.format(ns=ns))
+    assert not unexplained, unexplained
+    assert not crashes, crashes

@@ -59,6 +59,15 @@ BAD = {
         mpijob(workers=-3),
         "spec.mpiReplicaSpecs[Worker].replicas must be greater than or equal to 1",
     ),
+    # Ours (not in the reference CRD): the operator's worker cap, at admission.
+    "worker-replicas-over-the-cap": (
+        mpijob(workers=100_001),
+        "spec.mpiReplicaSpecs[Worker].replicas must be no more than 100000",
+    ),
+    "worker-replicas-int32-max": (
+        mpijob(workers=2**31 - 1),
+        "spec.mpiReplicaSpecs[Worker].replicas must be no more than 100000",
+    ),
     "missing-launcher": (
         with_path(mpijob(), LAUNCHER, None),
         "spec.mpiReplicaSpecs[Launcher] is required",
@@ -127,6 +136,7 @@ GOOD = {
     "mpich": mpijob(mpiImplementation="MPICH", launcherCreationPolicy="WaitForWorkersReady"),
     "launcher-as-worker-no-worker": mpijob(workers=None, runLauncherAsWorker=True),
     "launcher-only": mpijob(workers=None),
+    "worker-replicas-at-the-cap": mpijob(workers=100_000),
     "replicas-unset": with_path(
         with_path(mpijob(), f"{LAUNCHER}.replicas", None), f"{WORKER}.replicas", None
     ),

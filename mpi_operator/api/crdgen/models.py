@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mpi_operator.api.limits import MAX_WORKER_REPLICAS
 from mpi_operator.api.v2beta1 import defaults as v2defaults
 from mpi_operator.api.v2beta1 import types as v2
 
@@ -160,6 +161,14 @@ VALIDATIONS: dict[str, list[Schema]] = {
                 f"|| self.{WORKER}.replicas >= 1"
             ),
             "message": f"{_SPECS}[{WORKER}].replicas must be greater than or equal to 1",
+        },
+        {
+            # Ours: the operator's worker cap (mpi_operator.api.limits), at admission.
+            "rule": (
+                f"!('{WORKER}' in self) || !has(self.{WORKER}.replicas) "
+                f"|| self.{WORKER}.replicas <= {MAX_WORKER_REPLICAS}"
+            ),
+            "message": f"{_SPECS}[{WORKER}].replicas must be no more than {MAX_WORKER_REPLICAS}",
         },
     ],
     "MPIJobSpec": [

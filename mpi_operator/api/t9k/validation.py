@@ -13,12 +13,20 @@ from mpi_operator.api.field_errors import (
     not_supported,
     required,
 )
+from mpi_operator.api.limits import (
+    ConfigShape,
+    byte_length,
+    config_map_errors,
+    worker_cap_errors,
+)
+from mpi_operator.api.t9k.slots import gpu_slots
 from mpi_operator.api.t9k.types import CleanUpPolicy, MPIJob, ReplicaType
 from mpi_operator.api.v2beta1.validation import worker_hostname_errors
 
 _CLEAN_UP_POLICIES = sorted(p.value for p in CleanUpPolicy)
 _REPLICA_TYPES = sorted(t.value for t in ReplicaType)
 MAX_PRIORITY = 100
+WORKER_REPLICAS_PATH = "spec.worker.replicas"
 
 
 def validate(job: MPIJob) -> list[FieldError]:
@@ -31,10 +39,9 @@ def validate(job: MPIJob) -> list[FieldError]:
     else:
         if worker.replicas is not None and worker.replicas < 1:
             errors.append(
-                invalid(
-                    "spec.worker.replicas", worker.replicas, "must be greater than or equal to 1"
-                )
+                invalid(WORKER_REPLICAS_PATH, worker.replicas, "must be greater than or equal to 1")
             )
+        errors += limit_errors(job)
         if not worker.cmd:
             errors.append(required("spec.worker.cmd", "must give the command mpirun runs"))
         pod_spec = worker.template.get("spec")
@@ -68,6 +75,26 @@ def validate(job: MPIJob) -> list[FieldError]:
     errors += _validate_scheduler(job)
     errors += _validate_run_mode(job)
     return errors
+
+
+def limit_errors(job: MPIJob) -> list[FieldError]:
+    """The worker cap shared with the Kubeflow API, and a hostfile the API server takes."""
+    replicas = job.worker_replicas
+    return worker_cap_errors(WORKER_REPLICAS_PATH, replicas) or config_map_errors(
+        WORKER_REPLICAS_PATH,
+        replicas,
+        config_shape(job),
+        "the hostfile",
+        "name, namespace and GPU slots",
+    )
+
+
+def config_shape(job: MPIJob) -> ConfigShape:
+    """The size of ``builders.t9k.config.new_config_map``'s data: one line
+    ``<pod>.<job>.<namespace>.svc slots=<n>`` per worker."""
+    host = byte_length(f"{job.name}-worker-.{job.name}.{job.namespace}.svc")
+    line = host + byte_length(f" slots={gpu_slots(job)}\n")
+    return ConfigShape(fixed=0, per_worker=line, index_times=1)
 
 
 def _validate_name(job: MPIJob) -> list[FieldError]:

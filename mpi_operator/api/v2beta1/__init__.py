@@ -29,7 +29,7 @@ from mpi_operator.api.v2beta1.types import (
     RunPolicy,
     SchedulingPolicy,
 )
-from mpi_operator.api.v2beta1.validation import parse, validate
+from mpi_operator.api.v2beta1.validation import limit_errors, parse, validate
 
 __all__ = [
     "API_VERSION",
@@ -58,6 +58,7 @@ __all__ = [
     "RestartPolicy",
     "RunPolicy",
     "SchedulingPolicy",
+    "limit_errors",
     "parse",
     "set_defaults",
     "validate",

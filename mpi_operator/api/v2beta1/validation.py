@@ -19,6 +19,12 @@ from mpi_operator.api.field_errors import (
     not_supported,
     required,
 )
+from mpi_operator.api.limits import (
+    ConfigShape,
+    byte_length,
+    config_map_errors,
+    worker_cap_errors,
+)
 from mpi_operator.api.v2beta1.types import (
     CleanPodPolicy,
     ManagedBy,
@@ -59,6 +65,54 @@ def dns1035_label_errors(value: str) -> list[str]:
 def validate(job: MPIJob) -> list[FieldError]:
     """All field errors of a defaulted MPIJob; empty when it is valid."""
     return _validate_name(job) + _validate_spec(job)
+
+
+WORKER_REPLICAS_PATH = f"spec.mpiReplicaSpecs[{ReplicaType.WORKER.value}].replicas"
+
+
+def limit_errors(job: MPIJob, cluster_domain: str = "") -> list[FieldError]:
+    """Ours, beyond the reference's rules: the worker cap, and a ConfigMap (hostfile and
+    discover_hosts.sh, ``cluster_domain`` appended to host names) the API server takes."""
+    worker = job.replica_spec(ReplicaType.WORKER)
+    replicas = (worker.replicas or 0) if worker is not None else 0
+    errors = worker_cap_errors(WORKER_REPLICAS_PATH, replicas)
+    return errors or config_map_errors(
+        WORKER_REPLICAS_PATH,
+        replicas,
+        config_shape(job, cluster_domain),
+        "the hostfile and discover_hosts.sh",
+        "name, namespace, slotsPerWorker and mpiImplementation",
+    )
+
+
+def config_shape(job: MPIJob, cluster_domain: str = "") -> ConfigShape:
+    """The size of ``builders.config.new_config_map``'s data once every worker runs:
+    a hostfile line and an ``echo <host>`` line per worker (and for the launcher
+    when it runs as a worker), after ``#!/bin/sh``."""
+    # Host names: <pod>.<job>.<namespace>.svc[.<cluster domain>]
+    domain = byte_length(f".{job.name}.{job.namespace}.svc")
+    domain += byte_length(f".{cluster_domain}") if cluster_domain else 0
+    slots = job.spec.slots_per_worker if job.spec.slots_per_worker is not None else 1
+    implementation = job.spec.mpi_implementation or ""
+    if implementation == MPIImplementation.OPEN_MPI:
+        host_line = byte_length(f" slots={slots}\n")
+    elif implementation in (MPIImplementation.INTEL, MPIImplementation.MPICH):
+        host_line = byte_length(f":{slots}\n")
+    else:
+        host_line = -1  # no hostfile lines at all
+    echo_line = byte_length("echo \n")
+    lines_per_host = (host_line if host_line >= 0 else 0) + echo_line
+    hosts_per_worker = 2 if host_line >= 0 else 1
+    worker_host = byte_length(f"{job.name}-worker-") + domain
+    fixed = byte_length("#!/bin/sh\n")
+    if job.spec.run_launcher_as_worker:
+        launcher_host = byte_length(f"{job.name}-launcher") + domain
+        fixed += hosts_per_worker * launcher_host + lines_per_host
+    return ConfigShape(
+        fixed=fixed,
+        per_worker=hosts_per_worker * worker_host + lines_per_host,
+        index_times=hosts_per_worker,
+    )
 
 
 def _validate_name(job: MPIJob) -> list[FieldError]:

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from math import ceil
 from typing import Any
 
-from mpi_operator.api.quantity import Quantity, QuantityError
 from mpi_operator.api.t9k import (
     API_VERSION,
     JOB_NAME_LABEL,
     KIND,
-    MPI_CONTAINER_NAME,
     OPERATOR_LABEL,
     OPERATOR_NAME,
     MPIJob,
 )
+from mpi_operator.api.t9k.slots import GPU_RESOURCE as GPU_RESOURCE
+from mpi_operator.api.t9k.slots import gpu_slots as gpu_slots
+from mpi_operator.api.t9k.slots import mpi_container_index as mpi_container_index
 from mpi_operator.builders.common import controller_reference
 
 Obj = dict[str, Any]
@@ -23,7 +23,6 @@ LAUNCHER_SUFFIX = "-launcher"
 WORKER_SUFFIX = "-worker"
 CONFIG_SUFFIX = "-config"
 SSH_SECRET_SUFFIX = "-ssh"
-GPU_RESOURCE = "nvidia.com/gpu"
 SSH_PORT = 22
 
 
@@ -64,30 +63,3 @@ def secret_name(job: MPIJob) -> str:
 def host_name(job: MPIJob, pod_name: str) -> str:
     """The DNS name of a pod through the job's headless Service."""
     return f"{pod_name}.{job.name}.{job.namespace}.svc"
-
-
-def mpi_container_index(pod_spec: Obj) -> int:
-    """The container named ``mpi-worker``, else the first."""
-    containers = pod_spec.get("containers") or []
-    for i, container in enumerate(containers):
-        if container.get("name") == MPI_CONTAINER_NAME:
-            return i
-    return 0
-
-
-def gpu_slots(job: MPIJob) -> int:
-    """Slots per worker: the MPI container's ``nvidia.com/gpu`` limit, else 1."""
-    pod_spec = job.worker.template.get("spec") or {}
-    containers = pod_spec.get("containers") or []
-    if not containers:
-        return 1
-    container = containers[mpi_container_index(pod_spec)]
-    limits = (container.get("resources") or {}).get("limits") or {}
-    value = limits.get(GPU_RESOURCE)
-    if value is None:
-        return 1
-    try:
-        slots = ceil(Quantity.from_json(value).as_fraction())
-    except (QuantityError, ValueError, TypeError):
-        return 1
-    return slots if slots > 0 else 1

@@ -23,6 +23,8 @@ from mpi_operator.client import (
     is_controlled_by,
     is_not_found,
 )
+from mpi_operator.client.errors import is_not_served
+from mpi_operator.controller.missing_crd import raise_if_not_served
 from mpi_operator.controller.t9k.context import (
     ERR_RESOURCE_EXISTS,
     MESSAGE_RESOURCE_EXISTS,
@@ -99,9 +101,17 @@ async def ensure_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob) -> None:
     if desired is None:
         return
     try:
+        await _ensure_pod_group(ctx, shared, job, desired)
+    except ApiError as err:
+        raise_if_not_served(err, T9K_POD_GROUPS, "spec.scheduler.t9kScheduler")
+        raise
+
+
+async def _ensure_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob, desired: Obj) -> None:
+    try:
         current = await ctx.client.get(T9K_POD_GROUPS, job.namespace, job.name)
     except ApiError as err:
-        if not is_not_found(err):
+        if not is_not_found(err) or is_not_served(err):
             raise
         await create_or_adopt(ctx, shared, job, T9K_POD_GROUPS, desired)
         return

@@ -34,6 +34,7 @@ from mpi_operator.controller.t9k.context import (
     Listers,
     SyncContext,
     T9kOptions,
+    job_reference,
 )
 from mpi_operator.controller.t9k.sync import T9kMPIJobSyncer
 
@@ -110,7 +111,11 @@ class T9kMPIJobController(QueueController):
             )
         )
         self.runner = SyncRunner(
-            "t9k-mpijob", self.queue, self.scoped_sync(self.syncer.sync), self.reconcile_duration
+            "t9k-mpijob",
+            self.queue,
+            self.scoped_sync(self.syncer.sync),
+            self.reconcile_duration,
+            self.sync_failures(job_reference),
         )
         self.connect_handlers(
             ChildHandlers(API_VERSION, KIND, i["mpijobs"].lister, self.enqueue_batched)

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from mpi_operator.api import crdgen as gen
+from mpi_operator.api.limits import MAX_WORKER_REPLICAS
 from mpi_operator.api.v2beta1 import (
     CleanPodPolicy,
     LauncherCreationPolicy,
@@ -318,7 +319,10 @@ def test_cel_rules_name_their_fields(schema: dict[str, Any]) -> None:
         "spec.mpiReplicaSpecs[Launcher] is required",
         "spec.mpiReplicaSpecs[Launcher].replicas must be 1",
         "spec.mpiReplicaSpecs[Worker].replicas must be greater than or equal to 1",
+        # Ours, not the reference's: the worker cap of mpi_operator.api.limits.
+        f"spec.mpiReplicaSpecs[Worker].replicas must be no more than {MAX_WORKER_REPLICAS}",
     ]
+    assert rules[-1]["rule"].endswith(f"self.Worker.replicas <= {MAX_WORKER_REPLICAS}")
     assert "oldSelf" in rules[0]["rule"]
     assert all("oldSelf" not in r["rule"] for r in rules[1:])
 
