@@ -17,6 +17,7 @@ from mpi_operator.api.field_errors import InvalidObjectError, aggregate
 from mpi_operator.api.v2beta1 import (
     CleanPodPolicy,
     ConditionType,
+    FailurePolicyAction,
     JobStatus,
     LauncherCreationPolicy,
     ManagedBy,
@@ -32,6 +33,7 @@ from mpi_operator.client.events import truncate_message
 from mpi_operator.client.kubeapi import ApiError
 from mpi_operator.controller import children
 from mpi_operator.controller import launcher as launchers
+from mpi_operator.controller import restart as restarts
 from mpi_operator.controller import workers as worker_pods
 from mpi_operator.controller.conditions import (
     CREATED_REASON,
@@ -43,6 +45,7 @@ from mpi_operator.controller.conditions import (
     update_conditions,
 )
 from mpi_operator.controller.context import SyncContext, job_reference
+from mpi_operator.controller.failure_policy import Decision
 from mpi_operator.controller.invalid import report_invalid
 from mpi_operator.controller.parallel import run_all
 from mpi_operator.controller.status import (
@@ -111,6 +114,7 @@ class MPIJobSyncer:
         assert status is not None
 
         if is_finished(status) and status.completion_time is not None:
+            await launchers.stop_launcher(ctx, job)
             if self._cleans_up(job):
                 await self._clean_up_workers(shared, job)
                 await self._write_status(shared, job, StatusOutcome(events=pending), created)
@@ -118,6 +122,11 @@ class MPIJobSyncer:
 
         if status.start_time is None and not is_suspended(job):
             status.start_time = format_time(now)
+        policy = job.spec.run_policy.failure_policy
+        if policy is not None and await restarts.clear_stale(ctx, job):
+            # A restart is under way: nothing new until the last attempt's children are gone.
+            await self._write_status(shared, job, StatusOutcome(events=pending), created)
+            return
 
         launcher = launchers.get_launcher(ctx, shared, job)
         workers: list[Obj] = []
@@ -153,13 +162,41 @@ class MPIJobSyncer:
             uid = str(launcher["metadata"].get("uid") or "")
             launcher_pods = ctx.listers.pods.by_controller_uid(uid, job.namespace)
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
+        if policy is not None and not is_suspended(job):
+            judgement = restarts.judge(policy, job, launcher_pods, workers)
+            await restarts.recreate_ignored(ctx, job, judgement)
+            pending += judgement.events
+            launcher_pods, workers = judgement.launcher_pods, judgement.workers
+            if judgement.decision.action is not None:
+                await self._act(shared, job, judgement.decision, pending, created)
+                return
         outcome = update_status(job, launcher, launcher_pods, workers, now)
         outcome.events[:0] = pending
-        if (outcome.succeeded or outcome.failed) and self._cleans_up(job):
+        if is_finished(status):
             # Deviation: the reference cleans up on the sync after the one that finished
-            # the job, and writes the status again; we clean up before the one write.
-            await self._clean_up_workers(shared, job)
+            # the job, and writes the status again; we stop the launcher and clean up
+            # before the one write, so nothing runs on a finished job.
+            await launchers.stop_launcher(ctx, job)
+            if self._cleans_up(job):
+                await self._clean_up_workers(shared, job)
         await self._write_status(shared, job, outcome, created)
+
+    async def _act(
+        self, shared: Obj, job: MPIJob, decision: Decision, pending: list[Event], created: bool
+    ) -> None:
+        """The failure policy restarts the job (the old children go after the status
+        write, so a failed write leaves them for the retry) or fails it."""
+        status = job.status
+        assert status is not None
+        pending += restarts.mark(status, decision, self.ctx.clock.now())
+        failed = decision.action == FailurePolicyAction.FAIL_JOB
+        if failed:
+            await launchers.stop_launcher(self.ctx, job)
+            if self._cleans_up(job):
+                await self._clean_up_workers(shared, job)
+        await self._write_status(shared, job, StatusOutcome(events=pending, failed=failed), created)
+        if not failed:
+            await restarts.clear_stale(self.ctx, job)
 
     async def _fail_invalid(
         self, shared: Obj, job: MPIJob, err: ApiError, pending: list[Event], created: bool
@@ -179,6 +216,9 @@ class MPIJobSyncer:
             status, ConditionType.FAILED, TRUE, INVALID_POD_TEMPLATE, message, now
         ):
             pending.append(Event(WARNING, INVALID_POD_TEMPLATE, message))
+        await launchers.stop_launcher(self.ctx, job)
+        if self._cleans_up(job):
+            await self._clean_up_workers(shared, job)
         await self._write_status(shared, job, StatusOutcome(events=pending, failed=True), created)
 
     @staticmethod

@@ -33,6 +33,7 @@ EXPECTED = {
     "pi/pi-intel.yaml",
     "pi/pi-mpich.yaml",
     "pi/pi-gang-volcano.yaml",
+    "pi/pi-failure-policy.yaml",
     "tensorflow-benchmarks/tensorflow-benchmarks.yaml",
 }
 
