@@ -60,6 +60,8 @@ class SyncContext:
     metrics: ControllerMetrics
     keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
     expectations: CreationExpectations | None = None
+    # Syncs the key again after that many seconds (a TTL running out); None in tests.
+    requeue_after: Callable[[str, float], None] | None = None
 
     def __post_init__(self) -> None:
         if self.expectations is None:

@@ -62,6 +62,7 @@ class MPIJobController(QueueController):
                 clock=self.clock,
                 options=options,
                 metrics=self.metrics,
+                requeue_after=self.queue.add_after,
             )
         )
         self.runner = SyncRunner(

@@ -56,10 +56,15 @@ async def create_launcher(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
         raise
 
 
-async def sync_suspension(ctx: SyncContext, shared: Obj, job: MPIJob, launcher: Obj) -> Obj:
-    """Suspends or resumes the launcher Job to match the MPIJob; returns it as written."""
+async def sync_suspension(
+    ctx: SyncContext, shared: Obj, job: MPIJob, launcher: Obj, *, hold_resume: bool = False
+) -> Obj:
+    """Suspends or resumes the launcher Job to match the MPIJob; returns it as written.
+    ``hold_resume`` keeps a suspended launcher suspended (its workers are not Ready)."""
     suspended = is_suspended(job)
     if suspended == is_job_suspended(launcher):
+        return launcher
+    if not suspended and hold_resume:
         return launcher
     namespace, name = job.namespace, launcher_name(job)
     updated = deep_copy(launcher)

@@ -31,7 +31,7 @@ from mpi_operator.builders.common import is_suspended
 from mpi_operator.client import MPIJOBS, WARNING, split_key
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.kubeapi import ApiError
-from mpi_operator.controller import children
+from mpi_operator.controller import children, ready_timeout, ttl
 from mpi_operator.controller import launcher as launchers
 from mpi_operator.controller import restart as restarts
 from mpi_operator.controller import workers as worker_pods
@@ -52,6 +52,7 @@ from mpi_operator.controller.status import (
     Event,
     StatusOutcome,
     is_job_finished,
+    is_job_succeeded,
     replica_status,
     update_status,
 )
@@ -118,6 +119,8 @@ class MPIJobSyncer:
             if self._cleans_up(job):
                 await self._clean_up_workers(shared, job)
                 await self._write_status(shared, job, StatusOutcome(events=pending), created)
+            else:
+                await ttl.collect(ctx, job)
             return
 
         if status.start_time is None and not is_suspended(job):
@@ -127,7 +130,15 @@ class MPIJobSyncer:
             # A restart is under way: nothing new until the last attempt's children are gone.
             await self._write_status(shared, job, StatusOutcome(events=pending), created)
             return
+        await self._sync_children(shared, job, pending, created)
 
+    async def _sync_children(
+        self, shared: Obj, job: MPIJob, pending: list[Event], created: bool
+    ) -> None:
+        ctx = self.ctx
+        now = ctx.clock.now()
+        status = job.status
+        assert status is not None
         launcher = launchers.get_launcher(ctx, shared, job)
         workers: list[Obj] = []
         if launcher is None or not is_job_finished(launcher):
@@ -153,7 +164,7 @@ class MPIJobSyncer:
                 await self._fail_invalid(shared, job, err, pending, created)
                 return
         if launcher is not None:
-            launcher = await launchers.sync_suspension(ctx, shared, job, launcher)
+            launcher = await self._sync_launcher_suspension(shared, job, launcher, workers)
         if is_suspended(job):
             await self._clean_up_workers(shared, job)
 
@@ -162,7 +173,15 @@ class MPIJobSyncer:
             uid = str(launcher["metadata"].get("uid") or "")
             launcher_pods = ctx.listers.pods.by_controller_uid(uid, job.namespace)
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
-        if policy is not None and not is_suspended(job):
+        not_ready = ready_timeout.not_ready_message(job, workers, now)
+        if not_ready is not None:
+            await self._fail(shared, job, ready_timeout.REASON, not_ready, pending, created)
+            return
+        self._requeue_at_deadline(job, ready_timeout.seconds_left(job, now))
+        policy = job.spec.run_policy.failure_policy
+        succeeded = launcher is not None and is_job_succeeded(launcher)
+        if policy is not None and not is_suspended(job) and not succeeded:
+            # A launcher that succeeded after a retry leaves failed pods: not a failure.
             judgement = restarts.judge(policy, job, launcher_pods, workers)
             await restarts.recreate_ignored(ctx, job, judgement)
             pending += judgement.events
@@ -198,24 +217,48 @@ class MPIJobSyncer:
         if not failed:
             await restarts.clear_stale(self.ctx, job)
 
+    async def _sync_launcher_suspension(
+        self, shared: Obj, job: MPIJob, launcher: Obj, workers: list[Obj]
+    ) -> Obj:
+        # Deviation (upstream #615, a bug fix): with WaitForWorkersReady a resumed
+        # launcher waits for its workers to be Ready again, as at creation.
+        waiting = job.spec.launcher_creation_policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
+        hold = waiting and worker_pods.count_ready(workers) < len(workers)
+        return await launchers.sync_suspension(self.ctx, shared, job, launcher, hold_resume=hold)
+
+    def _requeue_at_deadline(self, job: MPIJob, seconds: float | None) -> None:
+        if seconds is not None and seconds > 0 and self.ctx.requeue_after is not None:
+            self.ctx.requeue_after(f"{job.namespace}/{job.name}", seconds)
+
     async def _fail_invalid(
         self, shared: Obj, job: MPIJob, err: ApiError, pending: list[Event], created: bool
     ) -> None:
         """A worker pod or the launcher Job that the API server rejects as Invalid."""
         # Deviation from the reference (it retries forever): fail fast, no requeue.
-        status = job.status
-        assert status is not None
-        now = self.ctx.clock.now()
-        message = truncate_message(
+        message = (
             f"MPIJob {job.namespace}/{job.name} has failed: "
             f"the API server rejected its pod template: {err.message}"
         )
+        await self._fail(shared, job, INVALID_POD_TEMPLATE, message, pending, created)
+
+    async def _fail(
+        self,
+        shared: Obj,
+        job: MPIJob,
+        reason: str,
+        message: str,
+        pending: list[Event],
+        created: bool,
+    ) -> None:
+        """Fails the job: launcher stopped and cleanPodPolicy applied before the write."""
+        status = job.status
+        assert status is not None
+        now = self.ctx.clock.now()
+        message = truncate_message(message)
         if status.completion_time is None:
             status.completion_time = format_time(now)
-        if update_conditions(
-            status, ConditionType.FAILED, TRUE, INVALID_POD_TEMPLATE, message, now
-        ):
-            pending.append(Event(WARNING, INVALID_POD_TEMPLATE, message))
+        if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
+            pending.append(Event(WARNING, reason, message))
         await launchers.stop_launcher(self.ctx, job)
         if self._cleans_up(job):
             await self._clean_up_workers(shared, job)
@@ -254,6 +297,8 @@ class MPIJobSyncer:
             metrics.jobs_failed.inc()
         if outcome.succeeded or outcome.failed:
             self._observe_duration(job)
+        if is_finished(job.status):
+            await ttl.collect(self.ctx, job)
 
     def _observe_duration(self, job: MPIJob) -> None:
         status = job.status

@@ -34,6 +34,7 @@ EXPECTED = {
     "pi/pi-mpich.yaml",
     "pi/pi-gang-volcano.yaml",
     "pi/pi-failure-policy.yaml",
+    "pi/pi-ttl-mpijob.yaml",
     "tensorflow-benchmarks/tensorflow-benchmarks.yaml",
 }
 

@@ -12,14 +12,11 @@ from typing import Any
 
 import pytest
 import yaml
+from examples_support import in_process_operator, kubectl_json, kubectl_table
 from examples_support import kubectl_async as kubectl
-from examples_support import kubectl_json, kubectl_table
-from prometheus_client import CollectorRegistry
 
-from mpi_operator.client import KubeClient
 from mpi_operator.client.testing import eventually
 from mpi_operator.controller.controller import MPIJobController
-from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.localcluster import (
     COMPLETE_AFTER,
     EVICT_AFTER,
@@ -35,16 +32,8 @@ JOB_NAME = "training.kubeflow.org/job-name"
 
 @pytest.fixture
 async def operator(full_cluster: Any, full_namespace: str) -> AsyncIterator[MPIJobController]:
-    client = await KubeClient.from_kubeconfig(full_cluster.kubeconfig, qps=50, burst=100)
-    controller = MPIJobController(
-        client, ControllerOptions(namespace=full_namespace), registry=CollectorRegistry()
-    )
-    await controller.start(sync_timeout=30)
-    try:
+    async with in_process_operator(full_cluster, full_namespace) as controller:
         yield controller
-    finally:
-        await controller.stop(drain_seconds=2)
-        await client.close()
 
 
 async def _apply(cluster: Any, ns: str, obj: Obj) -> None:
@@ -292,3 +281,120 @@ async def test_a_failed_launcher_is_named_without_changing_the_reference_events(
         kubectl_table, full_cluster, "mpij", name, "-n", ns, "-o", "wide"
     )
     assert rows[0]["FAILURE"] == failure["message"] and rows[0]["RESTARTS"] == ""
+
+
+async def _gone(cluster: Any, ns: str, *what: str) -> bool:
+    result = await asyncio.to_thread(cluster.kubectl, "get", *what, "-n", ns, check=False)
+    return "NotFound" in result.stderr
+
+
+async def test_ttl_policy_mpijob_deletes_the_finished_mpijob_and_its_children(
+    full_cluster: Any, full_namespace: str, operator: MPIJobController
+) -> None:
+    ns = full_namespace
+    deleted = pi_mpijob("short-lived", launcher_exit=0, complete_after="2s")
+    deleted["spec"]["runPolicy"].update(
+        ttlSecondsAfterFinished=3, ttlSecondsAfterFinishedPolicy="MPIJob"
+    )
+    kept = pi_mpijob("kept", launcher_exit=0, complete_after="2s")
+    kept["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 3
+    await _apply(full_cluster, ns, deleted)
+    await _apply(full_cluster, ns, kept)
+    await _wait_condition(full_cluster, ns, "short-lived", "Succeeded", within=60)
+    await _wait_condition(full_cluster, ns, "kept", "Succeeded", within=60)
+
+    await eventually(
+        lambda: _gone(full_cluster, ns, "mpijob", "short-lived"),
+        within=30, interval=0.5, what="the MPIJob deleted after its TTL",
+    )  # fmt: skip
+
+    async def no_children() -> bool:
+        selector = f"{JOB_NAME}=short-lived"
+        for kind in ("pods", "jobs", "services", "configmaps", "secrets"):
+            items = await kubectl_json(full_cluster, "get", kind, "-n", ns, "-l", selector)
+            if items["items"]:
+                return False
+        return True
+
+    await eventually(no_children, within=60, interval=0.5, what="its children collected")
+    # Without the opt-in the TTL keeps the reference's meaning: the launcher Job goes,
+    # the MPIJob stays.
+    await eventually(
+        lambda: _gone(full_cluster, ns, "job", "kept-launcher"),
+        within=60, interval=0.5, what="the launcher Job deleted by its own TTL",
+    )  # fmt: skip
+    job = await kubectl_json(full_cluster, "get", "mpijob", "kept", "-n", ns)
+    assert job["metadata"]["name"] == "kept"
+
+
+async def _patch_suspend(cluster: Any, ns: str, name: str, suspend: bool) -> None:
+    body = '{"spec": {"runPolicy": {"suspend": %s}}}' % ("true" if suspend else "false")
+    await kubectl(cluster, "patch", "mpijob", name, "-n", ns, "--type=merge", "-p", body)
+
+
+async def test_a_resumed_launcher_waits_for_its_workers_to_be_ready(
+    full_cluster: Any, full_namespace: str, operator: MPIJobController
+) -> None:
+    """Upstream #615: with WaitForWorkersReady, after a suspend and a resume, the launcher
+    is not released before every worker is Ready again."""
+    ns, name = full_namespace, "gated"
+    worker = {
+        "metadata": {"annotations": {"kwok.mpi-operator.io/start-delay": "4s"}},
+        "spec": {"containers": [{"name": "worker", "image": "mpi-pi"}]},
+    }
+    job = pi_mpijob(
+        name, launcher_exit=None, creation_policy="WaitForWorkersReady", worker_template=worker
+    )
+    await _apply(full_cluster, ns, job)
+    await _wait_condition(full_cluster, ns, name, "Running", within=60)
+    await _patch_suspend(full_cluster, ns, name, True)
+    await _wait_condition(full_cluster, ns, name, "Suspended", within=30)
+
+    async def all_pods_gone() -> bool:
+        return await _pods(full_cluster, ns, name) == []
+
+    await eventually(all_pods_gone, within=30, interval=0.3, what="suspended: no pods")
+    await _patch_suspend(full_cluster, ns, name, False)
+    await _wait_condition(full_cluster, ns, name, "Running", within=60)
+    pods = await _pods(full_cluster, ns, name)
+    role = "training.kubeflow.org/job-role"
+    (launcher,) = [p for p in pods if p["metadata"]["labels"].get(role) == "launcher"]
+    workers = [p for p in pods if p["metadata"]["labels"].get(role) == "worker"]
+    ready = [
+        c["lastTransitionTime"]
+        for w in workers
+        for c in w["status"]["conditions"]
+        if c["type"] == "Ready" and c["status"] == "True"
+    ]
+    assert len(ready) == 2
+    # RFC 3339 UTC stamps of one format compare as strings.
+    assert launcher["metadata"]["creationTimestamp"] >= max(ready), (launcher, ready)
+
+
+async def test_workers_not_ready_in_time_fail_the_job_naming_them(
+    full_cluster: Any, full_namespace: str, operator: MPIJobController
+) -> None:
+    ns, name = full_namespace, "slow-workers"
+    worker = {
+        "metadata": {"annotations": {"kwok.mpi-operator.io/start-delay": "60s"}},
+        "spec": {"containers": [{"name": "worker", "image": "mpi-pi"}]},
+    }
+    job = pi_mpijob(name, launcher_exit=None, worker_template=worker)
+    job["spec"]["runPolicy"]["workersReadyTimeoutSeconds"] = 3
+    await _apply(full_cluster, ns, job)
+    failed = await _wait_condition(full_cluster, ns, name, "Failed", within=30)
+    seen_failed = time.monotonic()
+    assert failed["reason"] == "WorkersNotReady"
+    assert failed["message"] == (
+        f"2/2 workers were not Ready within 3s: {name}-worker-0, {name}-worker-1"
+    )
+    assert ("Warning", "WorkersNotReady", failed["message"]) in await _events(
+        full_cluster, ns, name
+    )
+
+    async def nothing_runs() -> bool:
+        pods = await _pods(full_cluster, ns, name)
+        return not any(p["status"].get("phase") in ("Pending", "Running") for p in pods)
+
+    await eventually(nothing_runs, within=30, interval=0.2, what="no launcher or worker left")
+    assert time.monotonic() - seen_failed <= 5.0

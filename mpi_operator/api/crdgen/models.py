@@ -60,6 +60,15 @@ DESCRIPTIONS: dict[str, str] = {
         "The controller that reconciles this job: kubeflow.org/mpi-operator (unset means "
         "this one) or kueue.x-k8s.io/multikueue. Immutable."
     ),
+    "RunPolicy.ttlSecondsAfterFinishedPolicy": (
+        "Ours, not in the reference API: what ttlSecondsAfterFinished deletes. Launcher "
+        "(unset, the reference's meaning): the launcher Job; MPIJob: the MPIJob and so all "
+        "its children."
+    ),
+    "RunPolicy.workersReadyTimeoutSeconds": (
+        "Ours, not in the reference API: seconds the workers have to be Ready after the job "
+        "started, resumed or restarted; then, if it has not run, it fails (WorkersNotReady)."
+    ),
     "RunPolicy.failurePolicy": (
         "Ours, not in the reference API: what a failed launcher or worker pod does to the "
         "job. Rules are tried in order and the first match acts; a failure no rule matches "
@@ -163,6 +172,7 @@ NON_NEGATIVE = {
     "RunPolicy.activeDeadlineSeconds",
     "RunPolicy.backoffLimit",
     "FailurePolicy.maxRestarts",
+    "RunPolicy.workersReadyTimeoutSeconds",
 }
 _RULES = "spec.runPolicy.failurePolicy.rules"
 MAX_ITEMS = {
@@ -192,6 +202,7 @@ ENUMS: dict[str, list[str]] = {
     "ReplicaSpec.restartPolicy": [p.value for p in v2.RestartPolicy] + [""],
     "JobCondition.status": ["True", "False", "Unknown"],
     "FailurePolicyRule.action": [a.value for a in v2.FailurePolicyAction],
+    "RunPolicy.ttlSecondsAfterFinishedPolicy": [p.value for p in v2.TTLPolicy],
     "OnExitCodes.operator": [o.value for o in v2.ExitCodesOperator],
     "OnPodCondition.status": ["True", "False", "Unknown"],
 }

@@ -36,6 +36,7 @@ from mpi_operator.api.v2beta1.types import (
     RestartPolicy,
     RunPolicy,
     SchedulingPolicy,
+    TTLPolicy,
 )
 from mpi_operator.api.v2beta1.validation import parse, validate
 
@@ -74,6 +75,7 @@ __all__ = [
     "RestartPolicy",
     "RunPolicy",
     "SchedulingPolicy",
+    "TTLPolicy",
     "parse",
     "set_defaults",
     "validate",

@@ -1,4 +1,5 @@
-"""Validation of ``spec.runPolicy.failurePolicy`` (ours, not in the reference API).
+"""Validation of ``spec.runPolicy.failurePolicy``, ``ttlSecondsAfterFinishedPolicy`` and
+``workersReadyTimeoutSeconds`` (ours, not in the reference API).
 
 The CRD's schema and CEL rules reject the same mistakes at admission; this catches
 MPIJobs stored before the CRD had them, and names every field at once.
@@ -13,6 +14,8 @@ from mpi_operator.api.v2beta1.types import (
     FailurePolicyAction,
     FailurePolicyRule,
     ReplicaType,
+    RunPolicy,
+    TTLPolicy,
 )
 
 PATH = "spec.runPolicy.failurePolicy"
@@ -22,6 +25,22 @@ _ACTIONS = sorted(a.value for a in FailurePolicyAction)
 _OPERATORS = sorted(o.value for o in ExitCodesOperator)
 _REPLICA_TYPES = sorted(r.value for r in ReplicaType)
 _CONDITION_STATUSES = ["False", "True", "Unknown"]
+
+
+_TTL_POLICIES = sorted(p.value for p in TTLPolicy)
+
+
+def run_policy_errors(run_policy: RunPolicy) -> list[FieldError]:
+    errors = failure_policy_errors(run_policy.failure_policy)
+    ttl_policy = run_policy.ttl_seconds_after_finished_policy
+    if ttl_policy is not None and ttl_policy not in _TTL_POLICIES:
+        path = "spec.runPolicy.ttlSecondsAfterFinishedPolicy"
+        errors.append(not_supported(path, ttl_policy, _TTL_POLICIES))
+    timeout = run_policy.workers_ready_timeout_seconds
+    if timeout is not None and timeout < 0:
+        path = "spec.runPolicy.workersReadyTimeoutSeconds"
+        errors.append(invalid(path, timeout, "must be greater than or equal to 0"))
+    return errors
 
 
 def failure_policy_errors(policy: FailurePolicy | None) -> list[FieldError]:

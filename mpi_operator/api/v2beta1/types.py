@@ -90,6 +90,13 @@ class FailurePolicyAction(StrEnum):
     IGNORE = "Ignore"
 
 
+class TTLPolicy(StrEnum):
+    """Ours: what runPolicy.ttlSecondsAfterFinished deletes (Launcher: the reference's)."""
+
+    LAUNCHER = "Launcher"
+    MPIJOB = "MPIJob"
+
+
 class ExitCodesOperator(StrEnum):
     IN = "In"
     NOT_IN = "NotIn"
@@ -144,6 +151,8 @@ class RunPolicy(_Model):
     suspend: bool | None = None
     managed_by: str | None = None
     failure_policy: FailurePolicy | None = None
+    ttl_seconds_after_finished_policy: str | None = None
+    workers_ready_timeout_seconds: int | None = None
 
 
 class ReplicaSpec(_Model):

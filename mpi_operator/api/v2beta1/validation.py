@@ -19,7 +19,7 @@ from mpi_operator.api.field_errors import (
     not_supported,
     required,
 )
-from mpi_operator.api.v2beta1.failure_policy_validation import failure_policy_errors
+from mpi_operator.api.v2beta1.failure_policy_validation import run_policy_errors
 from mpi_operator.api.v2beta1.types import (
     CleanPodPolicy,
     ManagedBy,
@@ -120,7 +120,7 @@ def _validate_run_policy(policy: RunPolicy) -> list[FieldError]:
             errors.append(invalid(f"{path}.{name}", value, _NEGATIVE_MSG))
     if policy.managed_by is not None and policy.managed_by not in _MANAGED_BY:
         errors.append(not_supported(f"{path}.managedBy", policy.managed_by, _MANAGED_BY))
-    return errors + failure_policy_errors(policy.failure_policy)
+    return errors + run_policy_errors(policy)
 
 
 def _validate_replica_specs(job: MPIJob) -> list[FieldError]:

@@ -305,6 +305,8 @@ def test_only_the_asked_for_constraints_beyond_types(schema: dict[str, Any]) -> 
         ".spec.slotsPerWorker",
         ".status.conditions[].status",
     } | {  # ours, on new optional fields only
+        ".spec.runPolicy.ttlSecondsAfterFinishedPolicy",
+        ".spec.runPolicy.workersReadyTimeoutSeconds",
         ".spec.runPolicy.failurePolicy.maxRestarts",
         ".spec.runPolicy.failurePolicy.rules",
         ".spec.runPolicy.failurePolicy.rules[].action",

@@ -107,3 +107,32 @@ def job(policy: dict[str, Any]) -> MPIJob:
 )
 def test_failure_policy_errors_name_the_field(policy: dict[str, Any], errors: list[str]) -> None:
     assert [str(e) for e in validate(job(policy))] == errors
+
+
+@pytest.mark.parametrize(
+    ("value", "errors"),
+    [
+        ("MPIJob", []),
+        ("Launcher", []),
+        (
+            "Everything",
+            [
+                'spec.runPolicy.ttlSecondsAfterFinishedPolicy: Unsupported value: "Everything": '
+                'supported values: "Launcher", "MPIJob"'
+            ],
+        ),
+    ],
+)
+def test_ttl_policy_errors_name_the_field(value: str, errors: list[str]) -> None:
+    given = job({})
+    given.spec.run_policy.ttl_seconds_after_finished_policy = value
+    assert [str(e) for e in validate(given)] == errors
+
+
+def test_a_negative_workers_ready_timeout_names_the_field() -> None:
+    given = job({})
+    given.spec.run_policy.workers_ready_timeout_seconds = -2
+    assert [str(e) for e in validate(given)] == [
+        "spec.runPolicy.workersReadyTimeoutSeconds: Invalid value: -2: "
+        "must be greater than or equal to 0"
+    ]
