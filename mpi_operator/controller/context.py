@@ -16,6 +16,8 @@ from mpi_operator.api.v2beta1 import (
     KIND,
     OPERATOR_NAME,
     OPERATOR_NAME_LABEL,
+    RESTART_ATTEMPT_LABEL,
+    MPIJob,
 )
 from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister
@@ -60,6 +62,8 @@ class SyncContext:
     expectations: CreationExpectations | None = None
     requeue: Callable[[str], None] | None = None
     """Adds a key back at the end of the queue (a sync that left pods for later)."""
+    # Syncs the key again after that many seconds (a TTL running out); None in tests.
+    requeue_after: Callable[[str, float], None] | None = None
 
     def __post_init__(self) -> None:
         if self.expectations is None:
@@ -91,3 +95,26 @@ def with_operator_label(obj: Obj) -> Obj:
 def has_operator_label(obj: Obj) -> bool:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     return bool(labels.get(OPERATOR_NAME_LABEL) == OPERATOR_NAME)
+
+
+def restart_attempt(job: MPIJob) -> int:
+    """How many times the failure policy restarted the job: the children's generation."""
+    return (job.status.restart_count if job.status else None) or 0
+
+
+def attempt_of(obj: Obj) -> int:
+    """The restart attempt a pod or launcher Job was made for (0: before any restart)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    try:
+        return int(labels.get(RESTART_ATTEMPT_LABEL) or 0)
+    except ValueError:
+        return 0
+
+
+def with_restart_attempt(obj: Obj, job: MPIJob) -> Obj:
+    """Labels a child made after a restart (ours); before any, children stay as upstream's."""
+    attempt = restart_attempt(job)
+    if attempt:
+        meta = obj.setdefault("metadata", {})
+        meta["labels"] = {**(meta.get("labels") or {}), RESTART_ATTEMPT_LABEL: str(attempt)}
+    return obj

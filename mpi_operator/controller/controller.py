@@ -65,6 +65,7 @@ class MPIJobController(QueueController):
                 metrics=self.metrics,
                 expectations=self.expectations,
                 requeue=self.enqueue,
+                requeue_after=self.queue.add_after,
             )
         )
         self.runner = SyncRunner(

@@ -11,11 +11,16 @@ from mpi_operator.builders.launcher import (
     new_launcher_pod_template,
     sync_launcher_scheduling_directives,
 )
-from mpi_operator.client import JOBS, WARNING, is_already_exists
+from mpi_operator.client import JOBS, WARNING, is_already_exists, is_controlled_by
 from mpi_operator.client.kubeapi import ApiError
 from mpi_operator.controller.children import create_or_adopt, ensure_controlled
-from mpi_operator.controller.context import SyncContext, job_reference, with_operator_label
-from mpi_operator.controller.status import is_job_suspended
+from mpi_operator.controller.context import (
+    SyncContext,
+    job_reference,
+    with_operator_label,
+    with_restart_attempt,
+)
+from mpi_operator.controller.status import is_job_finished, is_job_suspended
 
 Obj = dict[str, Any]
 
@@ -38,6 +43,8 @@ def _report_warnings(ctx: SyncContext, shared: Obj, warnings: list[Any]) -> None
 async def create_launcher(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
     built = new_launcher_job(job, ctx.options.gang)
     _report_warnings(ctx, shared, built.warnings)
+    with_restart_attempt(built.job, job)
+    with_restart_attempt(built.job["spec"]["template"], job)
     try:
         created: Obj = await ctx.client.create(JOBS, job.namespace, with_operator_label(built.job))
         return created
@@ -49,10 +56,15 @@ async def create_launcher(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
         raise
 
 
-async def sync_suspension(ctx: SyncContext, shared: Obj, job: MPIJob, launcher: Obj) -> Obj:
-    """Suspends or resumes the launcher Job to match the MPIJob; returns it as written."""
+async def sync_suspension(
+    ctx: SyncContext, shared: Obj, job: MPIJob, launcher: Obj, *, hold_resume: bool = False
+) -> Obj:
+    """Suspends or resumes the launcher Job to match the MPIJob; returns it as written.
+    ``hold_resume`` keeps a suspended launcher suspended (its workers are not Ready)."""
     suspended = is_suspended(job)
     if suspended == is_job_suspended(launcher):
+        return launcher
+    if not suspended and hold_resume:
         return launcher
     namespace, name = job.namespace, launcher_name(job)
     updated = deep_copy(launcher)
@@ -71,3 +83,20 @@ async def sync_suspension(ctx: SyncContext, shared: Obj, job: MPIJob, launcher: 
     updated["spec"]["suspend"] = False
     result = await ctx.client.replace(JOBS, namespace, name, updated)
     return result
+
+
+async def stop_launcher(ctx: SyncContext, job: MPIJob) -> None:
+    """Suspends the launcher Job of a finished MPIJob while it still runs.
+
+    Deviation (reference #647): the reference leaves it running, e.g. after its workers
+    were evicted. Suspending, rather than deleting or shortening activeDeadlineSeconds,
+    makes the Job controller delete its active pods while the Job object, its failed
+    pods and its counts stay inspectable, and claims no failure the launcher did not have.
+    """
+    launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
+    if launcher is None or not is_controlled_by(launcher, job.uid):
+        return
+    if is_job_finished(launcher) or is_job_suspended(launcher):
+        return
+    patch = {"spec": {"suspend": True}}
+    await ctx.client.patch(JOBS, job.namespace, launcher_name(job), patch)

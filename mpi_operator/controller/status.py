@@ -30,10 +30,12 @@ from mpi_operator.controller.conditions import (
     is_finished,
     update_conditions,
 )
+from mpi_operator.controller.culprit import culprit
 
 Obj = dict[str, Any]
 
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+POD_FAILED_REASON = "PodFailed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,18 @@ def _failed_reason_and_message(
     return reason, message
 
 
+def _name_the_culprit(job: MPIJob, out: StatusOutcome, pods: Sequence[Obj], now: datetime) -> None:
+    """Ours: the reference's Failed condition and event stay as they are; the pod that
+    failed first goes to ``status.lastFailure``, and, for a job with a failure policy
+    (an opt-in), to a PodFailed Warning event."""
+    found = culprit(pods)
+    if found is None or job.status is None:
+        return
+    job.status.last_failure = found.status(format_time(now))
+    if job.spec.run_policy.failure_policy is not None:
+        out.events.append(Event(WARNING, POD_FAILED_REASON, found.message))
+
+
 def update_status(
     job: MPIJob,
     launcher: Obj | None,
@@ -181,9 +195,15 @@ def update_status(
             worker_status.active = _count(worker_status.active)
     if evicted:
         message = f"{evicted}/{len(workers)} workers are evicted"
+        if status.completion_time is None:
+            # Deviation: the reference leaves it unset, so the job never reads as done.
+            status.completion_time = format_time(now)
         if update_conditions(status, ConditionType.FAILED, TRUE, EVICTED_REASON, message, now):
             out.events.append(Event(WARNING, EVICTED_REASON, message))
             out.failed = True
+
+    if out.failed:
+        _name_the_culprit(job, out, [*workers, *launcher_pods], now)
 
     if suspended:
         update_conditions(

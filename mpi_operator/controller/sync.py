@@ -17,6 +17,7 @@ from mpi_operator.api.field_errors import InvalidObjectError, aggregate
 from mpi_operator.api.v2beta1 import (
     CleanPodPolicy,
     ConditionType,
+    FailurePolicyAction,
     JobStatus,
     LauncherCreationPolicy,
     ManagedBy,
@@ -31,8 +32,9 @@ from mpi_operator.builders.common import is_suspended
 from mpi_operator.client import MPIJOBS, WARNING, split_key
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.kubeapi import ApiError
-from mpi_operator.controller import children
+from mpi_operator.controller import children, ready_timeout, ttl
 from mpi_operator.controller import launcher as launchers
+from mpi_operator.controller import restart as restarts
 from mpi_operator.controller import workers as worker_pods
 from mpi_operator.controller.conditions import (
     CREATED_REASON,
@@ -44,12 +46,14 @@ from mpi_operator.controller.conditions import (
     update_conditions,
 )
 from mpi_operator.controller.context import SyncContext, job_reference
+from mpi_operator.controller.failure_policy import Decision
 from mpi_operator.controller.invalid import report_invalid
 from mpi_operator.controller.parallel import run_all
 from mpi_operator.controller.status import (
     Event,
     StatusOutcome,
     is_job_finished,
+    is_job_succeeded,
     replica_status,
     update_status,
 )
@@ -113,14 +117,30 @@ class MPIJobSyncer:
         assert status is not None
 
         if is_finished(status) and status.completion_time is not None:
+            await launchers.stop_launcher(ctx, job)
             if self._cleans_up(job):
                 await self._clean_up_workers(shared, job)
                 await self._write_status(shared, job, StatusOutcome(events=pending), created)
+            else:
+                await ttl.collect(ctx, job)
             return
 
         if status.start_time is None and not is_suspended(job):
             status.start_time = format_time(now)
+        policy = job.spec.run_policy.failure_policy
+        if policy is not None and await restarts.clear_stale(ctx, job):
+            # A restart is under way: nothing new until the last attempt's children are gone.
+            await self._write_status(shared, job, StatusOutcome(events=pending), created)
+            return
+        await self._sync_children(shared, job, pending, created)
 
+    async def _sync_children(
+        self, shared: Obj, job: MPIJob, pending: list[Event], created: bool
+    ) -> None:
+        ctx = self.ctx
+        now = ctx.clock.now()
+        status = job.status
+        assert status is not None
         launcher = launchers.get_launcher(ctx, shared, job)
         workers: list[Obj] = []
         if launcher is None or not is_job_finished(launcher):
@@ -146,7 +166,7 @@ class MPIJobSyncer:
                 await self._fail_invalid(shared, job, err, pending, created)
                 return
         if launcher is not None:
-            launcher = await launchers.sync_suspension(ctx, shared, job, launcher)
+            launcher = await self._sync_launcher_suspension(shared, job, launcher, workers)
         if is_suspended(job):
             await self._clean_up_workers(shared, job)
 
@@ -155,32 +175,95 @@ class MPIJobSyncer:
             uid = str(launcher["metadata"].get("uid") or "")
             launcher_pods = ctx.listers.pods.by_controller_uid(uid, job.namespace)
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
+        not_ready = ready_timeout.not_ready_message(job, workers, now)
+        if not_ready is not None:
+            await self._fail(shared, job, ready_timeout.REASON, not_ready, pending, created)
+            return
+        self._requeue_at_deadline(job, ready_timeout.seconds_left(job, now))
+        policy = job.spec.run_policy.failure_policy
+        succeeded = launcher is not None and is_job_succeeded(launcher)
+        if policy is not None and not is_suspended(job) and not succeeded:
+            # A launcher that succeeded after a retry leaves failed pods: not a failure.
+            judgement = restarts.judge(policy, job, launcher_pods, workers)
+            await restarts.recreate_ignored(ctx, job, judgement)
+            pending += judgement.events
+            launcher_pods, workers = judgement.launcher_pods, judgement.workers
+            if judgement.decision.action is not None:
+                await self._act(shared, job, judgement.decision, pending, created)
+                return
         outcome = update_status(job, launcher, launcher_pods, workers, now)
         outcome.events[:0] = pending
-        if (outcome.succeeded or outcome.failed) and self._cleans_up(job):
+        if is_finished(status):
             # Deviation: the reference cleans up on the sync after the one that finished
-            # the job, and writes the status again; we clean up before the one write.
-            await self._clean_up_workers(shared, job)
+            # the job, and writes the status again; we stop the launcher and clean up
+            # before the one write, so nothing runs on a finished job.
+            await launchers.stop_launcher(ctx, job)
+            if self._cleans_up(job):
+                await self._clean_up_workers(shared, job)
         await self._write_status(shared, job, outcome, created)
+
+    async def _act(
+        self, shared: Obj, job: MPIJob, decision: Decision, pending: list[Event], created: bool
+    ) -> None:
+        """The failure policy restarts the job (the old children go after the status
+        write, so a failed write leaves them for the retry) or fails it."""
+        status = job.status
+        assert status is not None
+        pending += restarts.mark(status, decision, self.ctx.clock.now())
+        failed = decision.action == FailurePolicyAction.FAIL_JOB
+        if failed:
+            await launchers.stop_launcher(self.ctx, job)
+            if self._cleans_up(job):
+                await self._clean_up_workers(shared, job)
+        await self._write_status(shared, job, StatusOutcome(events=pending, failed=failed), created)
+        if not failed:
+            await restarts.clear_stale(self.ctx, job)
+
+    async def _sync_launcher_suspension(
+        self, shared: Obj, job: MPIJob, launcher: Obj, workers: list[Obj]
+    ) -> Obj:
+        # Deviation (upstream #615, a bug fix): with WaitForWorkersReady a resumed
+        # launcher waits for its workers to be Ready again, as at creation.
+        waiting = job.spec.launcher_creation_policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
+        hold = waiting and worker_pods.count_ready(workers) < len(workers)
+        return await launchers.sync_suspension(self.ctx, shared, job, launcher, hold_resume=hold)
+
+    def _requeue_at_deadline(self, job: MPIJob, seconds: float | None) -> None:
+        if seconds is not None and seconds > 0 and self.ctx.requeue_after is not None:
+            self.ctx.requeue_after(f"{job.namespace}/{job.name}", seconds)
 
     async def _fail_invalid(
         self, shared: Obj, job: MPIJob, err: ApiError, pending: list[Event], created: bool
     ) -> None:
         """A worker pod or the launcher Job that the API server rejects as Invalid."""
         # Deviation from the reference (it retries forever): fail fast, no requeue.
-        status = job.status
-        assert status is not None
-        now = self.ctx.clock.now()
-        message = truncate_message(
+        message = (
             f"MPIJob {job.namespace}/{job.name} has failed: "
             f"the API server rejected its pod template: {err.message}"
         )
+        await self._fail(shared, job, INVALID_POD_TEMPLATE, message, pending, created)
+
+    async def _fail(
+        self,
+        shared: Obj,
+        job: MPIJob,
+        reason: str,
+        message: str,
+        pending: list[Event],
+        created: bool,
+    ) -> None:
+        """Fails the job: launcher stopped and cleanPodPolicy applied before the write."""
+        status = job.status
+        assert status is not None
+        now = self.ctx.clock.now()
+        message = truncate_message(message)
         if status.completion_time is None:
             status.completion_time = format_time(now)
-        if update_conditions(
-            status, ConditionType.FAILED, TRUE, INVALID_POD_TEMPLATE, message, now
-        ):
-            pending.append(Event(WARNING, INVALID_POD_TEMPLATE, message))
+        if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
+            pending.append(Event(WARNING, reason, message))
+        await launchers.stop_launcher(self.ctx, job)
+        if self._cleans_up(job):
+            await self._clean_up_workers(shared, job)
         await self._write_status(shared, job, StatusOutcome(events=pending, failed=True), created)
 
     @staticmethod
@@ -216,6 +299,8 @@ class MPIJobSyncer:
             metrics.jobs_failed.inc()
         if outcome.succeeded or outcome.failed:
             self._observe_duration(job)
+        if is_finished(job.status):
+            await ttl.collect(self.ctx, job)
 
     def _observe_duration(self, job: MPIJob) -> None:
         status = job.status

@@ -35,6 +35,7 @@ from mpi_operator.controller.context import (
     SyncError,
     job_reference,
     with_operator_label,
+    with_restart_attempt,
 )
 from mpi_operator.controller.parallel import run_all
 from mpi_operator.controller.slowstart import create_slow_start
@@ -91,6 +92,7 @@ async def _delete_pod(ctx: SyncContext, namespace: str, name: str) -> None:
 async def _create_worker(ctx: SyncContext, shared: Obj, job: MPIJob, index: int) -> Obj:
     pod = new_worker(job, index, ctx.options.gang)
     try:
+        pod = with_restart_attempt(pod, job)
         created: Obj = await ctx.client.create(PODS, job.namespace, with_operator_label(pod))
         return created
     except ApiError as err:

@@ -38,6 +38,11 @@ on the pod (put them in a Job's or MPIJob's pod template):
     The kubelet evicts the pod this long after it started running: phase Failed,
     reason ``Evicted``, condition ``DisruptionTarget`` (``TerminationByKubelet``),
     containers terminated with 137. Takes precedence over ``complete-after``.
+``kwok.mpi-operator.io/fail-first-run-after: "2s"``
+    The pod fails this long after it started running (exit code and reason from the
+    two annotations above, default ``1`` and ``Error``), but only if it has no label
+    ``training.kubeflow.org/restart-attempt``: an MPIJob's pods fail on its first run
+    and not after the failure policy restarted it.
 
 Durations are Go durations (``500ms``, ``2s``, ``1m``). A pod being deleted while it
 has finalizers is first stopped (Failed, exit code 137) as a kubelet would; with no
@@ -59,12 +64,14 @@ COMPLETE_AFTER = ANNOTATION_PREFIX + "complete-after"
 EXIT_CODE = ANNOTATION_PREFIX + "exit-code"
 REASON = ANNOTATION_PREFIX + "reason"
 EVICT_AFTER = ANNOTATION_PREFIX + "evict-after"
+FAIL_FIRST_RUN_AFTER = ANNOTATION_PREFIX + "fail-first-run-after"
 
 __all__ = [
     "API",
     "COMPLETE_AFTER",
     "EVICT_AFTER",
     "EXIT_CODE",
+    "FAIL_FIRST_RUN_AFTER",
     "FULL",
     "REASON",
     "START_DELAY",

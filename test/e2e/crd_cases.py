@@ -128,6 +128,68 @@ BAD = {
         mpijob(slotsPerWorker="two"),
         'spec.slotsPerWorker: Invalid value: "string"',
     ),
+    "unknown-ttl-policy": (
+        mpijob(runPolicy={"ttlSecondsAfterFinishedPolicy": "Everything"}),
+        'spec.runPolicy.ttlSecondsAfterFinishedPolicy: Unsupported value: "Everything"',
+    ),
+    "negative-workers-ready-timeout": (
+        mpijob(runPolicy={"workersReadyTimeoutSeconds": -1}),
+        "spec.runPolicy.workersReadyTimeoutSeconds: Invalid value: -1",
+    ),
+    "failure-policy-negative-max-restarts": (
+        mpijob(runPolicy={"failurePolicy": {"maxRestarts": -1}}),
+        "spec.runPolicy.failurePolicy.maxRestarts: Invalid value: -1",
+    ),
+    "failure-policy-unknown-action": (
+        mpijob(runPolicy={"failurePolicy": {"rules": [{"action": "Retry"}]}}),
+        'spec.runPolicy.failurePolicy.rules[0].action: Unsupported value: "Retry"',
+    ),
+    "failure-policy-missing-action": (
+        mpijob(runPolicy={"failurePolicy": {"rules": [{"name": "a"}]}}),
+        "spec.runPolicy.failurePolicy.rules[0].action: Required value",
+    ),
+    "failure-policy-unknown-replica-type": (
+        mpijob(
+            runPolicy={
+                "failurePolicy": {"rules": [{"action": "Ignore", "targetReplicaTypes": ["Chief"]}]}
+            }
+        ),
+        'spec.runPolicy.failurePolicy.rules[0].targetReplicaTypes[0]: Unsupported value: "Chief"',
+    ),
+    "failure-policy-unknown-operator": (
+        mpijob(
+            runPolicy={
+                "failurePolicy": {
+                    "rules": [
+                        {"action": "FailJob", "onExitCodes": {"operator": "Is", "values": [1]}}
+                    ]
+                }
+            }
+        ),
+        'spec.runPolicy.failurePolicy.rules[0].onExitCodes.operator: Unsupported value: "Is"',
+    ),
+    "failure-policy-no-exit-codes": (
+        mpijob(
+            runPolicy={
+                "failurePolicy": {
+                    "rules": [
+                        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": []}}
+                    ]
+                }
+            }
+        ),
+        "spec.runPolicy.failurePolicy.rules[].onExitCodes.values must have at least one exit code",
+    ),
+    "failure-policy-duplicate-names": (
+        mpijob(
+            runPolicy={
+                "failurePolicy": {
+                    "rules": [{"name": "a", "action": "FailJob"}, {"name": "a", "action": "Ignore"}]
+                }
+            }
+        ),
+        "spec.runPolicy.failurePolicy.rules[].name must be unique",
+    ),
 }
 
 GOOD = {
@@ -157,6 +219,34 @@ GOOD = {
             },
         }
     ),
+    "failure-policy": mpijob(
+        runPolicy={
+            "failurePolicy": {
+                "maxRestarts": 3,
+                "rules": [
+                    {
+                        "name": "oom",
+                        "action": "RestartJob",
+                        "targetReplicaTypes": ["Worker", "Launcher"],
+                        "onExitCodes": {
+                            "containerName": "w",
+                            "operator": "NotIn",
+                            "values": [0, 1],
+                        },
+                        "onTerminationReasons": ["OOMKilled"],
+                        "onPodReasons": ["Evicted"],
+                        "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                    },
+                    {"action": "Ignore"},
+                    {"name": "rest", "action": "FailJob"},
+                ],
+            }
+        }
+    ),
+    "ttl-policy": mpijob(
+        runPolicy={"ttlSecondsAfterFinished": 30, "ttlSecondsAfterFinishedPolicy": "MPIJob"}
+    ),
+    "workers-ready-timeout": mpijob(runPolicy={"workersReadyTimeoutSeconds": 0}),
     "managed-by-kueue": mpijob(runPolicy={"managedBy": "kueue.x-k8s.io/multikueue"}),
     "managed-by-us": mpijob(runPolicy={"managedBy": "kubeflow.org/mpi-operator"}),
     # The API accepts every restart policy; the operator supports only two of them.

@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
+from prometheus_client import CollectorRegistry
 
+from mpi_operator.client import KubeClient
+from mpi_operator.controller.controller import MPIJobController
+from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.demo import load_mpijob
 from mpi_operator.localcluster.sample_jobs import with_kwok_behaviour
@@ -182,3 +188,20 @@ class VolcanoStandIn:
                 )
                 assert status in (200, 201), body
                 self.bound.append(pod["metadata"]["name"])
+
+
+@asynccontextmanager
+async def in_process_operator(
+    cluster: LocalCluster, namespace: str
+) -> AsyncIterator[MPIJobController]:
+    """The controller in this event loop, watching ``namespace``; stopped on exit."""
+    client = await KubeClient.from_kubeconfig(cluster.kubeconfig, qps=50, burst=100)
+    controller = MPIJobController(
+        client, ControllerOptions(namespace=namespace), registry=CollectorRegistry()
+    )
+    await controller.start(sync_timeout=30)
+    try:
+        yield controller
+    finally:
+        await controller.stop(drain_seconds=2)
+        await client.close()

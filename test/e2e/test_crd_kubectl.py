@@ -161,6 +161,18 @@ def test_status_subresource_keeps_every_field_the_controller_writes(
         "startTime": "2026-01-01T00:00:00Z",
         "completionTime": "2026-01-01T00:01:00Z",
         "lastReconcileTime": "2026-01-01T00:01:00Z",
+        "state": "Created",
+        "restartCount": 1,
+        "lastFailure": {
+            "pod": "job-worker-0",
+            "replicaType": "Worker",
+            "container": "worker",
+            "exitCode": 137,
+            "reason": "OOMKilled",
+            "podReason": "Evicted",
+            "message": "worker job-worker-0 container worker terminated: OOMKilled (exit 137)",
+            "time": "2026-01-01T00:00:30Z",
+        },
     }
     _set_status(api_cluster, namespace, "job", {**status, "unknownField": 1})
     job = _get(api_cluster, namespace, "job")

@@ -33,6 +33,8 @@ EXPECTED = {
     "pi/pi-intel.yaml",
     "pi/pi-mpich.yaml",
     "pi/pi-gang-volcano.yaml",
+    "pi/pi-failure-policy.yaml",
+    "pi/pi-ttl-mpijob.yaml",
     "tensorflow-benchmarks/tensorflow-benchmarks.yaml",
 }
 

@@ -10,14 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
+from examples_support import in_process_operator, kubectl_json, kubectl_table
 from examples_support import kubectl_async as kubectl
-from examples_support import kubectl_json, kubectl_table
-from prometheus_client import CollectorRegistry
 
-from mpi_operator.client import KubeClient
 from mpi_operator.client.testing import eventually
 from mpi_operator.controller.controller import MPIJobController
-from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.localcluster.sample_jobs import pi_mpijob
 
 OPERATOR_LABEL = "training.kubeflow.org/operator-name=mpi-operator"
@@ -29,16 +26,8 @@ async def _is(value: Any, expected: str) -> bool:
 
 @pytest.fixture
 async def operator(full_cluster: Any, full_namespace: str) -> AsyncIterator[MPIJobController]:
-    client = await KubeClient.from_kubeconfig(full_cluster.kubeconfig, qps=50, burst=100)
-    controller = MPIJobController(
-        client, ControllerOptions(namespace=full_namespace), registry=CollectorRegistry()
-    )
-    await controller.start(sync_timeout=30)
-    try:
+    async with in_process_operator(full_cluster, full_namespace) as controller:
         yield controller
-    finally:
-        await controller.stop(drain_seconds=2)
-        await client.close()
 
 
 async def condition(cluster: Any, ns: str, name: str, kind: str) -> str:

@@ -62,6 +62,21 @@ PRINTER_COLUMNS: list[Schema] = [
         "jsonPath": ".status.conditions[-1:].reason",
         "priority": 1,
     },
+    # Not in the reference: restarts by the failure policy and the pod that failed.
+    {
+        "name": "Restarts",
+        "type": "integer",
+        "description": "Restarts of the whole job by its failure policy.",
+        "jsonPath": ".status.restartCount",
+        "priority": 1,
+    },
+    {
+        "name": "Failure",
+        "type": "string",
+        "description": "The pod, container, reason and exit code that failed or restarted the job.",
+        "jsonPath": ".status.lastFailure.message",
+        "priority": 1,
+    },
 ]
 
 

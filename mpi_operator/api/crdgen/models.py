@@ -61,6 +61,49 @@ DESCRIPTIONS: dict[str, str] = {
         "The controller that reconciles this job: kubeflow.org/mpi-operator (unset means "
         "this one) or kueue.x-k8s.io/multikueue. Immutable."
     ),
+    "RunPolicy.ttlSecondsAfterFinishedPolicy": (
+        "Ours, not in the reference API: what ttlSecondsAfterFinished deletes. Launcher "
+        "(unset, the reference's meaning): the launcher Job; MPIJob: the MPIJob and so all "
+        "its children."
+    ),
+    "RunPolicy.workersReadyTimeoutSeconds": (
+        "Ours, not in the reference API: seconds the workers have to be Ready after the job "
+        "started, resumed or restarted; then, if it has not run, it fails (WorkersNotReady)."
+    ),
+    "RunPolicy.failurePolicy": (
+        "Ours, not in the reference API: what a failed launcher or worker pod does to the "
+        "job. Rules are tried in order and the first match acts; a failure no rule matches "
+        "restarts the job. Unset: the reference's behaviour."
+    ),
+    "FailurePolicy.maxRestarts": (
+        "Restarts of the whole job allowed; the next failure that would restart it fails "
+        "it (reason ReachedMaxRestarts). Defaults to 0."
+    ),
+    "FailurePolicy.rules": "Ordered rules; the first that matches a failed pod decides.",
+    "FailurePolicyRule": (
+        "Matches a failed pod when every criterion given matches; no criterion matches any."
+    ),
+    "FailurePolicyRule.name": "Name of the rule, shown in events; unique. Defaults to rules[i].",
+    "FailurePolicyRule.action": (
+        "RestartJob: delete and recreate every worker pod and the launcher (counts towards "
+        "maxRestarts); FailJob: fail the job; Ignore: delete the failed pod, which is recreated."
+    ),
+    "FailurePolicyRule.targetReplicaTypes": "Launcher, Worker: the pods the rule applies to.",
+    "FailurePolicyRule.onExitCodes": (
+        "Matches the exit code of the pod's first container that terminated non-zero."
+    ),
+    "FailurePolicyRule.onTerminationReasons": (
+        "Matches that container's termination reason, e.g. OOMKilled or Error."
+    ),
+    "FailurePolicyRule.onPodReasons": "Matches the pod's status.reason, e.g. Evicted or NodeLost.",
+    "FailurePolicyRule.onPodConditions": (
+        "Matches when any of these pod conditions is present, e.g. DisruptionTarget."
+    ),
+    "OnExitCodes.containerName": "Only this container's exit code; unset: any container's.",
+    "OnExitCodes.operator": "In or NotIn the values.",
+    "OnExitCodes.values": "Exit codes.",
+    "OnPodCondition.type": "Pod condition type, e.g. DisruptionTarget.",
+    "OnPodCondition.status": "Its status: True (the default), False or Unknown.",
     "SchedulingPolicy.minAvailable": "Minimum number of pods the gang scheduler starts at once.",
     "SchedulingPolicy.queue": "Queue of the gang scheduler.",
     "SchedulingPolicy.minResources": "Minimum resources the gang needs to be scheduled.",
@@ -82,6 +125,24 @@ DESCRIPTIONS: dict[str, str] = {
         "Type of the latest condition that is true (Created, Running, Suspended, Succeeded, "
         "Failed); written by this operator for display, not part of the reference API."
     ),
+    "JobStatus.restartCount": (
+        "Restarts of the whole job by its failure policy; not part of the reference API."
+    ),
+    "JobStatus.lastFailure": (
+        "The pod failure that failed or last restarted the job; not part of the reference API."
+    ),
+    "PodFailure": "A failed pod: which one, its first failed container, and why.",
+    "PodFailure.pod": "Name of the pod.",
+    "PodFailure.replicaType": "Launcher or Worker.",
+    "PodFailure.container": "The first container that terminated with a non-zero exit code.",
+    "PodFailure.exitCode": "That container's exit code.",
+    "PodFailure.reason": "That container's termination reason, e.g. OOMKilled or Error.",
+    "PodFailure.podReason": "The pod's own reason, e.g. Evicted.",
+    "PodFailure.message": (
+        "All of it in one line, e.g. worker pi-worker-3 container trainer terminated: "
+        "OOMKilled (exit 137)."
+    ),
+    "PodFailure.time": "When the operator saw the failure (RFC 3339).",
     "JobCondition": "One condition of the job.",
     "JobCondition.type": "Created, Running, Restarting, Succeeded, Suspended or Failed.",
     "JobCondition.status": "True, False or Unknown.",
@@ -104,13 +165,33 @@ DATE_TIME = {
     "JobStatus.lastReconcileTime",
     "JobCondition.lastUpdateTime",
     "JobCondition.lastTransitionTime",
+    "PodFailure.time",
 }
 NON_NEGATIVE = {
     "MPIJobSpec.slotsPerWorker",
     "RunPolicy.ttlSecondsAfterFinished",
     "RunPolicy.activeDeadlineSeconds",
     "RunPolicy.backoffLimit",
+    "FailurePolicy.maxRestarts",
+    "RunPolicy.workersReadyTimeoutSeconds",
 }
+_RULES = "spec.runPolicy.failurePolicy.rules"
+MAX_ITEMS = {
+    "FailurePolicy.rules": 20,
+    "FailurePolicyRule.targetReplicaTypes": 2,
+    "FailurePolicyRule.onTerminationReasons": 255,
+    "FailurePolicyRule.onPodReasons": 255,
+    "FailurePolicyRule.onPodConditions": 20,
+    "OnExitCodes.values": 255,
+}
+MAX_LENGTH = {
+    "FailurePolicyRule.name": 63,
+    "FailurePolicyRule.onTerminationReasons": 128,
+    "FailurePolicyRule.onPodReasons": 128,
+    "OnExitCodes.containerName": 63,
+    "OnPodCondition.type": 316,
+}
+ITEM_ENUMS = {"FailurePolicyRule.targetReplicaTypes": [r.value for r in v2.ReplicaType]}
 # An empty launcherCreationPolicy or restartPolicy means the default to the operator,
 # and the reference CRD takes it: it stays valid. An empty cleanPodPolicy, managedBy or
 # mpiImplementation is an error either way.
@@ -121,6 +202,10 @@ ENUMS: dict[str, list[str]] = {
     "MPIJobSpec.launcherCreationPolicy": [p.value for p in v2.LauncherCreationPolicy] + [""],
     "ReplicaSpec.restartPolicy": [p.value for p in v2.RestartPolicy] + [""],
     "JobCondition.status": ["True", "False", "Unknown"],
+    "FailurePolicyRule.action": [a.value for a in v2.FailurePolicyAction],
+    "RunPolicy.ttlSecondsAfterFinishedPolicy": [p.value for p in v2.TTLPolicy],
+    "OnExitCodes.operator": [o.value for o in v2.ExitCodesOperator],
+    "OnPodCondition.status": ["True", "False", "Unknown"],
 }
 # Defaults the API server applies, as the reference operator's CRD does; the
 # operator applies the same ones (mpi_operator.api.v2beta1.defaults).
@@ -132,7 +217,13 @@ DEFAULTS: dict[str, Any] = {
     "MPIJobSpec.mpiImplementation": v2.MPIImplementation.OPEN_MPI.value,
     "RunPolicy.suspend": False,
 }
-REQUIRED = {"MPIJobSpec.mpiReplicaSpecs"}
+REQUIRED = {
+    "MPIJobSpec.mpiReplicaSpecs",
+    "FailurePolicyRule.action",
+    "OnExitCodes.operator",
+    "OnExitCodes.values",
+    "OnPodCondition.type",
+}
 NOT_REQUIRED = {"MPIJob.spec"}
 
 LAUNCHER = v2.ReplicaType.LAUNCHER.value
@@ -169,6 +260,20 @@ VALIDATIONS: dict[str, list[Schema]] = {
                 f"|| self.{WORKER}.replicas <= {MAX_WORKER_REPLICAS}"
             ),
             "message": f"{_SPECS}[{WORKER}].replicas must be no more than {MAX_WORKER_REPLICAS}",
+        },
+    ],
+    "FailurePolicy.rules": [
+        {
+            "rule": (
+                "self.all(r, !has(r.name) || self.exists_one(s, has(s.name) && s.name == r.name))"
+            ),
+            "message": f"{_RULES}[].name must be unique",
+        },
+    ],
+    "OnExitCodes.values": [
+        {
+            "rule": "size(self) > 0",
+            "message": f"{_RULES}[].onExitCodes.values must have at least one exit code",
         },
     ],
     "MPIJobSpec": [
@@ -241,6 +346,13 @@ class ModelWalker:
             out["enum"] = list(ENUMS[where])
         if where in NON_NEGATIVE:
             out["minimum"] = 0
+        if where in MAX_ITEMS:
+            out["maxItems"] = MAX_ITEMS[where]
+        if where in MAX_LENGTH:
+            target = out["items"] if out.get("type") == "array" else out
+            target["maxLength"] = MAX_LENGTH[where]
+        if where in ITEM_ENUMS:
+            out["items"]["enum"] = list(ITEM_ENUMS[where])
         if where in DEFAULTS:
             out["default"] = DEFAULTS[where]
         if where in VALIDATIONS:

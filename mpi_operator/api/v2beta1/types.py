@@ -35,6 +35,8 @@ REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+# Ours: the failure policy's restart that made a pod or launcher Job (absent: none yet).
+RESTART_ATTEMPT_LABEL = "training.kubeflow.org/restart-attempt"
 
 
 class CleanPodPolicy(StrEnum):
@@ -80,6 +82,26 @@ class ManagedBy(StrEnum):
     MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 
 
+class FailurePolicyAction(StrEnum):
+    """Ours (not in the reference API): what a failure policy rule does."""
+
+    RESTART_JOB = "RestartJob"
+    FAIL_JOB = "FailJob"
+    IGNORE = "Ignore"
+
+
+class TTLPolicy(StrEnum):
+    """Ours: what runPolicy.ttlSecondsAfterFinished deletes (Launcher: the reference's)."""
+
+    LAUNCHER = "Launcher"
+    MPIJOB = "MPIJob"
+
+
+class ExitCodesOperator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+
+
 _Model = ApiModel
 
 
@@ -91,6 +113,35 @@ class SchedulingPolicy(_Model):
     schedule_timeout_seconds: int | None = None
 
 
+class OnExitCodes(_Model):
+    container_name: str | None = None
+    operator: str | None = None
+    values: list[int] | None = None
+
+
+class OnPodCondition(_Model):
+    type: str | None = None
+    status: str | None = None
+
+
+class FailurePolicyRule(_Model):
+    name: str | None = None
+    action: str | None = None
+    target_replica_types: list[str] | None = None
+    on_exit_codes: OnExitCodes | None = None
+    on_termination_reasons: list[str] | None = None
+    on_pod_reasons: list[str] | None = None
+    on_pod_conditions: list[OnPodCondition] | None = None
+
+
+class FailurePolicy(_Model):
+    """Ours (not in the reference API), after JobSet's failurePolicy and batch/v1's
+    podFailurePolicy: what a failed launcher or worker pod does to the job."""
+
+    max_restarts: int | None = None
+    rules: list[FailurePolicyRule] | None = None
+
+
 class RunPolicy(_Model):
     clean_pod_policy: str | None = None
     ttl_seconds_after_finished: int | None = None
@@ -99,6 +150,9 @@ class RunPolicy(_Model):
     scheduling_policy: SchedulingPolicy | None = None
     suspend: bool | None = None
     managed_by: str | None = None
+    failure_policy: FailurePolicy | None = None
+    ttl_seconds_after_finished_policy: str | None = None
+    workers_ready_timeout_seconds: int | None = None
 
 
 class ReplicaSpec(_Model):
@@ -134,6 +188,19 @@ class ReplicaStatus(_Model):
     selector: str | None = None
 
 
+class PodFailure(_Model):
+    """Not in the reference API: the pod whose failure failed or restarted the job."""
+
+    pod: str | None = None
+    replica_type: str | None = None
+    container: str | None = None
+    exit_code: int | None = None
+    reason: str | None = None
+    pod_reason: str | None = None
+    message: str | None = None
+    time: str | None = None
+
+
 class JobStatus(_Model):
     conditions: list[JobCondition] | None = None
     replica_statuses: dict[str, ReplicaStatus | None] | None = None
@@ -143,6 +210,10 @@ class JobStatus(_Model):
     # Not in the reference API: the type of the latest true condition, written by the
     # operator for `kubectl get mpijobs` (a printer column's JSONPath cannot select it).
     state: str | None = None
+    # Not in the reference API either: restarts of the whole job by its failure policy,
+    # and the pod failure that failed or last restarted the job.
+    restart_count: int | None = None
+    last_failure: PodFailure | None = None
 
 
 class MPIJob(ApiObject):

@@ -25,6 +25,7 @@ from mpi_operator.api.limits import (
     config_map_errors,
     worker_cap_errors,
 )
+from mpi_operator.api.v2beta1.failure_policy_validation import run_policy_errors
 from mpi_operator.api.v2beta1.types import (
     CleanPodPolicy,
     ManagedBy,
@@ -173,7 +174,7 @@ def _validate_run_policy(policy: RunPolicy) -> list[FieldError]:
             errors.append(invalid(f"{path}.{name}", value, _NEGATIVE_MSG))
     if policy.managed_by is not None and policy.managed_by not in _MANAGED_BY:
         errors.append(not_supported(f"{path}.managedBy", policy.managed_by, _MANAGED_BY))
-    return errors
+    return errors + run_policy_errors(policy)
 
 
 def _validate_replica_specs(job: MPIJob) -> list[FieldError]:

@@ -39,6 +39,8 @@ ALLOWED_KEYS = {
     "default",
     "minimum",
     "maximum",
+    "maxItems",
+    "maxLength",
     "pattern",
     "anyOf",
     "x-kubernetes-list-type",
@@ -303,6 +305,16 @@ def test_only_the_asked_for_constraints_beyond_types(schema: dict[str, Any]) -> 
         ".spec.runPolicy.ttlSecondsAfterFinished",
         ".spec.slotsPerWorker",
         ".status.conditions[].status",
+    } | {  # ours, on new optional fields only
+        ".spec.runPolicy.ttlSecondsAfterFinishedPolicy",
+        ".spec.runPolicy.workersReadyTimeoutSeconds",
+        ".spec.runPolicy.failurePolicy.maxRestarts",
+        ".spec.runPolicy.failurePolicy.rules",
+        ".spec.runPolicy.failurePolicy.rules[].action",
+        ".spec.runPolicy.failurePolicy.rules[].targetReplicaTypes[]",
+        ".spec.runPolicy.failurePolicy.rules[].onExitCodes.operator",
+        ".spec.runPolicy.failurePolicy.rules[].onExitCodes.values",
+        ".spec.runPolicy.failurePolicy.rules[].onPodConditions[].status",
     }
     assert schema["properties"]["spec"]["required"] == ["mpiReplicaSpecs"]
     assert "required" not in schema
@@ -336,6 +348,18 @@ def test_status_fields_the_controller_writes_survive_pruning(schema: dict[str, A
         "completionTime",
         "lastReconcileTime",
         "state",
+        "restartCount",
+        "lastFailure",
+    }
+    assert set(status["lastFailure"]["properties"]) == {
+        "pod",
+        "replicaType",
+        "container",
+        "exitCode",
+        "reason",
+        "podReason",
+        "message",
+        "time",
     }
     condition = status["conditions"]["items"]["properties"]
     assert set(condition) == {

@@ -170,3 +170,19 @@ def test_a_finished_job_never_runs_again() -> None:
     update_status(job, done, [pod("Running")], [pod("Running"), pod("Running")], NOW)
     update_status(job, done, [pod("Running")], [pod("Running"), pod("Running")], NOW)
     assert ("Running", "True") not in [(c[0], c[1]) for c in conditions(job)]
+
+
+def test_the_failed_pod_is_named_in_the_status_only() -> None:
+    """Ours: status.lastFailure names the pod; the reference's conditions and events stay."""
+    job = make_job()
+    evicted = pod("Failed", "Evicted", "The node was low on resource memory.")
+    evicted["metadata"].update(
+        name="pi-worker-0", labels={"training.kubeflow.org/job-role": "worker"}
+    )
+    out = update_status(job, launcher(), [pod("Running")], [evicted, pod("Running")], NOW)
+    assert [e.reason for e in out.events] == ["MPIJobEvicted"]
+    assert job.status is not None and job.status.last_failure is not None
+    assert job.status.last_failure.message == (
+        "worker pi-worker-0 failed: Evicted: The node was low on resource memory."
+    )
+    assert job.status.completion_time == STAMP  # ours: the reference leaves it unset

@@ -1,0 +1,124 @@
+"""What ``spec.runPolicy.failurePolicy`` decides for a job's failed pods (pure; ours).
+
+Modelled on JobSet's failurePolicy (maxRestarts, ordered rules, a default restart)
+and batch/v1's podFailurePolicy (exit codes In/NotIn, pod conditions, FailJob and
+Ignore). Each failed pod is matched against the rules in order; the first rule that
+matches gives its action, and a pod no rule matches restarts the job. Across the
+pods, FailJob beats RestartJob, which beats Ignore; a restart past maxRestarts fails
+the job instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mpi_operator.api.v2beta1 import (
+    ExitCodesOperator,
+    FailurePolicy,
+    FailurePolicyAction,
+    FailurePolicyRule,
+    OnExitCodes,
+)
+from mpi_operator.controller.culprit import FailedPod
+
+RESTARTING_REASON = "MPIJobRestarting"
+FAIL_JOB_REASON = "PodFailurePolicy"
+REACHED_MAX_RESTARTS_REASON = "ReachedMaxRestarts"
+IGNORED_REASON = "PodFailureIgnored"
+DEFAULT_RULE = "default"
+
+_SEVERITY = {
+    FailurePolicyAction.IGNORE: 0,
+    FailurePolicyAction.RESTART_JOB: 1,
+    FailurePolicyAction.FAIL_JOB: 2,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One failed pod and the rule that decided its action."""
+
+    failure: FailedPod
+    action: FailurePolicyAction
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The job-wide action (None when every failure is ignored), the reason and message
+    of its condition and event, and the failed pods to delete and recreate."""
+
+    action: FailurePolicyAction | None
+    reason: str = ""
+    message: str = ""
+    culprit: FailedPod | None = None
+    ignored: list[Match] = field(default_factory=list)
+
+
+def _exit_codes_match(requirement: OnExitCodes, failure: FailedPod) -> bool:
+    codes = [
+        code
+        for container, code, _ in failure.terminations
+        if requirement.container_name in (None, "", container)
+    ]
+    values = set(requirement.values or [])
+    if requirement.operator == ExitCodesOperator.NOT_IN:
+        return any(code not in values for code in codes)
+    return any(code in values for code in codes)
+
+
+def rule_matches(rule: FailurePolicyRule, failure: FailedPod) -> bool:
+    """Every criterion the rule gives must match; a rule without criteria matches all."""
+    if rule.target_replica_types and failure.role.capitalize() not in rule.target_replica_types:
+        return False
+    if rule.on_exit_codes is not None and not _exit_codes_match(rule.on_exit_codes, failure):
+        return False
+    if rule.on_termination_reasons is not None:
+        reasons = {reason for _, _, reason in failure.terminations}
+        if not reasons & set(rule.on_termination_reasons):
+            return False
+    if rule.on_pod_reasons is not None and failure.pod_reason not in rule.on_pod_reasons:
+        return False
+    if rule.on_pod_conditions is not None:
+        present = set(failure.conditions)
+        wanted = {(c.type, c.status or "True") for c in rule.on_pod_conditions}
+        if not present & wanted:
+            return False
+    return True
+
+
+def match(policy: FailurePolicy, failure: FailedPod) -> Match:
+    for i, rule in enumerate(policy.rules or []):
+        if rule_matches(rule, failure):
+            action = FailurePolicyAction(rule.action or FailurePolicyAction.RESTART_JOB)
+            return Match(failure, action, rule.name or f"rules[{i}]")
+    return Match(failure, FailurePolicyAction.RESTART_JOB, DEFAULT_RULE)
+
+
+def decide(policy: FailurePolicy, failures: Sequence[FailedPod], restart_count: int) -> Decision:
+    """``failures`` come earliest first; the earliest of the most severe action names it."""
+    matches = [match(policy, f) for f in failures]
+    if not matches:
+        return Decision(action=None)
+    worst = max(matches, key=lambda m: _SEVERITY[m.action])
+    if worst.action == FailurePolicyAction.IGNORE:
+        return Decision(action=None, ignored=matches)
+    cause = worst.failure.message
+    if worst.action == FailurePolicyAction.FAIL_JOB:
+        message = f"rule {worst.rule} fails the job: {cause}"
+        return Decision(worst.action, FAIL_JOB_REASON, message, worst.failure)
+    limit = policy.max_restarts or 0
+    if restart_count >= limit:
+        message = f"reached maxRestarts {limit} (rule {worst.rule}): {cause}"
+        return Decision(
+            FailurePolicyAction.FAIL_JOB, REACHED_MAX_RESTARTS_REASON, message, worst.failure
+        )
+    message = f"restart {restart_count + 1} of {limit} (rule {worst.rule}): {cause}"
+    return Decision(worst.action, RESTARTING_REASON, message, worst.failure)
+
+
+def ignored_message(ignored: Match) -> str:
+    return (
+        f"rule {ignored.rule} ignores the failure, the pod is recreated: {ignored.failure.message}"
+    )

@@ -1,0 +1,62 @@
+"""``runPolicy.workersReadyTimeoutSeconds`` (ours): a job whose workers are not all Ready
+that long after it started, resumed or restarted, and that has not run since, fails
+(reason ``WorkersNotReady``) naming the workers that were not Ready. The decision is
+pure; the clock comes in as ``now``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from mpi_operator.api.v2beta1 import ConditionType, MPIJob
+from mpi_operator.builders.common import is_suspended
+from mpi_operator.controller.conditions import get_condition, has_true_condition
+
+Obj = dict[str, Any]
+
+REASON = "WorkersNotReady"
+_NAMED = 10
+
+
+def _parse(stamp: str | None) -> float | None:
+    try:
+        return datetime.strptime(stamp or "", "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+def seconds_left(job: MPIJob, now: datetime) -> float | None:
+    """Until the workers' time to be Ready is over; None when no timeout applies."""
+    timeout = job.spec.run_policy.workers_ready_timeout_seconds
+    status = job.status
+    if timeout is None or status is None or is_suspended(job):
+        return None
+    if has_true_condition(status, ConditionType.RUNNING):
+        return None
+    stamps = [_parse(status.start_time)]
+    restarting = get_condition(status, ConditionType.RESTARTING)
+    if restarting is not None and restarting.status == "True":
+        stamps.append(_parse(restarting.last_update_time))
+    known = [s for s in stamps if s is not None]
+    if not known:
+        return None
+    return max(known) + timeout - now.timestamp()
+
+
+def _ready(pod: Obj) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def not_ready_message(job: MPIJob, workers: Sequence[Obj], now: datetime) -> str | None:
+    """The Failed condition's message once the timeout is over with workers not Ready."""
+    left = seconds_left(job, now)
+    if left is None or left > 0:
+        return None
+    names = [str(w["metadata"].get("name")) for w in workers if not _ready(w)]
+    if not names:
+        return None
+    listed = ", ".join(names[:_NAMED]) + (", ..." if len(names) > _NAMED else "")
+    timeout = job.spec.run_policy.workers_ready_timeout_seconds
+    return f"{len(names)}/{len(workers)} workers were not Ready within {timeout}s: {listed}"

@@ -1,0 +1,142 @@
+"""The failure policy at work (ours): restart the gang, fail the job, or recreate a pod.
+
+A restart is written to the status first (``restartCount`` up by one, a Restarting
+condition, ``lastFailure``); the children of earlier attempts are then deleted on this
+sync and on every later one until they are gone: every worker pod and the launcher Job
+(its pods with it). Only then are new ones created, labelled with the attempt. The
+Service, ConfigMap, Secret and PodGroup stay, and ``runPolicy.suspend`` is not touched,
+so Kueue keeps the job admitted. Pods of earlier attempts are never judged again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from mpi_operator.api.v2beta1 import (
+    ConditionType,
+    FailurePolicy,
+    FailurePolicyAction,
+    JobStatus,
+    MPIJob,
+)
+from mpi_operator.builders.common import launcher_name
+from mpi_operator.client import JOBS, PODS, WARNING, Resource, is_controlled_by, is_not_found
+from mpi_operator.client.events import truncate_message
+from mpi_operator.client.kubeapi import ApiError
+from mpi_operator.controller.conditions import (
+    TRUE,
+    format_time,
+    get_condition,
+    update_conditions,
+)
+from mpi_operator.controller.context import SyncContext, attempt_of, restart_attempt
+from mpi_operator.controller.culprit import failed_pods
+from mpi_operator.controller.failure_policy import (
+    IGNORED_REASON,
+    Decision,
+    decide,
+    ignored_message,
+)
+from mpi_operator.controller.parallel import run_all
+from mpi_operator.controller.status import Event, is_terminating
+from mpi_operator.controller.workers import worker_pods
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+
+@dataclass(slots=True)
+class Judgement:
+    """The decision on this sync's failed pods, and the pods still to report on."""
+
+    decision: Decision
+    launcher_pods: list[Obj]
+    workers: list[Obj]
+    events: list[Event] = field(default_factory=list)
+
+
+async def _delete(
+    ctx: SyncContext, resource: Resource, namespace: str, name: str, propagation: str | None
+) -> None:
+    try:
+        await ctx.client.delete(resource, namespace, name, propagation_policy=propagation)
+    except ApiError as err:
+        if not is_not_found(err):
+            raise
+
+
+async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
+    """Deletes the worker pods and launcher Job of earlier attempts; True while any is left."""
+    attempt = restart_attempt(job)
+    if attempt == 0:
+        return False
+    stale = [
+        p for p in worker_pods(ctx, job) if attempt_of(p) < attempt and is_controlled_by(p, job.uid)
+    ]
+    deletes = [
+        _delete(ctx, PODS, job.namespace, p["metadata"]["name"], None)
+        for p in stale
+        if not is_terminating(p)
+    ]
+    launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
+    stale_launcher = (
+        launcher is not None
+        and is_controlled_by(launcher, job.uid)
+        and attempt_of(launcher) < attempt
+    )
+    if launcher is not None and stale_launcher and not is_terminating(launcher):
+        # Foreground: the Job stays, and a new one waits, until its pods are gone.
+        deletes.append(_delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
+    await run_all(*deletes)
+    return bool(stale) or stale_launcher
+
+
+def judge(
+    policy: FailurePolicy, job: MPIJob, launcher_pods: Sequence[Obj], workers: Sequence[Obj]
+) -> Judgement:
+    """Decides on the failed pods of the current attempt (pure)."""
+    attempt = restart_attempt(job)
+    current = [w for w in workers if attempt_of(w) == attempt]
+    decision = decide(policy, failed_pods([*current, *launcher_pods]), attempt)
+    gone = {m.failure.uid for m in decision.ignored}
+    events = [Event(WARNING, IGNORED_REASON, ignored_message(m)) for m in decision.ignored]
+    return Judgement(
+        decision,
+        [p for p in launcher_pods if p["metadata"].get("uid") not in gone],
+        [w for w in workers if w["metadata"].get("uid") not in gone],
+        events,
+    )
+
+
+async def recreate_ignored(ctx: SyncContext, job: MPIJob, judgement: Judgement) -> None:
+    """Deletes the pods whose failure a rule ignores: the workers are recreated by the
+    next sync, a launcher pod by the Job controller."""
+    names = [m.failure.pod for m in judgement.decision.ignored]
+    await run_all(*(_delete(ctx, PODS, job.namespace, name, None) for name in names))
+
+
+def mark(status: JobStatus, decision: Decision, now: datetime) -> list[Event]:
+    """Writes a restart or a failure by the policy into ``status``; returns its events."""
+    assert decision.culprit is not None
+    stamp = format_time(now)
+    status.last_failure = decision.culprit.status(stamp)
+    message = truncate_message(decision.message)
+    if decision.action == FailurePolicyAction.RESTART_JOB:
+        status.restart_count = (status.restart_count or 0) + 1
+        condition = ConditionType.RESTARTING
+    else:
+        condition = ConditionType.FAILED
+        if status.completion_time is None:
+            status.completion_time = stamp
+    if not update_conditions(status, condition, TRUE, decision.reason, message, now):
+        # Restarting again before the job ran: same status and reason, a new message.
+        current = get_condition(status, condition)
+        assert current is not None
+        current.message, current.last_update_time = message, stamp
+    return [Event(WARNING, decision.reason, message)]
