@@ -78,7 +78,8 @@ class CredentialsError(ApiError):
     """The source could not produce a credential (status 0: no request was sent)."""
 
     def __init__(self, kind: str, err: BaseException) -> None:
-        super().__init__(0, None, f"cannot obtain {kind} credentials: {err}")
+        message = f"cannot obtain {kind} credentials: {err}"
+        super().__init__(0, {"reason": "CredentialsUnavailable", "message": message})
 
 
 class StaticSource:

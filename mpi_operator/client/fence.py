@@ -34,7 +34,8 @@ class FencedError(ApiError):
     """A write refused inside the process (status 0: never sent)."""
 
     def __init__(self, method: str, path: str) -> None:
-        super().__init__(0, None, f"not leading: {method} {path} not sent (leadership fence)")
+        message = f"not leading: {method} {path} not sent (leadership fence)"
+        super().__init__(0, {"reason": "Fenced", "message": message})
 
 
 class LeadershipFence:
