@@ -20,6 +20,10 @@ The algorithm is client-go's ``leaderelection.LeaderElector``:
 Required ordering, checked at construction: lease_duration > renew_deadline >
 1.2 * retry_period.
 
+With a :class:`~mpi_operator.client.fence.LeadershipFence`, every successful
+round tells it when the round started, and stepping down revokes it; a
+cancelled ``run`` keeps renewing while the leading task drains, then releases.
+
 Deviation: bounding a single renew attempt by the renew deadline uses the
 event loop's timer (``asyncio.timeout``), not the injected clock; all lease
 validity decisions use the injected clock.
