@@ -5,7 +5,10 @@
 * :mod:`.store`, :mod:`.selectors` - indexer, listers, label selectors.
 * :mod:`.workqueue`, :mod:`.ratelimit` - work queues and retry rate limiting.
 * :mod:`.events`, :mod:`.event_correlator` - the Event recorder.
-* :mod:`.leaderelection` - Lease-based leader election.
+* :mod:`.leaderelection` - Lease-based leader election; :mod:`.fence` - no
+  write but the Lease's once leadership is not fresh.
+* :mod:`.kubeconfig`, :mod:`.credentials` - where the configuration comes from;
+  tokens refreshed before they expire and reloaded after a 401.
 * :mod:`.clock` - injectable clocks (real and fake).
 
 Everything is single-event-loop code: no threads, no locks.

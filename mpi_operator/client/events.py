@@ -10,8 +10,9 @@ Event, strategic-merge PATCH of count/lastTimestamp/message for a repeat
 (falling back to POST if the earlier Event has been garbage-collected).
 
 Like client-go, an error answered by the API server gives up on that event at
-once, while a network error is retried up to 12 times, 10 s apart (the first
-sleep randomised so that recorders do not retry in lockstep).
+once (so does a write the leadership fence refuses), while a network error is
+retried up to 12 times, 10 s apart (the first sleep randomised so that
+recorders do not retry in lockstep).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.event_correlator import EventCorrelator, format_time
+from mpi_operator.client.fence import FencedError
 from mpi_operator.client.kubeapi import EVENTS, NETWORK_ERRORS, ApiError, KubeClient
 
 log = structlog.get_logger()
@@ -190,6 +192,10 @@ class EventRecorder:
                 }
                 written = await self.sink.create(fresh)
             self.correlator.update_state(written)
+            return True
+        except FencedError:
+            # Leadership lapsed: a successor records its own events.
+            log.info("not leading; event not written", reason=event.get("reason"))
             return True
         except ApiError as err:
             level = log.debug if err.reason == "AlreadyExists" else log.error

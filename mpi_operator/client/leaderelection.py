@@ -20,6 +20,10 @@ The algorithm is client-go's ``leaderelection.LeaderElector``:
 Required ordering, checked at construction: lease_duration > renew_deadline >
 1.2 * retry_period.
 
+With a :class:`~mpi_operator.client.fence.LeadershipFence`, every successful
+round tells it when the round started, and stepping down revokes it; a
+cancelled ``run`` keeps renewing while the leading task drains, then releases.
+
 Deviation: bounding a single renew attempt by the renew deadline uses the
 event loop's timer (``asyncio.timeout``), not the injected clock; all lease
 validity decisions use the injected clock.
@@ -41,6 +45,7 @@ import structlog
 from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 
 from mpi_operator.client.clock import Clock, RealClock
+from mpi_operator.client.fence import LeadershipFence
 from mpi_operator.client.kubeapi import (
     NETWORK_ERRORS,
     REQUEST_ERRORS,
@@ -118,9 +123,12 @@ class LeaderElector:
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
         rng: random.Random | None = None,
+        fence: LeadershipFence | None = None,
     ) -> None:
         config.validate()
         self.config = config
+        #: Told when each renewal was sent, and when leadership ends.
+        self.fence = fence
         self.callbacks = callbacks or LeaderCallbacks()
         self.lock = LeaseLock(client, config.namespace, config.name)
         self.clock: Clock = clock or RealClock()
@@ -164,6 +172,18 @@ class LeaderElector:
 
     # -- one round -----------------------------------------------------------
     async def try_acquire_or_renew(self) -> bool:
+        started = self.clock.monotonic()
+        renewed = await self._try_acquire_or_renew()
+        if renewed and self.fence is not None:
+            # From before the round: the Lease cannot have been written earlier.
+            self.fence.renewed(started)
+        return renewed
+
+    def _revoke(self) -> None:
+        if self.fence is not None:
+            self.fence.revoke()
+
+    async def _try_acquire_or_renew(self) -> bool:
         now = micro_time(self.clock)
         record = LeaderElectionRecord(
             holder_identity=self.config.identity,
@@ -277,8 +297,10 @@ class LeaderElector:
     async def run(self) -> None:
         """Campaign, lead until leadership is lost, then return.
 
-        Cancelling ``run`` while leading releases the Lease (if configured)."""
+        Cancelling ``run`` while leading stops the leading task, renewing the
+        Lease while it drains, then releases the Lease (if configured)."""
         leading_task: asyncio.Task[None] | None = None
+        lost = False
         try:
             await self._acquire()
             self._gauge.set(1)
@@ -288,12 +310,14 @@ class LeaderElector:
                     name="leader-work",
                 )
             await self._renew()
+            lost = True
         finally:
             self._gauge.set(0)
+            if lost:
+                self._revoke()
             if leading_task is not None:
-                leading_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await leading_task
+                await self._stop_leading(leading_task, keep_lease=not lost)
+            self._revoke()
             if self.config.release_on_cancel:
                 # Shielded so a cancelled run still hands the lease over.
                 with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -303,6 +327,26 @@ class LeaderElector:
                     self.callbacks.on_stopped_leading()
                 except Exception:
                     self.log.exception("on_stopped_leading failed")
+
+    async def _stop_leading(self, leading_task: asyncio.Task[None], *, keep_lease: bool) -> None:
+        """Cancels the leading task and waits for it (its drain). On a graceful stop
+        the Lease is still renewed meanwhile, so that the drain's writes pass the
+        fence; controller-runtime's manager also stops leader election last."""
+
+        async def keep() -> None:
+            await self._renew()
+            self._revoke()
+
+        keeper = asyncio.create_task(keep(), name="lease-keeper") if keep_lease else None
+        leading_task.cancel()
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await leading_task
+        finally:
+            if keeper is not None:
+                keeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await keeper
 
     async def _run_leading(self, fn: Callable[[], Awaitable[None]]) -> None:
         try:

@@ -13,9 +13,11 @@ Cycle, as client-go's ListAndWatch:
 3. When the server ends the watch cleanly (its timeout), re-watch at once
    from the last resourceVersion; nothing is lost because watches resume
    exactly after that version.
-4. On network errors, re-watch from the last resourceVersion after a
-   jittered exponential backoff (0.8 s doubling to 30 s, reset after 2 min of
-   health - client-go's defaults).
+4. On network errors, and when a watch is refused with 429 or 5xx (at its
+   start or as an ERROR event), re-watch from the last resourceVersion after a
+   jittered exponential backoff (0.8 s doubling, reset after 2 min of health -
+   client-go's defaults; capped lower, see :class:`Backoff`). Other errors
+   relist.
 5. On 410 Gone / "too old resource version" (etcd compacted past our
    version) relist from scratch; the sink diffs the new list against its
    cache and reports vanished objects as tombstones.
@@ -249,10 +251,12 @@ class Reflector:
         resourceVersion (and relists only if that has been compacted away)."""
         need_list = not self.last_sync_resource_version
         while True:
+            watching = False
             try:
                 if need_list:
                     await self.list_and_replace()
                     need_list = False
+                watching = True
                 await self.watch_once()
                 continue
             except GoneError as err:
@@ -261,9 +265,14 @@ class Reflector:
             except ApiError as err:
                 if is_gone(err):
                     self.log.info("resourceVersion expired; relisting", reason=str(err))
+                    need_list = True
+                elif watching and retriable_watch_error(err):
+                    # client-go backs off and re-watches on 429 (and on internal errors
+                    # mid-stream); deviation: every 5xx is retried so, at the start too.
+                    self.log.info("watch refused; re-watching after a backoff", error=str(err))
                 else:
                     self.log.warning("list/watch failed; relisting", error=str(err))
-                need_list = True
+                    need_list = True
             except NETWORK_ERRORS as err:
                 self.log.info(
                     "list/watch interrupted; retrying",
@@ -271,3 +280,8 @@ class Reflector:
                     relist=need_list,
                 )
             await self._clock.sleep(self._backoff.next())
+
+
+def retriable_watch_error(err: ApiError) -> bool:
+    """Throttled or a server error: the watch itself may succeed on the next try."""
+    return err.status == 429 or 500 <= err.status < 600

@@ -2,8 +2,13 @@
 :class:`~mpi_operator.client.kubeapi.KubeClient`.
 
 kubernetes_asyncio supplies configuration (kubeconfig, in-cluster service
-account, exec/refresh token hooks), TLS and the aiohttp connector; requests go
-to the REST paths directly and come back as plain dicts.
+account), TLS and the aiohttp connector; requests go to the REST paths directly
+and come back as plain dicts. The bearer token comes from
+:class:`~mpi_operator.client.credentials.Credentials` (exec plugins and OIDC
+refreshed before they expire, token files re-read); a 401 reloads them and the
+request is sent once more. With a
+:class:`~mpi_operator.client.fence.LeadershipFence`, writes wait or fail once
+leadership is not fresh.
 
 Every request - including the initiation of a watch - first takes a token
 from a client-wide :class:`~mpi_operator.client.ratelimit.FairTokenBucket`, whose
@@ -21,17 +26,18 @@ import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, Self
 
 import aiohttp
 import orjson
 import structlog
 from kubernetes_asyncio.client import ApiClient, Configuration
-from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 
 from mpi_operator.client.clock import Clock, RealClock
+from mpi_operator.client.credentials import Credentials
 from mpi_operator.client.errors import ApiError
+from mpi_operator.client.fence import LeadershipFence
+from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
 from mpi_operator.client.ratelimit import FairTokenBucket
 
 log = structlog.get_logger()
@@ -58,8 +64,14 @@ class ApiTransport:
         burst: int = DEFAULT_BURST,
         clock: Clock | None = None,
         user_agent: str = "mpi-operator",
+        credentials: Credentials | None = None,
+        fence: LeadershipFence | None = None,
     ) -> None:
         self.api_client = api_client
+        #: The bearer token's keeper (None: the configuration's api_key, as it is).
+        self.credentials = credentials
+        #: Refuses writes once leadership is not fresh (None: no fence).
+        self.fence = fence
         self.configuration: Configuration = api_client.configuration
         self.clock = clock or RealClock()
         qps, burst = _effective_rate(qps, burst)
@@ -72,6 +84,27 @@ class ApiTransport:
         self._proxy: str | None = None
 
     @classmethod
+    def from_config(
+        cls,
+        config: ClientConfig,
+        *,
+        qps: float = DEFAULT_QPS,
+        burst: int = DEFAULT_BURST,
+        clock: Clock | None = None,
+        user_agent: str = "mpi-operator",
+    ) -> Self:
+        """A transport on a loaded configuration; its credentials may be shared."""
+        client = ApiClient(configuration=config.configuration)
+        return cls(
+            client,
+            qps=qps,
+            burst=burst,
+            clock=clock,
+            user_agent=user_agent,
+            credentials=config.credentials,
+        )
+
+    @classmethod
     async def from_kubeconfig(
         cls,
         path: str | os.PathLike[str] | None = None,
@@ -81,13 +114,10 @@ class ApiTransport:
         burst: int = DEFAULT_BURST,
         clock: Clock | None = None,
     ) -> Self:
-        config = Configuration()
-        await load_kube_config(
-            config_file=str(path) if path is not None else None,
-            context=context,
-            client_configuration=config,
-        )
-        return cls(ApiClient(configuration=config), qps=qps, burst=burst, clock=clock)
+        # An explicit path is used as given; None means $KUBECONFIG or ~/.kube/config.
+        env = {} if path is not None else {"KUBECONFIG": os.environ.get("KUBECONFIG", "")}
+        config = await load_client_config(path, context=context, environ=env)
+        return cls.from_config(config, qps=qps, burst=burst, clock=clock)
 
     @classmethod
     async def from_environment(
@@ -98,17 +128,14 @@ class ApiTransport:
         burst: int = DEFAULT_BURST,
         clock: Clock | None = None,
     ) -> Self:
-        """Explicit kubeconfig, else in-cluster, else $KUBECONFIG / ~/.kube/config."""
-        if kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ:
-            config = Configuration()
-            load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
-            return cls(ApiClient(configuration=config), qps=qps, burst=burst, clock=clock)
-        if kubeconfig is None:
-            env = os.environ.get("KUBECONFIG")
-            kubeconfig = env.split(os.pathsep)[0] if env else Path.home() / ".kube" / "config"
-        return await cls.from_kubeconfig(kubeconfig, qps=qps, burst=burst, clock=clock)
+        """As :func:`~mpi_operator.client.kubeconfig.resolve` chooses: $KUBECONFIG,
+        else ``kubeconfig``, else in-cluster, else ~/.kube/config."""
+        config = await load_client_config(kubeconfig)
+        return cls.from_config(config, qps=qps, burst=burst, clock=clock)
 
     async def close(self) -> None:
+        if self.credentials is not None:
+            await self.credentials.close()
         if self._session is not None:
             await self._session.close()
         await self.api_client.close()
@@ -143,6 +170,17 @@ class ApiTransport:
         if self.rate_limiter is not None:
             await self.rate_limiter.wait()
 
+    async def _authorize(
+        self, headers: dict[str, str], queries: list[tuple[str, str]]
+    ) -> str | None:
+        if self.credentials is None:
+            await self.api_client.update_params_for_auth(headers, queries, ["BearerToken"])
+            return headers.get("authorization")
+        header = await self.credentials.authorization()
+        if header:
+            headers["Authorization"] = header
+        return header
+
     async def _send(
         self,
         method: str,
@@ -152,6 +190,32 @@ class ApiTransport:
         content_type: str,
         client_timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
+        """One request (after the throttle and the fence); a 401 reloads the
+        credentials and, if they changed, sends it once more."""
+        resp, sent_with = await self._send_once(
+            method, path, query, body, content_type, client_timeout
+        )
+        if resp.status != 401 or self.credentials is None:
+            return resp
+        await resp.read()  # kept: a caller that gets this response reads it again
+        resp.release()
+        if not await self.credentials.reload(sent_with):
+            return resp
+        log.info(
+            "credentials rejected (401); retrying with reloaded ones", method=method, path=path
+        )
+        resp, _ = await self._send_once(method, path, query, body, content_type, client_timeout)
+        return resp
+
+    async def _send_once(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] | None,
+        body: Any,
+        content_type: str,
+        client_timeout: aiohttp.ClientTimeout,
+    ) -> tuple[aiohttp.ClientResponse, str | None]:
         await self._throttle()
         headers: dict[str, str] = {
             "Accept": "application/json",
@@ -159,7 +223,7 @@ class ApiTransport:
             "User-Agent": self.user_agent,
         }
         queries: list[tuple[str, str]] = list(query or [])
-        await self.api_client.update_params_for_auth(headers, queries, ["BearerToken"])
+        sent_with = await self._authorize(headers, queries)
         url = str(self.configuration.host or "").rstrip("/") + path
         data: bytes | None
         if body is None or isinstance(body, bytes):
@@ -169,6 +233,9 @@ class ApiTransport:
         else:
             data = orjson.dumps(body)
         session = self._http()
+        if self.fence is not None:
+            # Last, so that a write that waited for the throttle is judged when it leaves.
+            await self.fence.admit(method, path)
         resp: aiohttp.ClientResponse = await session.request(
             method,
             url,
@@ -179,7 +246,7 @@ class ApiTransport:
             proxy=self._proxy,
             server_hostname=self.configuration.tls_server_name,
         )
-        return resp
+        return resp, sent_with
 
     async def request(
         self,

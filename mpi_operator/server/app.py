@@ -22,10 +22,11 @@ import signal
 from collections.abc import Mapping
 
 import structlog
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from mpi_operator.client.errors import ApiError
-from mpi_operator.client.kubeapi import KubeClient
+from mpi_operator.client.fence import LeadershipFence
+from mpi_operator.client.kubeapi import LEASES, KubeClient
+from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
 from mpi_operator.client.leaderelection import (
     HealthzAdaptor,
     LeaderCallbacks,
@@ -42,7 +43,12 @@ from mpi_operator.server.http import (
     healthz_app,
     metrics_app,
 )
-from mpi_operator.server.options import ServerOptions, leader_election_config, version_lines
+from mpi_operator.server.options import (
+    LOCK_NAME,
+    ServerOptions,
+    leader_election_config,
+    version_lines,
+)
 from mpi_operator.server.preflight import Preflight, PreflightError
 
 log = structlog.get_logger(__name__)
@@ -56,27 +62,19 @@ SHUTDOWN_SLACK = 5.0
 
 
 async def build_client(
-    opts: ServerOptions, environ: Mapping[str, str], *, user_agent: str
+    opts: ServerOptions,
+    environ: Mapping[str, str],
+    *,
+    user_agent: str,
+    config: ClientConfig | None = None,
 ) -> KubeClient:
-    """Client configuration with the reference operator's precedence:
-    ``$KUBECONFIG`` over ``--kubeConfig``; ``--master`` overrides the server;
-    with neither a kubeconfig nor a master, in-cluster (else ~/.kube/config)."""
+    """A client with the reference operator's precedence (see
+    :func:`~mpi_operator.client.kubeconfig.resolve`); ``config``, when given, is
+    shared (one exec plugin run, one token refresh, for every client)."""
+    if config is None:
+        config = await load_client_config(opts.kubeconfig, master=opts.master, environ=environ)
     qps, burst = float(opts.kube_api_qps), opts.kube_api_burst
-    env_kubeconfig = environ.get("KUBECONFIG", "")
-    kubeconfig = env_kubeconfig or opts.kubeconfig
-    if env_kubeconfig and opts.kubeconfig and env_kubeconfig != opts.kubeconfig:
-        log.info("$KUBECONFIG takes precedence over --kubeConfig", kubeconfig=env_kubeconfig)
-    if kubeconfig:
-        path = next((p for p in kubeconfig.split(os.pathsep) if p), kubeconfig)
-        client = await KubeClient.from_kubeconfig(path, qps=qps, burst=burst)
-    elif opts.master:
-        client = KubeClient(ApiClient(Configuration(host=opts.master)), qps=qps, burst=burst)
-    else:
-        client = await KubeClient.from_environment(None, qps=qps, burst=burst)
-    if opts.master:
-        client.configuration.host = opts.master
-    client.user_agent = user_agent
-    return client
+    return KubeClient.from_config(config, qps=qps, burst=burst, user_agent=user_agent)
 
 
 class Operator:
@@ -85,6 +83,10 @@ class Operator:
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         self.identity = default_identity()
         self.healthz = HealthzAdaptor(LEADER_HEALTHZ_TOLERANCE)
+        self.fence = LeadershipFence(
+            opts.renew_deadline,
+            exempt=(LEASES.path(opts.lock_namespace), LEASES.path(opts.lock_namespace, LOCK_NAME)),
+        )
         self._stopping = asyncio.Event()
         self._fatal = asyncio.Event()
         self._fatal_reason = ""
@@ -155,11 +157,17 @@ class Operator:
                 # The reference operator logs this and carries on.
                 log.error("monitoring endpoint setup failure", error=str(err))
         try:
-            self.client = await self._new_client("mpi-operator")
-            self.election_client = await self._new_client("mpi-operator/leader-election")
+            config = await load_client_config(
+                opts.kubeconfig, master=opts.master, environ=self.environ
+            )
+            self.client = await self._new_client("mpi-operator", config)
+            self.election_client = await self._new_client("mpi-operator/leader-election", config)
         except Exception as err:
             log.error(f"error building kube config: {err}")
             return EXIT_FAILURE
+        # Only the Lease may be written once leadership is not fresh (the election
+        # client writes nothing else; access reviews of the checks go through it).
+        self.client.fence = self.fence
         # Built before the checks so that /metrics shows is_leader 0 from the start.
         self.elector = self._new_elector(self.election_client)
         preflight = Preflight(
@@ -228,8 +236,8 @@ class Operator:
             self.client, self.opts.controller_options(), recorder=kubeflow.recorder
         )
 
-    async def _new_client(self, user_agent: str) -> KubeClient:
-        client = await build_client(self.opts, self.environ, user_agent=user_agent)
+    async def _new_client(self, user_agent: str, config: ClientConfig) -> KubeClient:
+        client = await build_client(self.opts, self.environ, user_agent=user_agent, config=config)
         self._clients.append(client)
         return client
 
@@ -238,7 +246,8 @@ class Operator:
         elector = LeaderElector(
             client,
             leader_election_config(self.opts, self.identity),
-            LeaderCallbacks(
+            fence=self.fence,
+            callbacks=LeaderCallbacks(
                 on_started_leading=self._lead,
                 on_stopped_leading=lambda: log.info("leadership ended"),
                 on_new_leader=self._on_new_leader,

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from mpi_operator import __version__
 from mpi_operator.api.v2beta1.types import ENV_KUBEFLOW_NAMESPACE
 from mpi_operator.builders.podgroup import GangScheduling
-from mpi_operator.client.leaderelection import LeaderElectionConfig
+from mpi_operator.client.leaderelection import JITTER_FACTOR, LeaderElectionConfig
 from mpi_operator.controller.options import ControllerOptions
 
 API_VERSION = "v2"
 LOG_FORMATS = ("json", "console")
+LOCK_NAME = "mpi-operator"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
@@ -269,16 +270,46 @@ def parse_args(
     )
     if not opts.print_version:
         try:
-            leader_election_config(opts, identity="validation").validate()
+            validate_timings(opts)
         except ValueError as err:
-            parser.error(f"leader election timings: {err}")
+            parser.error(str(err))
     return opts
+
+
+def _s(value: float) -> str:
+    return f"{value:g}s"
+
+
+def validate_timings(opts: ServerOptions) -> None:
+    """client-go's ordering of the leader-election timings, and a drain that ends
+    before a successor may take over; raises ValueError naming the flags."""
+    lease, renew, retry = opts.lease_duration, opts.renew_deadline, opts.retry_period
+    drain = opts.shutdown_drain_seconds
+    if lease <= renew:
+        raise ValueError(
+            f"--lease-duration ({_s(lease)}) must be greater than --renew-deadline ({_s(renew)})"
+        )
+    if renew <= JITTER_FACTOR * retry:
+        raise ValueError(
+            f"--renew-deadline ({_s(renew)}) must be greater than {JITTER_FACTOR:g} x "
+            f"--retry-period ({_s(retry)}), the longest jittered retry"
+        )
+    if drain < 0:
+        raise ValueError(f"--shutdown-drain-seconds ({_s(drain)}) must not be negative")
+    if retry + renew + drain > lease:
+        fits = max(lease - retry - renew, 0.0)
+        raise ValueError(
+            f"--shutdown-drain-seconds ({_s(drain)}) is too long: a leader that cannot renew "
+            f"steps down up to --renew-deadline + --retry-period ({_s(renew + retry)}) after "
+            f"its last renewal, and must have drained before a successor may take over at "
+            f"--lease-duration ({_s(lease)}); at most {_s(fits)} fits"
+        )
 
 
 def leader_election_config(opts: ServerOptions, identity: str) -> LeaderElectionConfig:
     return LeaderElectionConfig(
         namespace=opts.lock_namespace,
-        name="mpi-operator",
+        name=LOCK_NAME,
         identity=identity,
         lease_duration=opts.lease_duration,
         renew_deadline=opts.renew_deadline,

@@ -13,8 +13,14 @@ from mpi_operator.localcluster import LocalCluster
 from mpi_operator.server.testing import StartOperator, free_port, wait_until
 
 FAULTS = Path(__file__).resolve().parents[2] / "fixtures" / "faults"
-# Short timings so fail-over tests take seconds: lease 4 s, renew deadline 3 s, retry 1 s.
-FAST_ELECTION = ("--lease-duration=4", "--renew-deadline=3", "--retry-period=1")
+# Short timings so fail-over tests take seconds: lease 4 s, renew deadline 3 s, retry 1 s
+# (which leave no time for a drain: renew deadline + retry period = lease duration).
+FAST_ELECTION = (
+    "--lease-duration=4",
+    "--renew-deadline=3",
+    "--retry-period=1",
+    "--shutdown-drain-seconds=0",
+)
 
 
 def _lease(cluster: LocalCluster, namespace: str) -> dict[str, Any] | None:

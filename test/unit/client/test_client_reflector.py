@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any, cast
 
 import aiohttp
+import pytest
 
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.informer import SharedInformer
@@ -220,6 +221,33 @@ async def test_network_errors_rewatch_from_the_last_seen_version_without_relisti
     await run_until(clock, lambda: "ns/b" in inf.indexer)
     assert client.watch_rvs == ["5", "6", "6"]
     assert client.list_calls == 1
+    await inf.stop()
+
+
+@pytest.mark.parametrize(
+    ("refusal", "relists"),
+    [
+        (ApiError(429, {"reason": "TooManyRequests", "message": "throttled"}), 1),
+        (ApiError(500, {"reason": "InternalError", "message": "etcd hiccup"}), 1),
+        (ApiError(503, {"reason": "ServiceUnavailable", "message": "busy"}), 1),
+        (ApiError(403, {"reason": "Forbidden", "message": "denied"}), 2),
+    ],
+)
+async def test_a_refused_watch_start_rewatches_unless_the_error_is_final(
+    refusal: ApiError, relists: int
+) -> None:
+    """client-go: 429 (and internal errors) back off and watch again from the last
+    resourceVersion; anything else starts over with a list."""
+    client = ScriptedClient()
+    client.lists = [[{"items": [cm("a", "5")]}]]
+    client.list_rvs = ["5"]
+    client.watches = [refusal, [{"type": "ADDED", "object": cm("b", "6")}]]
+    clock = FakeClock()
+    inf, _ = informer(client, clock)
+    inf.start()
+    await run_until(clock, lambda: "ns/b" in inf.indexer)
+    assert client.list_calls == relists
+    assert client.watch_rvs == ["5", "5"]
     await inf.stop()
 
 

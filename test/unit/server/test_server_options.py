@@ -73,7 +73,12 @@ def test_namespace_defaults_to_kubeflow_namespace_env() -> None:
         (["--enable-t9k-controller=false"], "enable_t9k_controller", False),
         (["--enable-t9k-controller"], "enable_t9k_controller", True),
         (
-            ["--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1"],
+            [
+                "--lease-duration=4",
+                "--renew-deadline=3",
+                "--retry-period=1",
+                "--shutdown-drain-seconds=0",
+            ],
             "lease_duration",
             4.0,
         ),
@@ -101,6 +106,59 @@ def test_bad_flags_exit_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         parse_args(argv, environ={})
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--lease-duration=10", "--renew-deadline=10"],
+            "--lease-duration (10s) must be greater than --renew-deadline (10s)",
+        ),
+        (
+            ["--renew-deadline=3", "--retry-period=2.5"],
+            "--renew-deadline (3s) must be greater than 1.2 x --retry-period (2.5s)",
+        ),
+        (["--shutdown-drain-seconds=-1"], "--shutdown-drain-seconds (-1s) must not be negative"),
+        (
+            ["--shutdown-drain-seconds=8"],
+            "--shutdown-drain-seconds (8s) is too long: a leader that cannot renew steps down "
+            "up to --renew-deadline + --retry-period (8s) after its last renewal, and must "
+            "have drained before a successor may take over at --lease-duration (15s); "
+            "at most 7s fits",
+        ),
+        (
+            ["--lease-duration=4", "--renew-deadline=3", "--retry-period=1"],
+            "--shutdown-drain-seconds (3s) is too long",
+        ),
+    ],
+)
+def test_bad_leader_election_timings_name_the_flags(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_args(argv, environ={})
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],  # 15/5/3 and a 3 s drain: 11 s of 15
+        ["--shutdown-drain-seconds=7"],  # exactly fits
+        # the chaos suite's
+        [
+            "--lease-duration=4",
+            "--renew-deadline=3",
+            "--retry-period=0.5",
+            "--shutdown-drain-seconds=0.5",
+        ],
+        ["--lease-duration=60", "--renew-deadline=45", "--retry-period=1"],
+    ],
+)
+def test_good_leader_election_timings(argv: list[str]) -> None:
+    parse_args(argv, environ={})
 
 
 @pytest.mark.parametrize(
