@@ -13,9 +13,9 @@ created twice, nothing is orphaned, no update is lost, and secrets never leak.
   (``test/fixtures/hostile/``) and hypothesis-generated specs.
 * ``test_chaos_scale.py``: fail fast on pods the API server rejects, a many-worker
   job, many idle MPIJobs and the operator's CPU time.
-* ``test_chaos_fanout.py``: a job of 20,000 workers (short form: 2,000 at 10 qps)
-  fanning out beside a 1-worker job: the small job's pods and status within 5 s, the
-  Lease never lapses.
+* ``test_chaos_fanout.py``: the largest job the size limits accept (short form: 2,000
+  workers at 10 qps) fanning out beside a 1-worker job: the small job's pods and
+  status within 5 s, the Lease never lapses.
 * ``test_chaos_security.py``: SSH keys (Secrets owned by the MPIJob, unique per job,
   never in logs, events, status, metrics or health output).
 * ``test_chaos_faults.py``: real 429 and 5xx answers of kube-apiserver to the
@@ -41,7 +41,7 @@ examples; about 6-7 minutes on two shared cores::
     .venv/bin/pytest test/chaos
 
 The FULL counts of the issue (100 jobs in flight and 20 SIGKILLs, 40 jobs through the
-restarts, a 1,000-worker job on an extra fake node, a 20,000-worker fan-out, 1,000 idle
+restarts, a 1,000-worker job on an extra fake node, a ~16,000-worker fan-out, 1,000 idle
 MPIJobs, 200 hypothesis examples) are behind an environment variable::
 
     MPI_CHAOS_FULL=1 .venv/bin/pytest test/chaos -s
