@@ -12,7 +12,6 @@ of the operator inside a or b, and no request of it denied.
 from __future__ import annotations
 
 import copy
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +26,13 @@ from examples_support import (
     kwok_example,
     service_account_kubeconfig,
     start_operator,
+    stop_operator,
     wait_for_condition,
 )
 
 from mpi_operator.localcluster import LocalCluster
 from mpi_operator.localcluster.audit import audit_code
-from mpi_operator.server.testing import OperatorProcess, wait_until
+from mpi_operator.server.testing import wait_until
 
 Obj = dict[str, Any]
 ROLE = ROOT / "manifests" / "rbac" / "namespaced" / "role.yaml"
@@ -58,14 +58,6 @@ def _in_namespace(path: Path, namespace: str, account_namespace: str) -> list[Ob
             subject["namespace"] = account_namespace
         out.append(obj)
     return out
-
-
-def _stop(proc: OperatorProcess) -> None:
-    proc.signal(signal.SIGTERM)
-    try:
-        assert proc.wait(timeout=20) == 0, proc.output()[-4000:]
-    finally:
-        proc.kill()
 
 
 def test_operator_watches_only_the_listed_namespaces(
@@ -102,7 +94,7 @@ def test_operator_watches_only_the_listed_namespaces(
                 if o["metadata"].get("ownerReferences")
             ]
             assert children == []
-            _stop(proc)
+            stop_operator(proc)
         finally:
             proc.kill()
             print(f"--- operator log ---\n{proc.output()[-6000:]}")
