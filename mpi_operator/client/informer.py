@@ -1,7 +1,8 @@
 """Shared informers and their factory.
 
 A :class:`SharedInformer` owns one reflector (one LIST+WATCH) for a resource,
-namespace and selector pair, one :class:`~mpi_operator.client.store.Indexer`,
+namespace and selector pair (one per namespace when given a list of them),
+one :class:`~mpi_operator.client.store.Indexer`,
 and any number of event handlers. It applies the transform (by default
 dropping ``metadata.managedFields``, which is most of an object's bytes),
 updates the cache, then notifies handlers - in that order, so a handler that
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,30 @@ class EventHandler:
     on_delete: Callable[[Obj | DeletedFinalStateUnknown], None] | None = None
 
 
+def namespace_scopes(namespace: str | Sequence[str | None] | None) -> tuple[str | None, ...]:
+    """What each reflector lists: ``(None,)`` is the whole cluster, else one namespace each."""
+    if namespace is None or namespace == "":
+        return (None,)
+    if isinstance(namespace, str):
+        return (namespace,)
+    return tuple(namespace) or (None,)
+
+
+class _ScopedSink:
+    """One namespace's reflector feeding the informer's shared store: a relist replaces
+    only that namespace's objects."""
+
+    def __init__(self, informer: SharedInformer, namespace: str | None) -> None:
+        self.informer = informer
+        self.namespace = namespace
+
+    def replace(self, objs: list[Obj], resource_version: str) -> None:
+        self.informer.replace_scope(self.namespace, objs)
+
+    def on_watch_event(self, event_type: str, raw: Obj) -> None:
+        self.informer.on_watch_event(event_type, raw)
+
+
 def resource_version(obj: Obj | DeletedFinalStateUnknown) -> str:
     if isinstance(obj, DeletedFinalStateUnknown):
         obj = obj.obj
@@ -87,7 +112,7 @@ class SharedInformer:
         client: KubeClient,
         resource: Resource,
         *,
-        namespace: str | None = None,
+        namespace: str | Sequence[str | None] | None = None,
         label_selector: str | Selector | None = None,
         field_selector: str | None = None,
         transform: Transform | None = strip_managed_fields,
@@ -99,7 +124,7 @@ class SharedInformer:
         backoff: Backoff | None = None,
     ) -> None:
         self.resource = resource
-        self.namespace = namespace
+        self.namespaces = namespace_scopes(namespace)
         self.label_selector = str(label_selector) if label_selector is not None else None
         self.field_selector = field_selector
         self.transform = transform
@@ -117,19 +142,28 @@ class SharedInformer:
         self.failure: str | None = None
         self._died = asyncio.Event()
         self._on_failure: list[Callable[[SharedInformer], None]] = []
-        self.reflector = Reflector(
-            client,
-            resource,
-            self,
-            namespace=namespace,
-            label_selector=self.label_selector or None,
-            field_selector=field_selector,
-            page_size=page_size,
-            min_watch_timeout=min_watch_timeout,
-            clock=self._clock,
-            backoff=backoff,
+        # Deviation: client-go has one informer per namespace; here one store, a reflector each.
+        self._sinks = [_ScopedSink(self, ns) for ns in self.namespaces]
+        self._unsynced = {ns for ns in self.namespaces}
+        self.reflectors = [
+            Reflector(
+                client,
+                resource,
+                sink,
+                namespace=sink.namespace,
+                label_selector=self.label_selector or None,
+                field_selector=field_selector,
+                page_size=page_size,
+                min_watch_timeout=min_watch_timeout,
+                clock=self._clock,
+                backoff=backoff,
+            )
+            for sink in self._sinks
+        ]
+        self.reflector = self.reflectors[0]
+        self.log = log.bind(
+            resource=str(resource), namespace=",".join(ns or "*" for ns in self.namespaces)
         )
-        self.log = log.bind(resource=str(resource), namespace=namespace or "*")
 
     # -- handlers ------------------------------------------------------------
     def add_event_handler(
@@ -190,6 +224,13 @@ class SharedInformer:
             self._notify_update(old, obj)
 
     def replace(self, objs: list[Obj], resource_version: str) -> None:
+        """The whole store's contents (a single reflector's relist)."""
+        for ns in self.namespaces:
+            self.replace_scope(ns, objs if ns is None else [o for o in objs if _ns(o) == ns])
+
+    def replace_scope(self, namespace: str | None, objs: list[Obj]) -> None:
+        """A relist of ``namespace`` (None: everything): objects of it missing from
+        ``objs`` are deleted; other namespaces' objects are left alone."""
         seen: set[str] = set()
         for raw in objs:
             obj = self._transform(raw)
@@ -197,12 +238,14 @@ class SharedInformer:
                 continue
             seen.add(meta_namespace_key(obj))
             self._upsert(obj)
+        prefix = f"{namespace}/" if namespace is not None else ""
         for key in self.indexer.list_keys():
-            if key not in seen:
+            if key not in seen and key.startswith(prefix):
                 last = self.indexer.delete_key(key)
                 if last is not None:
                     self._notify_delete(DeletedFinalStateUnknown(key, last))
-        if not self._synced:
+        self._unsynced.discard(namespace)
+        if not self._synced and not self._unsynced:
             self._synced = True
             self._synced_event.set()
 
@@ -234,12 +277,14 @@ class SharedInformer:
 
     async def run(self) -> None:
         """Run until cancelled."""
-        if self.resync_period > 0:
-            async with asyncio.TaskGroup() as tg:
-                tg.create_task(self.reflector.run())
-                tg.create_task(self._resync_loop())
-        else:
+        if self.resync_period <= 0 and len(self.reflectors) == 1:
             await self.reflector.run()
+            return
+        async with asyncio.TaskGroup() as tg:
+            for reflector in self.reflectors:
+                tg.create_task(reflector.run())
+            if self.resync_period > 0:
+                tg.create_task(self._resync_loop())
 
     def start(self) -> asyncio.Task[None]:
         if self._task is None:
@@ -291,10 +336,15 @@ class SharedInformer:
         return self._synced_event.is_set() and self.failure is None
 
 
+def _ns(obj: Obj) -> str | None:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return namespace if isinstance(namespace, str) else None
+
+
 @dataclass(frozen=True)
 class InformerKey:
     resource: Resource
-    namespace: str | None
+    namespace: tuple[str | None, ...]
     label_selector: str | None
     field_selector: str | None
 
@@ -304,14 +354,14 @@ class SharedInformerFactory:
         self,
         client: KubeClient,
         *,
-        namespace: str | None = None,
+        namespace: str | Sequence[str | None] | None = None,
         resync_period: float = 0.0,
         transform: Transform | None = strip_managed_fields,
         clock: Clock | None = None,
         min_watch_timeout: float = 300.0,
     ) -> None:
         self.client = client
-        self.namespace = namespace
+        self.namespace = namespace_scopes(namespace)
         self.resync_period = resync_period
         self.transform = transform
         self._clock = clock
@@ -323,17 +373,18 @@ class SharedInformerFactory:
         self,
         resource: Resource,
         *,
-        namespace: str | None = None,
+        namespace: str | Sequence[str | None] | None = None,
         label_selector: str | Selector | None = None,
         field_selector: str | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
     ) -> SharedInformer:
         """The shared informer for this resource/selector, created on first use.
 
-        ``namespace`` defaults to the factory's (None: all namespaces)."""
-        ns = namespace if namespace is not None else self.namespace
+        ``namespace`` (one, or a list) defaults to the factory's (None: all namespaces);
+        cluster-scoped resources are always listed cluster-wide."""
+        ns = namespace_scopes(namespace) if namespace is not None else self.namespace
         if not resource.namespaced:
-            ns = None
+            ns = (None,)
         key = InformerKey(
             resource,
             ns,

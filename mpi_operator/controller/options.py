@@ -9,8 +9,8 @@ from mpi_operator.builders.podgroup import GangScheduling
 
 @dataclass(frozen=True, slots=True)
 class ControllerOptions:
-    namespace: str | None = None
-    """Watch only this namespace; None watches all."""
+    namespace: str | tuple[str, ...] | None = None
+    """Watch only this namespace (or these); None watches all."""
     threadiness: int = 2
     cluster_domain: str = ""
     gang: GangScheduling | None = None

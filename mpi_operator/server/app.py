@@ -142,7 +142,9 @@ class Operator:
         opts = self.opts
         log.info("starting mpi-operator", version=version_lines(), identity=self.identity)
         log.info("server options", **dataclasses.asdict(opts))
-        if opts.namespace:
+        if len(opts.namespaces) > 1:
+            log.info("scoping operator to namespaces", namespaces=list(opts.namespaces))
+        elif opts.namespace:
             log.info("scoping operator to one namespace", namespace=opts.namespace)
         else:
             log.info("using cluster scoped operator")
@@ -172,7 +174,7 @@ class Operator:
         self.elector = self._new_elector(self.election_client)
         preflight = Preflight(
             self.client,
-            namespace=opts.namespace or None,
+            namespace=opts.namespaces or None,
             lock_namespace=opts.lock_namespace,
             gang=opts.gang,
             review_client=self.election_client,
@@ -220,7 +222,8 @@ class Operator:
             log.info("T9k MPIJob CRD not installed; serving kubeflow.org MPIJobs only")
             return None
         try:
-            await self.client.list(T9K_MPIJOBS, self.opts.namespace or None, limit=1)
+            for namespace in self.opts.namespaces or (None,):
+                await self.client.list(T9K_MPIJOBS, namespace, limit=1)
         except ApiError as err:
             if err.status != 403:
                 raise

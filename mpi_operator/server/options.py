@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ API_VERSION = "v2"
 LOG_FORMATS = ("json", "console")
 LOCK_NAME = "mpi-operator"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +40,7 @@ class ServerOptions:
     kubeconfig: str = ""
     master: str = ""
     namespace: str = ""
-    """Empty: every namespace."""
+    """Empty: every namespace; a comma-separated list watches each of them."""
     threadiness: int = 2
     monitoring_port: int = 0
     print_version: bool = False
@@ -69,9 +71,14 @@ class ServerOptions:
     def gang(self) -> GangScheduling | None:
         return GangScheduling.from_flag(self.gang_scheduling)
 
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        """The watched namespaces; empty: all of them."""
+        return tuple(self.namespace.split(",")) if self.namespace else ()
+
     def controller_options(self) -> ControllerOptions:
         return ControllerOptions(
-            namespace=self.namespace or None,
+            namespace=self.namespaces if len(self.namespaces) > 1 else self.namespace or None,
             threadiness=self.threadiness,
             cluster_domain=self.cluster_domain,
             gang=self.gang,
@@ -94,6 +101,27 @@ def _port(value: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port {port} out of range 0-65535")
     return port
+
+
+def namespace_list(value: str) -> str:
+    """``--namespace``: one namespace as given (the reference's flag, unchecked), or a
+    comma-separated list of distinct DNS-1123 labels (an addition of this implementation)."""
+    if "," not in value:
+        return value
+    names = value.split(",")
+    for name in names:
+        if not DNS1123_LABEL.fullmatch(name):
+            raise argparse.ArgumentTypeError(
+                f"{name!r} in the list {value!r} is not a valid namespace name (a DNS-1123 "
+                "label: at most 63 lowercase letters, digits or '-', starting and ending "
+                "with a letter or digit)"
+            )
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise argparse.ArgumentTypeError(
+            f"namespace {', '.join(map(repr, duplicates))} is listed more than once in {value!r}"
+        )
+    return value
 
 
 def _positive(value: str) -> float:
@@ -141,8 +169,9 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
     p.add_argument(
         "--namespace",
         default=env.get(ENV_KUBEFLOW_NAMESPACE, ""),
-        help=f"watch MPIJobs only in this namespace (default: ${ENV_KUBEFLOW_NAMESPACE}; "
-        "empty: all namespaces)",
+        type=namespace_list,
+        help=f"watch MPIJobs only in this namespace, or in each of a comma-separated list "
+        f"(default: ${ENV_KUBEFLOW_NAMESPACE}; empty: all namespaces)",
     )
     p.add_argument("--threadiness", type=int, default=2, help="number of sync workers")
     _bool_flag(p, "--version", dest="print_version", help="print the version and exit")

@@ -22,6 +22,7 @@ import structlog
 
 from mpi_operator.builders.podgroup import GangScheduling
 from mpi_operator.client.errors import NETWORK_ERRORS, ApiError
+from mpi_operator.client.informer import namespace_scopes
 from mpi_operator.client.kubeapi import KubeClient
 from mpi_operator.client.resources import (
     CONFIGMAPS,
@@ -51,16 +52,22 @@ class PreflightError(Exception):
 @dataclass(frozen=True, slots=True)
 class Preflight:
     client: KubeClient
-    namespace: str | None
-    """The watched namespace; None: all of them."""
+    namespace: str | tuple[str, ...] | None
+    """The watched namespace (or namespaces); None: all of them."""
     lock_namespace: str
     gang: GangScheduling | None = None
     review_client: KubeClient | None = None
     """Asks the access reviews (another client spreads the probes over two rate limits)."""
 
-    @property
-    def scope(self) -> str:
-        return f"namespace {self.namespace!r}" if self.namespace else "all namespaces"
+    def scopes(self, resource: Resource) -> tuple[str | None, ...]:
+        """Where ``resource`` is listed: each watched namespace, or the cluster (None)."""
+        return namespace_scopes(self.namespace) if resource.namespaced else (None,)
+
+    @staticmethod
+    def where(resource: Resource, namespace: str | None) -> str:
+        if not resource.namespaced:
+            return "the cluster"
+        return f"namespace {namespace!r}" if namespace else "all namespaces"
 
     def watched_resources(self) -> list[Resource]:
         resources = [MPIJOBS, PODS, JOBS, SERVICES, CONFIGMAPS, SECRETS]
@@ -70,8 +77,9 @@ class Preflight:
 
     async def run(self) -> None:
         await self.check_crd()
-        await asyncio.gather(*(self.check_list(r) for r in self.watched_resources()))
-        await asyncio.gather(*(self.check_watch(r) for r in self.watched_resources()))
+        checks = [(r, ns) for r in self.watched_resources() for ns in self.scopes(r)]
+        await asyncio.gather(*(self.check_list(r, ns) for r, ns in checks))
+        await asyncio.gather(*(self.check_watch(r, ns) for r, ns in checks))
         await self.check_lock_namespace()
         await self.check_leases()
 
@@ -115,13 +123,12 @@ class Preflight:
                 "installed: install it before starting the operator"
             )
 
-    async def check_list(self, resource: Resource) -> None:
-        namespace = self.namespace if resource.namespaced else None
+    async def check_list(self, resource: Resource, namespace: str | None) -> None:
         path = resource.path(namespace)
         try:
             await self._request("GET", path, query=[("limit", "1")])
         except ApiError as err:
-            where = self.scope if resource.namespaced else "the cluster"
+            where = self.where(resource, namespace)
             if err.status == 403:
                 raise PreflightError(
                     f"RBAC forbids listing {resource.plural}.{resource.group or 'core'} in "
@@ -134,11 +141,10 @@ class Preflight:
                 ) from err
             raise PreflightError(f"listing {resource} in {where} failed: {err}") from err
 
-    async def check_watch(self, resource: Resource) -> None:
-        namespace = self.namespace if resource.namespaced else None
+    async def check_watch(self, resource: Resource, namespace: str | None) -> None:
         status = await self._access_review("watch", resource.group, resource.plural, namespace)
         if status is not None and not status.get("allowed"):
-            where = self.scope if resource.namespaced else "the cluster"
+            where = self.where(resource, namespace)
             reason = status.get("reason") or "no RBAC rule allows it"
             raise PreflightError(
                 f"RBAC forbids watching {resource.plural}.{resource.group or 'core'} in "

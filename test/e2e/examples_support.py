@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -110,6 +111,15 @@ def start_operator(
         print(proc.output()[-6000:])
         raise
     return proc
+
+
+def stop_operator(proc: OperatorProcess) -> None:
+    """SIGTERM, and the process must exit 0 within 20 s; it is killed in any case."""
+    proc.signal(signal.SIGTERM)
+    try:
+        assert proc.wait(timeout=20) == 0, proc.output()[-4000:]
+    finally:
+        proc.kill()
 
 
 def wait_for_condition(

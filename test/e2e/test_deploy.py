@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from examples_support import (
     kwok_example,
     service_account_kubeconfig,
     start_operator,
+    stop_operator,
     wait_for_condition,
 )
 
@@ -228,14 +228,6 @@ def _run_pi_to_success(
     return done
 
 
-def _stop(proc: OperatorProcess) -> None:
-    proc.signal(signal.SIGTERM)
-    try:
-        assert proc.wait(timeout=20) == 0, proc.output()[-4000:]
-    finally:
-        proc.kill()
-
-
 def test_operator_runs_pi_under_its_cluster_role(
     full_cluster: LocalCluster, full_namespace: str, cluster_wide_rbac: Any, tmp_path: Path
 ) -> None:
@@ -247,7 +239,7 @@ def test_operator_runs_pi_under_its_cluster_role(
     proc = start_operator(tmp_path, kubeconfig, "--lock-namespace=mpi-operator")
     try:
         _run_pi_to_success(full_cluster, full_namespace, proc)
-        _stop(proc)
+        stop_operator(proc)
         assert _denials(proc) == []
         user = _user("mpi-operator")
         assert _audited(full_cluster, audit_start, user) > 0
@@ -288,7 +280,7 @@ def test_operator_with_gang_scheduling_under_its_cluster_role(
         # Finished: the operator removed its PodGroup.
         podgroups = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
         wait_until(lambda: not items(full_cluster, podgroups), 30, "the PodGroup's deletion")
-        _stop(proc)
+        stop_operator(proc)
         assert _denials(proc) == []
         user = _user("mpi-operator")
         assert _audited(full_cluster, audit_start, user) > 0
@@ -334,7 +326,7 @@ def test_operator_runs_pi_under_the_namespaced_role(
     proc = start_operator(tmp_path, kubeconfig, f"--namespace={ns}", f"--lock-namespace={ns}")
     try:
         _run_pi_to_success(full_cluster, ns, proc)
-        _stop(proc)
+        stop_operator(proc)
         assert _denials(proc) == []
         assert _audited(full_cluster, audit_start, _user(ns)) > 0
         assert _audit_denials(full_cluster, audit_start, _user(ns)) == []
@@ -389,7 +381,7 @@ def test_t9k_crd_without_t9k_rbac_leaves_kubeflow_jobs_served(
     try:
         _run_pi_to_success(full_cluster, full_namespace, proc)
         assert "RBAC forbids listing its MPIJobs; not serving them" in proc.output()
-        _stop(proc)
+        stop_operator(proc)
     finally:
         proc.kill()
         if not preinstalled:

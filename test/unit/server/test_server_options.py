@@ -230,3 +230,50 @@ def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
 def test_usage_error_returns_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--threadiness", "x"]) == 2
     assert "threadiness" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("value", "namespaces", "controller_namespace"),
+    [
+        ("", (), None),
+        ("team", ("team",), "team"),
+        # One namespace is the reference's flag, passed on unchecked as before.
+        ("Team_1", ("Team_1",), "Team_1"),
+        ("a,b", ("a", "b"), ("a", "b")),
+        ("team-1,x9,a", ("team-1", "x9", "a"), ("team-1", "x9", "a")),
+    ],
+)
+def test_namespace_list(
+    value: str, namespaces: tuple[str, ...], controller_namespace: object
+) -> None:
+    for opts in (
+        parse_args(["--namespace", value], environ={}),
+        parse_args([], environ={"KUBEFLOW_NAMESPACE": value}),
+    ):
+        assert opts.namespace == value
+        assert opts.namespaces == namespaces
+        assert opts.controller_options().namespace == controller_namespace
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("a,,b", "'' in the list 'a,,b' is not a valid namespace name"),
+        ("a,", "'' in the list 'a,' is not a valid namespace name"),
+        ("a,B", "'B' in the list 'a,B' is not a valid namespace name"),
+        ("a, b", "' b' in the list 'a, b' is not a valid namespace name"),
+        ("a,-b", "'-b' in the list 'a,-b' is not a valid namespace name"),
+        ("a,b.c", "'b.c' in the list 'a,b.c' is not a valid namespace name"),
+        (f"a,{'x' * 64}", f"'{'x' * 64}' in the list"),
+        ("a,b,a", "namespace 'a' is listed more than once in 'a,b,a'"),
+    ],
+)
+def test_namespace_list_rejected(
+    value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv, environ in ((["--namespace", value], {}), ([], {"KUBEFLOW_NAMESPACE": value})):
+        with pytest.raises(SystemExit) as exc:
+            parse_args(argv, environ=environ)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --namespace: " in err and message in err, err
