@@ -48,7 +48,7 @@ Entry points: ``python -m mpi_operator.localcluster up|down`` (``make cluster-up
 ``make cluster-down``) and the pytest fixtures of ``test/conftest.py``.
 """
 
-from .access import API, FULL, ClusterError, KubectlError
+from .access import API, FULL, REAL, ClusterError, KubectlError
 from .binaries import Binaries, BinariesMissingError
 from .cluster import LocalCluster
 from .waiting import wait_for
@@ -66,6 +66,7 @@ __all__ = [
     "EVICT_AFTER",
     "EXIT_CODE",
     "FULL",
+    "REAL",
     "REASON",
     "START_DELAY",
     "Binaries",
