@@ -8,11 +8,12 @@
 #                 openmpi  /home/mpiuser/pi built with Open MPI's mpicxx
 #                 mpich    /home/mpiuser/pi built with MPICH's, and mpirun is MPICH's
 #               As root, sshd runs on port 22 with Debian's configuration (T9k's workers).
-#   busybox.tar Debian's busybox-static with its applets (nslookup, nc): the T9k launcher's
-#               init container image
+#               nslookup (bind9-dnsutils) and nc (netcat-openbsd) let the openmpi tag stand
+#               in for busybox:1.36, the T9k launcher's init container image: Debian's
+#               busybox has no `nc -z` and its nslookup ignores the search domains.
 #   pause.tar   the pod sandbox image: hack/tools/pause, a static Go binary
 # The cluster imports them into its containerd as docker.io/mpioperator/mpi-pi:{openmpi,mpich}
-# (the names examples/v2beta1/pi uses), docker.io/library/busybox:1.36 and localhost/pause:local.
+# (the names examples/v2beta1/pi uses) and localhost/pause:local.
 #
 # Usage: hack/build-node-images.sh             build what is missing
 #        hack/build-node-images.sh --print-dir print the images directory and exit
@@ -30,7 +31,7 @@ if [[ "${1:-}" == "--print-dir" ]]; then
   echo "$OUT"
   exit 0
 fi
-[[ -s "$OUT/mpi-pi.tar" && -s "$OUT/busybox.tar" && -s "$OUT/pause.tar" ]] && exit 0
+[[ -s "$OUT/mpi-pi.tar" && -s "$OUT/pause.tar" ]] && exit 0
 
 die() { echo "build-node-images: error: $*" >&2; exit 1; }
 [[ "$(id -u)" == 0 ]] || die "not root: debootstrap and chroot need root to build the real node's images"
@@ -74,13 +75,11 @@ step "apt-get update in the image" in_root apt-get -q update
 # The compilers only build pi, then leave the image.
 build_pkgs=(g++ libopenmpi-dev libmpich-dev)
 step "installing MPI and sshd in the image" in_root apt-get -q install -y --no-install-recommends \
-  openmpi-bin mpich openssh-server openssh-client busybox-static "${build_pkgs[@]}"
+  openmpi-bin mpich openssh-server openssh-client bind9-dnsutils netcat-openbsd "${build_pkgs[@]}"
 cp "$PI_SRC" "$rootfs/tmp/pi.cc"
 step "compiling pi.cc with Open MPI" in_root mpicxx.openmpi -O2 -o /tmp/pi-openmpi /tmp/pi.cc
 step "compiling pi.cc with MPICH" in_root mpicxx.mpich -O2 -o /tmp/pi-mpich /tmp/pi.cc
-mkdir -p "$work/busybox-root/bin"
-cp "$rootfs/bin/busybox" "$work/busybox-root/bin/busybox"
-step "removing the compilers and busybox" in_root apt-get -q purge -y --auto-remove "${build_pkgs[@]}" busybox-static
+step "removing the compilers" in_root apt-get -q purge -y --auto-remove "${build_pkgs[@]}"
 step "adding mpiuser" in_root useradd --create-home --uid 1000 --shell /bin/bash mpiuser
 # mpiuser's sshd listens on 2222; root's (T9k's workers) on 22.
 printf 'Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\nMatch localuser mpiuser\n  Port 2222\n' \
@@ -122,19 +121,6 @@ step "umoci rmi base" umoci rm --image "$layout:base"
 step "umoci gc" umoci gc --layout "$layout"
 tar -C "$layout" -cf "$work/mpi-pi.tar" .
 
-# The busybox image: the static binary and a link per applet.
-for applet in $("$work/busybox-root/bin/busybox" --list); do
-  [[ "$applet" == busybox ]] || ln -s busybox "$work/busybox-root/bin/$applet"
-done
-blayout="$work/busybox-oci"
-step "umoci init (busybox)" umoci init --layout "$blayout"
-step "umoci new (busybox)" umoci new --image "$blayout:1.36"
-step "umoci insert (busybox)" umoci insert --image "$blayout:1.36" "$work/busybox-root/bin" /bin
-step "umoci config (busybox)" umoci config --image "$blayout:1.36" --config.cmd sh \
-  --config.env PATH=/bin
-step "umoci gc (busybox)" umoci gc --layout "$blayout"
-tar -C "$blayout" -cf "$work/busybox.tar" .
-
 # The pause image: one static binary.
 mkdir -p "$work/pause-root"
 (cd "$PAUSE_SRC" && CGO_ENABLED=0 GOTOOLCHAIN=local nice -n 10 go build -trimpath -ldflags '-s -w' -o "$work/pause-root/pause" .) >>"$LOG" 2>&1 \
@@ -147,5 +133,5 @@ step "umoci config (pause)" umoci config --image "$player:local" --config.entryp
 step "umoci gc (pause)" umoci gc --layout "$player"
 tar -C "$player" -cf "$work/pause.tar" .
 
-mv -f "$work/mpi-pi.tar" "$work/busybox.tar" "$work/pause.tar" "$OUT/"
-echo "build-node-images: done in $((SECONDS - start)) s; $(du -sh "$OUT" | cut -f1) in $OUT" >&2
+mv -f "$work/mpi-pi.tar" "$work/pause.tar" "$OUT/"
+echo "build-node-images: done in $((SECONDS - start)) s; $(du -ch "$OUT"/*.tar | tail -n1 | cut -f1) in $OUT" >&2

@@ -20,8 +20,9 @@ CLUSTER_DOMAIN = "cluster.local"
 PAUSE_IMAGE = "localhost/pause:local"
 MPI_IMAGE_REPO = "docker.io/mpioperator/mpi-pi"
 MPI_IMAGES = {"openmpi": f"{MPI_IMAGE_REPO}:openmpi", "mpich": f"{MPI_IMAGE_REPO}:mpich"}
-#: The T9k launcher's default init container image (busybox:1.36).
-BUSYBOX_IMAGE_REPO = "docker.io/library/busybox"
+#: The T9k launcher's default init container image (busybox:1.36): the openmpi image
+#: stands in for it, with sh, cut, nslookup and ``nc -z`` (see hack/build-node-images.sh).
+INIT_IMAGE = "docker.io/library/busybox:1.36"
 CNI_BIN_DIR = Path("/usr/lib/cni")
 #: kubelet writes a symlink per container here (a fixed path), removed at stop.
 CONTAINER_LOG_LINKS = Path("/var/log/containers")

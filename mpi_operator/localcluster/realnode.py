@@ -39,7 +39,6 @@ class NodeInputs:
     kubelet: Path
     coredns: Path
     mpi_images: Path
-    busybox_image: Path
     pause_image: Path
 
 
@@ -75,14 +74,12 @@ def preflight() -> NodeInputs:
         bins / "kubelet",
         bins / "coredns",
         images / "mpi-pi.tar",
-        images / "busybox.tar",
         images / "pause.tar",
     )
     for path, make in [
         (inputs.kubelet, "node-binaries"),
         (inputs.coredns, "node-binaries"),
         (inputs.mpi_images, "node-images"),
-        (inputs.busybox_image, "node-images"),
         (inputs.pause_image, "node-images"),
     ]:
         if not path.is_file():
@@ -116,11 +113,8 @@ class RealNode:
         run("containerd", cfg.containerd_args(Path(_which("containerd")), ctd_config))
         wait("containerd's socket", lambda: self._ctr("version", check=False).returncode == 0)
         self._ctr("images", "import", "--base-name", cfg.MPI_IMAGE_REPO, str(inputs.mpi_images))
-        for repo, archive in [
-            (cfg.BUSYBOX_IMAGE_REPO, inputs.busybox_image),
-            ("localhost/pause", inputs.pause_image),
-        ]:
-            self._ctr("images", "import", "--base-name", repo, str(archive))
+        self._ctr("images", "import", "--base-name", "localhost/pause", str(inputs.pause_image))
+        self._ctr("images", "tag", cfg.MPI_IMAGES["openmpi"], cfg.INIT_IMAGE)
         corefile = node.dir / "Corefile"
         corefile.write_text(cfg.corefile(node, self.kubeconfig))
         run("coredns", cfg.coredns_args(inputs.coredns, corefile))

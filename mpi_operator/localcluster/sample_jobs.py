@@ -99,7 +99,9 @@ def _pod_templates(job: Obj) -> list[Obj]:
 
 def on_real_node(job: Obj) -> Obj:
     """A copy of ``job`` whose pods run on the real node (shape ``real``): its label as
-    nodeSelector and a toleration of its taint in every pod template."""
+    nodeSelector and a toleration of its taint in every pod template, and no CPU
+    requests or limits: the node has this machine's cores (two on CI), fewer than the
+    examples ask for (one each for a launcher and two workers)."""
     job = copy.deepcopy(job)
     key, value = REAL_NODE_LABEL
     for template in _pod_templates(job):
@@ -107,4 +109,7 @@ def on_real_node(job: Obj) -> Obj:
         pod.setdefault("nodeSelector", {})[key] = value
         toleration = {"operator": "Equal", **REAL_NODE_TAINT}
         pod["tolerations"] = [*pod.get("tolerations", []), toleration]
+        for container in pod.get("containers", []):
+            for kind in ("requests", "limits"):
+                (container.get("resources") or {}).get(kind, {}).pop("cpu", None)
     return job
