@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv binaries mpi lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
+.PHONY: venv binaries mpi node node-packages node-binaries node-images lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,21 @@ binaries:
 mpi:
 	hack/install-mpi.sh
 
+# The real node of the `real` cluster shape (make demo, the real-node e2e tests):
+# containerd, runc, CNI plugins, debootstrap and umoci from Debian's packages (root);
+# the kubelet and CoreDNS from Go modules; the MPI, busybox and pause images from
+# debootstrap. Each only when missing, into the cache next to the binaries.
+node-packages:
+	hack/install-node-packages.sh
+
+node-binaries:
+	hack/build-node-binaries.sh
+
+node-images: node-packages
+	hack/build-node-images.sh
+
+node: node-packages node-binaries node-images
+
 lint: venv
 	$(BIN)/ruff check .
 
@@ -32,7 +47,7 @@ typecheck: venv
 test-unit: venv
 	$(BIN)/pytest test/unit
 
-test: venv binaries mpi lint typecheck
+test: venv binaries mpi node lint typecheck
 	$(BIN)/pytest
 
 cluster-up: venv binaries
@@ -46,9 +61,10 @@ cluster-down: venv
 deploy-manifests: venv
 	$(BIN)/python hack/generate_deploy.py
 
-# Runs examples/v2beta1/pi/pi.yaml on a local control plane with the operator,
-# then stops everything it started.
-demo: venv binaries
+# Runs examples/v2beta1/pi/pi.yaml for real (containers on the real node) on a local
+# cluster with the operator, prints the launcher's log, then stops everything it
+# started. DEMO_ARGS=--kwok: the fast demo on KWOK's fake nodes.
+demo: venv binaries node
 	@$(BIN)/python -m mpi_operator.localcluster.demo $(DEMO_ARGS)
 
 # Regenerates crd/kubeflow.org_mpijobs.yaml from the models and a local kube-apiserver.

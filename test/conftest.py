@@ -4,6 +4,9 @@
 * ``full_cluster`` (session): + kube-controller-manager, kube-scheduler, KWOK fake nodes;
   its API server audits every ServiceAccount's requests (``.audit_events()``), and
   nobody else's: the tests' operators under a ServiceAccount token, not the admin.
+* ``real_cluster`` (session): + one real node running containers (containerd, kubelet,
+  bridge CNI, CoreDNS), tainted and labelled ``type=real``; root only, built by
+  ``make node``. Pods go there through ``sample_jobs.on_real_node``.
 * ``namespace`` / ``full_namespace`` (function): a fresh namespace in one of them,
   deleted afterwards.
 
@@ -23,11 +26,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from mpi_operator.localcluster import API, FULL, BinariesMissingError, LocalCluster
+from mpi_operator.localcluster import API, FULL, REAL, BinariesMissingError, LocalCluster
 from mpi_operator.localcluster.audit import SERVICE_ACCOUNTS
 
 _API_FIXTURES = {"api_cluster", "namespace"}
 _FULL_FIXTURES = {"full_cluster", "full_namespace"}
+_REAL_FIXTURES = {"real_cluster"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -37,6 +41,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.cluster)
         if names & _FULL_FIXTURES:
             item.add_marker(pytest.mark.full_cluster)
+        if names & _REAL_FIXTURES:
+            item.add_marker(pytest.mark.real_cluster)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -76,6 +82,15 @@ def api_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
 @pytest.fixture(scope="session")
 def full_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = _start(tmp_path_factory, FULL)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = _start(tmp_path_factory, REAL)
     try:
         yield cluster
     finally:

@@ -53,7 +53,7 @@ Entry points: ``python -m mpi_operator.localcluster up|down`` (``make cluster-up
 ``make cluster-down``) and the pytest fixtures of ``test/conftest.py``.
 """
 
-from .access import API, FULL, ClusterError, KubectlError
+from .access import API, FULL, REAL, ClusterError, KubectlError
 from .binaries import Binaries, BinariesMissingError
 from .cluster import LocalCluster
 from .waiting import wait_for
@@ -73,6 +73,7 @@ __all__ = [
     "EXIT_CODE",
     "FAIL_FIRST_RUN_AFTER",
     "FULL",
+    "REAL",
     "REASON",
     "START_DELAY",
     "Binaries",

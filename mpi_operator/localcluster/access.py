@@ -23,6 +23,8 @@ from .waiting import wait_for
 
 API = "api"
 FULL = "full"
+#: ``full`` plus one real node (containerd, kubelet, CNI, CoreDNS): see ``realnode``.
+REAL = "real"
 START_TIMEOUT = 120.0
 
 
@@ -141,7 +143,7 @@ class ClusterAccess:
         """Create a uniquely named namespace (with its default ServiceAccount if full)."""
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
         self.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        if wait_for_sa if wait_for_sa is not None else self.shape == FULL:
+        if wait_for_sa if wait_for_sa is not None else self.shape != API:
             self._wait(
                 f"ServiceAccount {name}/default",
                 lambda: self._get(f"/api/v1/namespaces/{name}/serviceaccounts/default"),

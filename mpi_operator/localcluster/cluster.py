@@ -18,19 +18,21 @@ import yaml
 
 from . import binaries as binmod
 from . import components, teardown
-from .access import API, FULL, START_TIMEOUT, ClusterAccess, ClusterError
+from .access import API, FULL, REAL, START_TIMEOUT, ClusterAccess, ClusterError
 from .audit import audit_args, audit_user, read_audit_events
 from .pki import Pki, generate
 from .procs import Process, free_ports
+from .realnode import RealNode, preflight
 from .waiting import StopWaitingError, wait_for
 
-SHAPES = (API, FULL)
+SHAPES = (API, FULL, REAL)
 STAGES_DIR = Path(__file__).parent / "stages"
 
 
 class LocalCluster(ClusterAccess):
     """etcd + kube-apiserver (shape ``api``), plus kube-controller-manager, kube-scheduler
-    and a KWOK controller with fake nodes (shape ``full``), all on 127.0.0.1.
+    and a KWOK controller with fake nodes (shape ``full``), all on 127.0.0.1; plus one
+    real node, containerd + kubelet + bridge CNI + CoreDNS (shape ``real``, root only).
 
     ``detached=True`` lets the processes outlive this Python process (``up``/``down``);
     otherwise they are killed when it dies, even by SIGKILL.
@@ -65,7 +67,7 @@ class LocalCluster(ClusterAccess):
         self.nodes = nodes
         #: kube-apiserver's watch cache; off by default in the api shape so that
         #: :meth:`compact_etcd` makes every older resourceVersion expire at once.
-        self.watch_cache = shape == FULL if watch_cache is None else watch_cache
+        self.watch_cache = shape != API if watch_cache is None else watch_cache
         self._bins = bins
         self._crd_files = list(crd_files) if crd_files is not None else None
         self.kubeconfig = self.workdir / "kubeconfig"
@@ -83,6 +85,8 @@ class LocalCluster(ClusterAccess):
         self.audit_log: Path | None = (
             self.workdir / "audit.log" if self.audit_users or self.audit_groups else None
         )
+        #: The real node (shape ``real``), made at start.
+        self.node: RealNode | None = None
 
     def __repr__(self) -> str:
         return f"LocalCluster(shape={self.shape!r}, server={self.server!r})"
@@ -145,15 +149,27 @@ class LocalCluster(ClusterAccess):
                 if not in_use or attempt == 2:
                     raise
         self.install_crds(self.crd_files())
-        if self.shape == FULL:
+        if self.shape != API:
             self._start_full(bins)
+        if self.shape == REAL:
+            self._start_node()
+
+    def _start_node(self) -> None:
+        inputs = preflight()
+        kubelet, kubelet_healthz, coredns_ready = free_ports(3)
+        ports = (kubelet, kubelet_healthz, coredns_ready)
+        self.node = RealNode(self.workdir, ports, self.kubeconfig)
+        self.node.start(inputs, self.pki.ca_crt, self._run, self._wait)
+        self._wait("the real node Ready", self._nodes_ready)
 
     def _start_full(self, bins: binmod.Binaries) -> None:
         kwok_config = self.workdir / "kwok.yaml"
         docs = [p.read_text() for p in sorted(STAGES_DIR.glob("*.yaml"))]
         kwok_config.write_text("\n---\n".join(docs))
         layout = self._layout()
-        kcm = components.controller_manager_args(bins["kube-controller-manager"], layout)
+        kcm = components.controller_manager_args(
+            bins["kube-controller-manager"], layout, endpoints=self.shape == REAL
+        )
         self._run("kube-controller-manager", kcm)
         self._run("kube-scheduler", components.scheduler_args(bins["kube-scheduler"], layout))
         self._run("kwok", components.kwok_args(bins["kwok"], layout, kwok_config))
@@ -168,8 +184,18 @@ class LocalCluster(ClusterAccess):
         )
 
     def stop(self) -> None:
-        """Stop every process (idempotent)."""
+        """Stop every process (idempotent); the real node's containers first, and what
+        is left of them (mounts, bridge, shims) after."""
+        node = self.node
+        if node is None and self.shape == REAL:
+            node = RealNode(self.workdir, (0, 0, 0), self.kubeconfig)
+        if node is not None and "containerd" in self.processes:
+            if "kubelet" in self.processes:  # else it would restart what is killed
+                self.processes["kubelet"].stop()
+            node.kill_containers()
         self._stop_processes()
+        if node is not None:
+            node.cleanup()
         teardown.untrack(self)
 
     def _stop_processes(self) -> None:
@@ -322,7 +348,7 @@ class LocalCluster(ClusterAccess):
                 for c in n.get("status", {}).get("conditions", [])
             )
         ]
-        return len(ready) >= self.nodes
+        return len(ready) >= self.nodes + (1 if self.node is not None else 0)
 
     def _etcd_post(self, url: str, body: dict[str, Any]) -> Any:
         req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
@@ -362,7 +388,8 @@ class LocalCluster(ClusterAccess):
         return components.apiserver_args(
             binary,
             self._layout(),
-            full=self.shape == FULL,
+            full=self.shape != API,
+            kubelet_client=self.shape == REAL,
             watch_cache=self.watch_cache,
             admission_plugins=self.admission_plugins,
             extra=extra,

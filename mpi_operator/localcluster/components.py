@@ -26,6 +26,8 @@ KCM_CONTROLLERS = (
     "replicaset-controller",
     "deployment-controller",
 )
+#: Also in the ``real`` shape: the headless Services' DNS records come from EndpointSlices.
+KCM_ENDPOINT_CONTROLLERS = ("endpointslice-controller", "endpoints-controller")
 #: Capacity of each fake node of the full shape.
 NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "250", "nvidia.com/gpu": "8"}
 
@@ -68,10 +70,13 @@ def apiserver_args(
     *,
     full: bool,
     watch_cache: bool,
+    kubelet_client: bool = False,
     admission_plugins: list[str],
     extra: list[str],
 ) -> list[str]:
-    """kube-apiserver's flags; ``full``: the shape with controller manager and nodes."""
+    """kube-apiserver's flags; ``full``: the shape with controller manager and nodes;
+    ``kubelet_client``: a real kubelet serves logs and exec, reached at the node's
+    InternalIP (its name resolves nowhere) with the admin's client certificate."""
     pki = layout.pki
     args = [
         str(binary),
@@ -95,6 +100,12 @@ def apiserver_args(
     ]
     if not watch_cache:
         args.append("--watch-cache=false")
+    if kubelet_client:
+        args += [
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-client-certificate={pki.admin_crt}",
+            f"--kubelet-client-key={pki.admin_key}",
+        ]
     args += extra
     if admission_plugins:
         args.append(f"--enable-admission-plugins={','.join(admission_plugins)}")
@@ -121,11 +132,12 @@ def _component_common(component: str, layout: Layout) -> list[str]:
     ]
 
 
-def controller_manager_args(binary: Path, layout: Layout) -> list[str]:
+def controller_manager_args(binary: Path, layout: Layout, *, endpoints: bool = False) -> list[str]:
+    controllers = KCM_CONTROLLERS + (KCM_ENDPOINT_CONTROLLERS if endpoints else ())
     return [
         str(binary),
         *_component_common("kube-controller-manager", layout),
-        f"--controllers={','.join(KCM_CONTROLLERS)}",
+        f"--controllers={','.join(controllers)}",
         f"--service-account-private-key-file={layout.pki.sa_key}",
         f"--root-ca-file={layout.pki.ca_crt}",
         "--use-service-account-credentials=false",

@@ -1,17 +1,21 @@
 """``make demo``: an MPIJob from ``examples/`` run to completion on a local control plane.
 
-``python -m mpi_operator.localcluster.demo [--example FILE] [--fresh] [--timeout S]``
+``python -m mpi_operator.localcluster.demo [--kwok] [--example FILE] [--fresh] [--timeout S]``
 
-1. Reuses the cluster of ``make cluster-up`` (``.cluster/``) when it is running,
-   otherwise starts a full local control plane in a temporary directory.
+1. Reuses the cluster of ``make cluster-up`` (``.cluster/``) when it is running with
+   the shape wanted, otherwise starts one in a temporary directory: the ``real``
+   shape (a real node running containers; root, ``make node``), or with ``--kwok``
+   the ``full`` shape, whose fake nodes run no containers.
 2. Installs the MPIJob CRD of ``crd/``.
 3. Starts the operator (the ``mpi-operator`` command) against the cluster,
    watching one fresh namespace.
 4. Applies the example (``examples/v2beta1/pi/pi.yaml`` by default) with
-   ``kubectl``, adding the KWOK annotation that makes its launcher finish after a
-   few seconds: the fake nodes run no containers.
+   ``kubectl``: on the real node (its nodeSelector and toleration added), or with
+   ``--kwok`` with the KWOK annotation that makes its launcher finish after a few
+   seconds.
 5. Prints a line whenever the job's state, conditions or children change, then a
-   summary of what the operator created.
+   summary of what the operator created and, on the real node, the launcher's log
+   (the value of pi the program computed).
 
 Everything it started (operator, namespace, a fresh cluster) is stopped on the
 way out, including on Ctrl-C. Exit status: 0 when the job Succeeded, 1 otherwise
@@ -33,11 +37,11 @@ from typing import Any, TextIO
 
 import yaml
 
-from .access import FULL, ClusterError, KubectlError
+from .access import FULL, REAL, ClusterError, KubectlError
 from .binaries import BinariesMissingError, repo_root
 from .cluster import LocalCluster
 from .operator_process import Operator, operator_command
-from .sample_jobs import with_kwok_behaviour
+from .sample_jobs import on_real_node, with_kwok_behaviour
 
 Obj = dict[str, Any]
 
@@ -175,8 +179,8 @@ class Observer:
 # -- the cluster ----------------------------------------------------------------------------
 
 
-def running_dev_cluster() -> LocalCluster | None:
-    """The cluster of ``make cluster-up`` if it is up, full and ready."""
+def running_dev_cluster(shape: str = FULL) -> LocalCluster | None:
+    """The cluster of ``make cluster-up`` if it is up, of ``shape`` and ready."""
     state = repo_root() / ".cluster" / "state.json"
     if not state.is_file():
         return None
@@ -184,7 +188,7 @@ def running_dev_cluster() -> LocalCluster | None:
         cluster = LocalCluster.load_state(state)
     except (OSError, ValueError, KeyError):
         return None
-    if cluster.shape != FULL or not cluster.alive():
+    if cluster.shape != shape or not cluster.alive():
         return None
     try:
         status, _ = cluster.request("GET", "/readyz", timeout=5)
@@ -194,16 +198,19 @@ def running_dev_cluster() -> LocalCluster | None:
 
 
 @contextlib.contextmanager
-def local_cluster(fresh: bool, say: Callable[[str], None]) -> Iterator[LocalCluster]:
-    cluster = None if fresh else running_dev_cluster()
+def local_cluster(
+    fresh: bool, say: Callable[[str], None], shape: str = FULL
+) -> Iterator[LocalCluster]:
+    cluster = None if fresh else running_dev_cluster(shape)
     if cluster is not None:
         say(f"using the running local cluster at {cluster.server} (.cluster/)")
         yield cluster
         return
     workdir = Path(tempfile.mkdtemp(prefix="mpi-operator-demo-"))
-    cluster = LocalCluster(workdir, FULL)
+    cluster = LocalCluster(workdir, shape)
     try:
-        say(f"starting a local control plane in {workdir} (logs: {workdir / 'logs'}) ...")
+        what = "a local cluster with a real node" if shape == REAL else "a local control plane"
+        say(f"starting {what} in {workdir} (logs: {workdir / 'logs'}) ...")
         started = time.monotonic()
         cluster.start()
         say(f"control plane up at {cluster.server} in {time.monotonic() - started:.0f}s")
@@ -228,21 +235,36 @@ def wait(check: Callable[[], bool], timeout: float, what: str, operator: Operato
         time.sleep(POLL_INTERVAL)
 
 
+def print_launcher_log(cluster: LocalCluster, namespace: str, name: str, out: TextIO) -> None:
+    """The launcher pod's log, as ``kubectl logs`` shows it (the kubelet serves it)."""
+    result = cluster.kubectl("logs", "-n", namespace, f"job/{name}-launcher", check=False)
+    print(f"The launcher's log (kubectl logs job/{name}-launcher):", file=out)
+    text = result.stdout if result.returncode == 0 else result.stderr
+    for line in text.rstrip().splitlines():
+        print(f"  {line}", file=out)
+
+
 def run(
     example: Path,
     fresh: bool,
     timeout: float,
     out: TextIO,
     launcher_runs_for: str = LAUNCHER_RUNS_FOR,
+    kwok: bool = False,
 ) -> int:
     def say(message: str) -> None:
         print(f"demo: {message}", file=out, flush=True)
 
-    job = with_kwok_behaviour(
-        load_mpijob(example), launcher_runs_for=launcher_runs_for, start_delay=WORKERS_START_AFTER
-    )
+    if kwok:
+        job = with_kwok_behaviour(
+            load_mpijob(example),
+            launcher_runs_for=launcher_runs_for,
+            start_delay=WORKERS_START_AFTER,
+        )
+    else:
+        job = on_real_node(load_mpijob(example))
     name = job["metadata"]["name"]
-    with local_cluster(fresh, say) as cluster:
+    with local_cluster(fresh, say, FULL if kwok else REAL) as cluster:
         crds = cluster.install_crds([repo_root() / "crd" / "kubeflow.org_mpijobs.yaml"])
         say(f"installed CRD {', '.join(crds)}")
         namespace = cluster.create_namespace("demo")
@@ -285,6 +307,8 @@ def run(
             print("What the operator created for it:", file=out)
             for line in observer.summary(last):
                 print(line, file=out)
+            if not kwok:
+                print_launcher_log(cluster, namespace, name, out)
             if not succeeded:
                 raise DemoError(f"mpijob {name} failed")
         except (DemoError, KubectlError) as err:
@@ -312,17 +336,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fresh", action="store_true", help="always start a new cluster, even if .cluster/ is up"
     )
-    parser.add_argument("--timeout", type=float, default=180.0, help="seconds for the job to end")
+    parser.add_argument(
+        "--kwok",
+        action="store_true",
+        help="the fast demo: KWOK's fake nodes (full shape), no containers, no root needed",
+    )
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds for the job to end")
     parser.add_argument(
         "--launcher-runs-for",
         default=LAUNCHER_RUNS_FOR,
         metavar="DURATION",
-        help=f"how long the launcher runs on the fake nodes (Go duration; {LAUNCHER_RUNS_FOR})",
+        help=f"with --kwok: how long the launcher runs (Go duration; {LAUNCHER_RUNS_FOR})",
     )
     args = parser.parse_args(argv)
     example = args.example or repo_root() / DEFAULT_EXAMPLE
     try:
-        return run(example, args.fresh, args.timeout, sys.stdout, args.launcher_runs_for)
+        return run(example, args.fresh, args.timeout, sys.stdout, args.launcher_runs_for, args.kwok)
     except (BinariesMissingError, ClusterError, DemoError, TimeoutError, OSError) as err:
         print(f"demo: error: {err}", file=sys.stderr)
         return 1

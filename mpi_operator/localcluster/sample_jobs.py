@@ -1,4 +1,5 @@
-"""Small MPIJobs whose pods behave on the local cluster's fake nodes (KWOK annotations)."""
+"""Small MPIJobs whose pods behave on the local cluster's fake nodes (KWOK annotations),
+and MPIJobs steered to the ``real`` shape's node."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import copy
 from typing import Any
 
 from . import COMPLETE_AFTER, EXIT_CODE, START_DELAY
+from .nodeconfig import REAL_NODE_LABEL, REAL_NODE_TAINT
 
 Obj = dict[str, Any]
 
@@ -83,4 +85,31 @@ def with_kwok_behaviour(
             annotations[COMPLETE_AFTER] = launcher_runs_for
             if exit_code is not None:
                 annotations[EXIT_CODE] = exit_code
+    return job
+
+
+def _pod_templates(job: Obj) -> list[Obj]:
+    """The pod templates of a Kubeflow (``mpiReplicaSpecs``) or T9k (``worker``) MPIJob."""
+    spec = job["spec"]
+    replicas = list((spec.get("mpiReplicaSpecs") or {}).values())
+    if "worker" in spec:
+        replicas.append(spec["worker"])
+    return [r.setdefault("template", {}) for r in replicas]
+
+
+def on_real_node(job: Obj) -> Obj:
+    """A copy of ``job`` whose pods run on the real node (shape ``real``): its label as
+    nodeSelector and a toleration of its taint in every pod template, and no CPU
+    requests or limits: the node has this machine's cores (two on CI), fewer than the
+    examples ask for (one each for a launcher and two workers)."""
+    job = copy.deepcopy(job)
+    key, value = REAL_NODE_LABEL
+    for template in _pod_templates(job):
+        pod = template.setdefault("spec", {})
+        pod.setdefault("nodeSelector", {})[key] = value
+        toleration = {"operator": "Equal", **REAL_NODE_TAINT}
+        pod["tolerations"] = [*pod.get("tolerations", []), toleration]
+        for container in pod.get("containers", []):
+            for kind in ("requests", "limits"):
+                (container.get("resources") or {}).get(kind, {}).pop("cpu", None)
     return job

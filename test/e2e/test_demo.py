@@ -1,6 +1,8 @@
 """``make demo`` (``python -m mpi_operator.localcluster.demo``): the pi example ends
-Succeeded, and the demo leaves no process or directory behind, whether it
-succeeds, fails or is interrupted. Each test starts its own fresh cluster."""
+Succeeded, for real on the real node (printing the value of pi the launcher computed)
+and with ``--kwok`` on the fake nodes, and the demo leaves no process, directory,
+mount or network device behind, whether it succeeds, fails or is interrupted. Each
+test starts its own fresh cluster."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import yaml
 
 from mpi_operator.localcluster import EXIT_CODE, BinariesMissingError
 from mpi_operator.localcluster.binaries import FULL_BINARIES, find
+from mpi_operator.localcluster.nodeconfig import NodeLayout
 
 ROOT = Path(__file__).resolve().parents[2]
 PI = ROOT / "examples" / "v2beta1" / "pi" / "pi.yaml"
@@ -114,12 +117,36 @@ def _assert_nothing_left(demo: Demo) -> None:
         # directory is kept only after a failure.
         if "demo-logs" not in d:
             assert not Path(d).exists(), f"{d} left behind"
+    # containerd's shims name its socket, under the cluster's directory.
     left = _processes_mentioning(*set(dirs))
     assert left == [], left
+    mounts = [
+        m
+        for m in Path("/proc/self/mountinfo").read_text().splitlines()
+        if any(d in m for d in dirs)
+    ]
+    assert mounts == [], mounts
+    for d in set(dirs):
+        bridge = NodeLayout.for_cluster(Path(d), (0, 0, 0)).bridge
+        assert not Path("/sys/class/net", bridge).exists(), f"bridge {bridge} left behind"
 
 
-def test_demo_runs_pi_to_success_and_cleans_up(demos: list[Demo]) -> None:
+def test_demo_runs_pi_for_real_prints_it_and_cleans_up(demos: list[Demo]) -> None:
     demo = Demo()
+    demos.append(demo)
+    assert demo.finish(timeout=600) == 0, demo.output
+    out = demo.output
+    assert "starting a local cluster with a real node" in out, out
+    assert re.search(r"mpijob demo-\w+/pi Succeeded after", out), out
+    assert "The launcher's log (kubectl logs job/pi-launcher):" in out, out
+    assert re.search(r"^  pi is approximately 3\.14\d+ \(2 ranks", out, re.M), out
+    assert re.search(r"^  rank 1 of 2 on pi-worker-\d", out, re.M), out
+    assert out.rstrip().endswith("everything the demo started is stopped"), out
+    _assert_nothing_left(demo)
+
+
+def test_kwok_demo_runs_pi_to_success_and_cleans_up(demos: list[Demo]) -> None:
+    demo = Demo("--kwok")
     demos.append(demo)
     assert demo.finish(timeout=300) == 0, demo.output
     out = demo.output
@@ -136,6 +163,7 @@ def test_demo_runs_pi_to_success_and_cleans_up(demos: list[Demo]) -> None:
     ]:
         assert line in out, out
     assert re.search(r"Pod        pi-launcher-\w+ \(Succeeded\)", out), out
+    assert "The launcher's log" not in out, out
     assert out.rstrip().endswith("everything the demo started is stopped"), out
     _assert_nothing_left(demo)
 
@@ -147,7 +175,7 @@ def test_demo_reports_a_failed_job(demos: list[Demo], tmp_path: Path) -> None:
     launcher.setdefault("metadata", {}).setdefault("annotations", {})[EXIT_CODE] = "1"
     failing = tmp_path / "failing.yaml"
     failing.write_text(yaml.safe_dump(job))
-    demo = Demo("--example", str(failing))
+    demo = Demo("--kwok", "--example", str(failing))
     demos.append(demo)
     assert demo.finish(timeout=300) == 1, demo.output
     assert re.search(r"mpijob demo-\w+/pi Failed after", demo.output), demo.output
@@ -157,7 +185,7 @@ def test_demo_reports_a_failed_job(demos: list[Demo], tmp_path: Path) -> None:
 
 
 def test_demo_interrupted_stops_everything(demos: list[Demo]) -> None:
-    demo = Demo("--launcher-runs-for", "10m")  # still running when interrupted
+    demo = Demo("--kwok", "--launcher-runs-for", "10m")  # still running when interrupted
     demos.append(demo)
     demo.read_until(r"mpijob\.kubeflow\.org/pi created", timeout=120)
     demo.proc.send_signal(signal.SIGINT)
@@ -168,13 +196,14 @@ def test_demo_interrupted_stops_everything(demos: list[Demo]) -> None:
 
 def test_make_demo_runs_the_module() -> None:
     out = subprocess.run(
-        ["make", "-n", "demo", "DEMO_ARGS=--fresh"],
+        ["make", "-n", "demo", "DEMO_ARGS=--kwok --fresh"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert "-m mpi_operator.localcluster.demo --fresh" in out
+    assert "-m mpi_operator.localcluster.demo --kwok --fresh" in out
+    assert "hack/build-node-images.sh" in out  # the real node's images, built when missing
 
 
 def test_kwok_behaviour_is_added_to_a_copy() -> None:

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Builds the images of the `real` local cluster shape, only when missing, into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/<key>/ (outside the checkout;
+# <key> changes whenever an input changes: this script, pi.cc, the pause program):
+#   mpi-pi.tar  an OCI archive with two tags, both from `debootstrap --variant=minbase
+#               bookworm` plus openmpi-bin, mpich and openssh-server, user mpiuser (1000),
+#               sshd on port 2222 as in examples/v2beta1/pi/Dockerfile:
+#                 openmpi  /home/mpiuser/pi built with Open MPI's mpicxx
+#                 mpich    /home/mpiuser/pi built with MPICH's, and mpirun is MPICH's
+#               As root, sshd runs on port 22 with Debian's configuration (T9k's workers).
+#               nslookup (bind9-dnsutils) and nc (netcat-openbsd) let the openmpi tag stand
+#               in for busybox:1.36, the T9k launcher's init container image: Debian's
+#               busybox has no `nc -z` and its nslookup ignores the search domains.
+#   pause.tar   the pod sandbox image: hack/tools/pause, a static Go binary
+# The cluster imports them into its containerd as docker.io/mpioperator/mpi-pi:{openmpi,mpich}
+# (the names examples/v2beta1/pi uses) and localhost/pause:local.
+#
+# Usage: hack/build-node-images.sh             build what is missing
+#        hack/build-node-images.sh --print-dir print the images directory and exit
+# Needs root, debootstrap and umoci (hack/install-node-packages.sh) and Go.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SUITE=bookworm
+PI_SRC="$ROOT/examples/v2beta1/pi/pi.cc"
+PAUSE_SRC="$ROOT/hack/tools/pause"
+key_hash="$(cat "${BASH_SOURCE[0]}" "$PI_SRC" "$PAUSE_SRC/main.go" "$PAUSE_SRC/go.mod" | sha256sum | cut -c1-12)"
+OUT="${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/${SUITE}_${key_hash}"
+
+if [[ "${1:-}" == "--print-dir" ]]; then
+  echo "$OUT"
+  exit 0
+fi
+[[ -s "$OUT/mpi-pi.tar" && -s "$OUT/pause.tar" ]] && exit 0
+
+die() { echo "build-node-images: error: $*" >&2; exit 1; }
+[[ "$(id -u)" == 0 ]] || die "not root: debootstrap and chroot need root to build the real node's images"
+for t in debootstrap umoci chroot; do
+  command -v "$t" >/dev/null 2>&1 || die "$t not found: run hack/install-node-packages.sh (Debian package ${t/chroot/coreutils})"
+done
+command -v go >/dev/null 2>&1 || die "Go toolchain not found in PATH: it builds the pause program"
+
+# The mirror apt already uses here (deb.debian.org unless configured otherwise).
+mirror="${DEBIAN_MIRROR:-}"
+if [[ -z "$mirror" ]]; then
+  mirror="$(grep -h -m1 -E '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{ print $2; exit }' || true)"
+  [[ -n "$mirror" ]] || mirror="$(awk '$1 == "deb" && $0 !~ /security/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)"
+  [[ -n "$mirror" ]] || mirror=http://deb.debian.org/debian
+fi
+
+mkdir -p "$OUT"
+LOG="$OUT/build.log"
+: >"$LOG"
+start=$SECONDS
+work="$(mktemp -d "$OUT/.tmp.XXXXXX")"
+rootfs="$work/rootfs"
+cleanup() {
+  for m in proc sys dev/pts dev; do
+    mountpoint -q "$rootfs/$m" 2>/dev/null && umount -l "$rootfs/$m" || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+step() { # step WHAT CMD...: logs the command's output; on failure prints one line
+  local what="$1"; shift
+  echo "+ $*" >>"$LOG"
+  "$@" >>"$LOG" 2>&1 || die "$what failed: $(grep -v '^+ ' "$LOG" | grep -m1 -E '^E:|rror' || tail -n1 "$LOG") (full log: $LOG)"
+}
+
+echo "build-node-images: building the MPI image from debootstrap $SUITE ($mirror) and the pause image into $OUT (cold: a few minutes)" >&2
+step "debootstrap $SUITE from $mirror" nice -n 10 debootstrap --variant=minbase "$SUITE" "$rootfs" "$mirror"
+mount -t proc proc "$rootfs/proc"
+in_root() { chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive LC_ALL=C PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+step "apt-get update in the image" in_root apt-get -q update
+# The compilers only build pi, then leave the image.
+build_pkgs=(g++ libopenmpi-dev libmpich-dev)
+step "installing MPI and sshd in the image" in_root apt-get -q install -y --no-install-recommends \
+  openmpi-bin mpich openssh-server openssh-client bind9-dnsutils netcat-openbsd "${build_pkgs[@]}"
+cp "$PI_SRC" "$rootfs/tmp/pi.cc"
+step "compiling pi.cc with Open MPI" in_root mpicxx.openmpi -O2 -o /tmp/pi-openmpi /tmp/pi.cc
+step "compiling pi.cc with MPICH" in_root mpicxx.mpich -O2 -o /tmp/pi-mpich /tmp/pi.cc
+step "removing the compilers" in_root apt-get -q purge -y --auto-remove "${build_pkgs[@]}"
+step "adding mpiuser" in_root useradd --create-home --uid 1000 --shell /bin/bash mpiuser
+# mpiuser's sshd listens on 2222; root's (T9k's workers) on 22.
+printf 'Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\nMatch localuser mpiuser\n  Port 2222\n' \
+  >>"$rootfs/etc/ssh/ssh_config"
+# A container may not set its audit login uid (no CAP_AUDIT_CONTROL): root's sshd
+# sessions would fail on pam_loginuid.
+sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' "$rootfs/etc/pam.d/sshd"
+step "generating mpiuser's sshd host key" in_root su mpiuser -c "ssh-keygen -q -t ed25519 -N '' -f /home/mpiuser/.ssh_host_key"
+printf '%s\n' 'Port 2222' 'HostKey /home/mpiuser/.ssh_host_key' 'PidFile /home/mpiuser/sshd.pid' \
+  'AuthorizedKeysFile /home/mpiuser/.ssh/authorized_keys' 'PasswordAuthentication no' \
+  'StrictModes no' 'UsePAM no' >"$rootfs/home/mpiuser/.sshd_config"
+in_root chown mpiuser:mpiuser /home/mpiuser/.sshd_config
+# sshd wants its privilege separation directory even when it runs unprivileged.
+mkdir -p "$rootfs/run/sshd"
+mv "$rootfs/tmp/pi-openmpi" "$rootfs/tmp/pi-mpich" "$work/"
+rm -rf "$rootfs/tmp/"* "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin "$rootfs/var/cache/apt/archives/"*.deb
+umount -l "$rootfs/proc"
+
+# The OCI layout: one base layer (the rootfs), then one small layer per MPI.
+layout="$work/oci"
+step "umoci init" umoci init --layout "$layout"
+step "umoci new" umoci new --image "$layout:base"
+step "umoci unpack" umoci unpack --image "$layout:base" "$work/bundle"
+rm -rf "$work/bundle/rootfs"
+mv "$rootfs" "$work/bundle/rootfs"
+step "umoci repack (base layer)" umoci repack --image "$layout:base" "$work/bundle"
+step "umoci config (base)" umoci config --image "$layout:base" --config.workingdir /home/mpiuser \
+  --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+for mpi in openmpi mpich; do
+  step "umoci config ($mpi)" umoci config --image "$layout:base" --tag "$mpi"
+  install -D -m 0755 -o 1000 -g 1000 "$work/pi-$mpi" "$work/layer-$mpi/pi"
+  step "umoci insert (pi, $mpi)" umoci insert --image "$layout:$mpi" "$work/layer-$mpi/pi" /home/mpiuser/pi
+done
+# MPICH's mpirun first on PATH in the mpich tag (Debian's alternatives pick Open MPI's).
+mkdir -p "$work/mpich-bin"
+for t in mpirun mpiexec; do ln -s "/usr/bin/$t.mpich" "$work/mpich-bin/$t"; done
+step "umoci insert (mpich mpirun)" umoci insert --image "$layout:mpich" "$work/mpich-bin" /usr/local/bin
+step "umoci rmi base" umoci rm --image "$layout:base"
+step "umoci gc" umoci gc --layout "$layout"
+tar -C "$layout" -cf "$work/mpi-pi.tar" .
+
+# The pause image: one static binary.
+mkdir -p "$work/pause-root"
+(cd "$PAUSE_SRC" && CGO_ENABLED=0 GOTOOLCHAIN=local nice -n 10 go build -trimpath -ldflags '-s -w' -o "$work/pause-root/pause" .) >>"$LOG" 2>&1 \
+  || die "building the pause program failed (full log: $LOG)"
+player="$work/pause-oci"
+step "umoci init (pause)" umoci init --layout "$player"
+step "umoci new (pause)" umoci new --image "$player:local"
+step "umoci insert (pause)" umoci insert --image "$player:local" "$work/pause-root/pause" /pause
+step "umoci config (pause)" umoci config --image "$player:local" --config.entrypoint /pause
+step "umoci gc (pause)" umoci gc --layout "$player"
+tar -C "$player" -cf "$work/pause.tar" .
+
+mv -f "$work/mpi-pi.tar" "$work/pause.tar" "$OUT/"
+echo "build-node-images: done in $((SECONDS - start)) s; $(du -ch "$OUT"/*.tar | tail -n1 | cut -f1) in $OUT" >&2

@@ -1,0 +1,252 @@
+"""The ``real`` shape's node on this host: containerd, the bridge CNI, CoreDNS and the
+kubelet, started and stopped by :class:`~mpi_operator.localcluster.cluster.LocalCluster`,
+and every artefact they leave (container processes, shims, mounts, network namespaces,
+the bridge, log links) removed at stop, even after a failure."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import nodeconfig as cfg
+from .access import ClusterError
+from .binaries import repo_root
+
+#: Host commands the node needs, and the Debian package each comes from.
+HOST_COMMANDS = {
+    "containerd": "containerd",
+    "containerd-shim-runc-v2": "containerd",
+    "ctr": "containerd",
+    "runc": "runc",
+    "ip": "iproute2",
+}
+CNI_PLUGINS = ("bridge", "host-local", "loopback")
+_MNT_DETACH = 2
+
+
+@dataclass(frozen=True)
+class NodeInputs:
+    """The built inputs of the node: kubelet and CoreDNS binaries, the image archives."""
+
+    kubelet: Path
+    coredns: Path
+    mpi_images: Path
+    pause_image: Path
+
+
+def _print_dir(script: str) -> Path:
+    out = subprocess.run(
+        ["bash", str(repo_root() / "hack" / script), "--print-dir"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return Path(out.stdout.strip())
+
+
+def preflight() -> NodeInputs:
+    """What the node needs, or a one-line :class:`ClusterError` naming what is missing."""
+    if os.geteuid() != 0:
+        raise ClusterError("the real cluster shape needs root (containerd, runc, mounts, a bridge)")
+    for command, package in HOST_COMMANDS.items():
+        if shutil.which(command) is None:
+            raise ClusterError(
+                f"{command} not found: install the Debian package {package} "
+                "(make node-packages, hack/install-node-packages.sh)"
+            )
+    for plugin in CNI_PLUGINS:
+        if not os.access(cfg.CNI_BIN_DIR / plugin, os.X_OK):
+            raise ClusterError(
+                f"CNI plugin {cfg.CNI_BIN_DIR / plugin} not found: install the Debian package "
+                "containernetworking-plugins (make node-packages)"
+            )
+    bins = _print_dir("build-node-binaries.sh")
+    images = _print_dir("build-node-images.sh")
+    inputs = NodeInputs(
+        bins / "kubelet",
+        bins / "coredns",
+        images / "mpi-pi.tar",
+        images / "pause.tar",
+    )
+    for path, make in [
+        (inputs.kubelet, "node-binaries"),
+        (inputs.coredns, "node-binaries"),
+        (inputs.mpi_images, "node-images"),
+        (inputs.pause_image, "node-images"),
+    ]:
+        if not path.is_file():
+            raise ClusterError(f"{path} missing: run `make {make}` first")
+    return inputs
+
+
+class RealNode:
+    """One node; ``run`` starts a named component process (the cluster's ``_run``)."""
+
+    def __init__(self, workdir: Path, ports: tuple[int, int, int], kubeconfig: Path) -> None:
+        self.layout = cfg.NodeLayout.for_cluster(workdir, ports)
+        self.kubeconfig = kubeconfig
+
+    # -- start
+
+    def start(
+        self,
+        inputs: NodeInputs,
+        ca_crt: Path,
+        run: Callable[[str, list[str]], None],
+        wait: Callable[[str, Callable[[], object]], object],
+    ) -> None:
+        node = self.layout
+        for d in (node.containerd_dir, node.cni_conf_dir, node.kubelet_dir, node.pod_logs_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        ctd_config = node.dir / "containerd.toml"
+        ctd_config.write_text(cfg.containerd_config(node))
+        (node.cni_conf_dir / "10-bridge.conflist").write_text(cfg.dump_json(cfg.cni_conflist(node)))
+        self._make_bridge()
+        run("containerd", cfg.containerd_args(Path(_which("containerd")), ctd_config))
+        wait("containerd's socket", lambda: self._ctr("version", check=False).returncode == 0)
+        self._ctr("images", "import", "--base-name", cfg.MPI_IMAGE_REPO, str(inputs.mpi_images))
+        self._ctr("images", "import", "--base-name", "localhost/pause", str(inputs.pause_image))
+        self._ctr("images", "tag", cfg.MPI_IMAGES["openmpi"], cfg.INIT_IMAGE)
+        corefile = node.dir / "Corefile"
+        corefile.write_text(cfg.corefile(node, self.kubeconfig))
+        run("coredns", cfg.coredns_args(inputs.coredns, corefile))
+        kubelet_config = node.dir / "kubelet.yaml"
+        kubelet_config.write_text(cfg.dump_json(cfg.kubelet_config(node, ca_crt)))
+        run("kubelet", cfg.kubelet_args(inputs.kubelet, node, kubelet_config, self.kubeconfig))
+        wait(
+            "CoreDNS /ready", lambda: _http_ok(f"http://127.0.0.1:{node.coredns_ready_port}/ready")
+        )
+        wait(
+            "kubelet /healthz",
+            lambda: _http_ok(f"http://127.0.0.1:{node.kubelet_healthz_port}/healthz"),
+        )
+
+    def _make_bridge(self) -> None:
+        node = self.layout
+        if not Path(f"/sys/class/net/{node.bridge}").exists():
+            _ip("link", "add", "name", node.bridge, "type", "bridge")
+        _ip("addr", "replace", f"{node.gateway}/24", "dev", node.bridge)
+        _ip("link", "set", node.bridge, "up")
+
+    def _ctr(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        argv = [_which("ctr"), "--address", str(self.layout.containerd_socket), "-n", "k8s.io"]
+        result = subprocess.run([*argv, *args], capture_output=True, text=True, timeout=300)
+        if check and result.returncode != 0:
+            raise ClusterError(f"ctr {' '.join(args)}: {result.stderr.strip()}")
+        return result
+
+    # -- stop
+
+    def kill_containers(self) -> None:
+        """Kill every container process of the node while containerd still runs, so that
+        the shims exit and the kubelet's volumes can be unmounted."""
+        with contextlib.suppress(OSError, subprocess.SubprocessError, ClusterError):
+            tasks = self._ctr("tasks", "ls", "-q", check=False).stdout.split()
+            for task in tasks:
+                self._ctr("tasks", "kill", "-s", "SIGKILL", task, check=False)
+            deadline = time.monotonic() + 10
+            for task in tasks:
+                while self._ctr("tasks", "delete", task, check=False).returncode != 0:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.2)
+
+    def cleanup(self) -> None:
+        """After the node's processes stopped: whatever is left of them (idempotent)."""
+        node = self.layout
+        for pid in _shims_of(node.containerd_socket):
+            _kill_tree(pid)
+        _unmount_under(node.dir)
+        if Path(f"/sys/class/net/{node.bridge}").exists():
+            with contextlib.suppress(ClusterError):
+                _ip("link", "del", node.bridge)
+        _remove_log_links(node.pod_logs_dir)
+
+
+def _which(command: str) -> str:
+    found = shutil.which(command)
+    if found is None:
+        raise ClusterError(f"{command} not found")
+    return found
+
+
+def _ip(*args: str) -> None:
+    result = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ClusterError(f"ip {' '.join(args)}: {result.stderr.strip()}")
+
+
+def _http_ok(url: str) -> bool:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return bool(r.status == 200)
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return raw.decode(errors="replace").split("\0")
+
+
+def _shims_of(socket: Path) -> list[int]:
+    """The containerd shims serving the containerd at ``socket`` (and no other)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            argv = _cmdline(int(entry.name))
+            if argv and argv[0].endswith("containerd-shim-runc-v2") and str(socket) in argv:
+                pids.append(int(entry.name))
+    return pids
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                kids += [int(k) for k in (task / "children").read_text().split()]
+    return kids
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and all its descendants, the descendants first."""
+    for child in _children(pid):
+        _kill_tree(child)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _unmount_under(root: Path) -> None:
+    """Detach every mount below ``root`` (overlay rootfs, shm, secrets' tmpfs, netns)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    prefix = str(root.resolve()) + "/"
+    for _ in range(5):
+        points = []
+        with contextlib.suppress(OSError):
+            for line in Path("/proc/self/mountinfo").read_text().splitlines():
+                point = line.split()[4].replace("\\040", " ")
+                if point.startswith(prefix):
+                    points.append(point)
+        if not points:
+            return
+        for point in sorted(points, key=len, reverse=True):
+            libc.umount2(point.encode(), _MNT_DETACH)
+
+
+def _remove_log_links(pod_logs_dir: Path) -> None:
+    with contextlib.suppress(OSError):
+        for link in cfg.CONTAINER_LOG_LINKS.iterdir():
+            with contextlib.suppress(OSError):
+                if link.is_symlink() and os.readlink(link).startswith(str(pod_logs_dir)):
+                    link.unlink()

@@ -1,0 +1,210 @@
+"""MPI programs run for real: the operator's MPIJobs on the ``real`` shape's node, whose
+containers come from the image of ``hack/build-node-images.sh`` (examples/v2beta1/pi's
+program, built with Open MPI and with MPICH). Each test checks what the launcher printed,
+which only a run that went through everything shows: the SSH key Secret mounted with
+working modes, sshd in the workers, the hostfile's names resolved by CoreDNS from the
+headless Service, and mpirun reaching every worker."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from examples_support import EXAMPLES, apply, docs, items, start_operator, wait_for_condition
+
+from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.crds import crds_installed
+from mpi_operator.localcluster.demo import load_mpijob
+from mpi_operator.localcluster.sample_jobs import on_real_node
+from mpi_operator.server.testing import OperatorProcess, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+T9K_CRD = ROOT / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
+T9K_PI = ROOT / "examples" / "t9k" / "pi.yaml"
+PI_RESULT = re.compile(r"pi is approximately 3\.14\d+ \(2 ranks")
+#: A cold container start on a loaded 2-core machine, then 10^8 samples.
+RUN_TIMEOUT = 240.0
+
+Obj = dict[str, Any]
+
+
+@pytest.fixture
+def real_ns(real_cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    prefix = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).removeprefix("test-")
+    name = real_cluster.create_namespace(prefix[:30].strip("-"))
+    yield name
+    real_cluster.delete_namespace(name)
+
+
+@pytest.fixture
+def operator(real_cluster: LocalCluster, real_ns: str, tmp_path: Path) -> Iterator[OperatorProcess]:
+    proc = start_operator(
+        tmp_path, real_cluster.kubeconfig, f"--namespace={real_ns}", f"--lock-namespace={real_ns}"
+    )
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        print(f"--- operator log ---\n{proc.output()[-6000:]}")
+
+
+def _launcher_pod(cluster: LocalCluster, ns: str, job: str) -> Obj:
+    pods = [
+        p
+        for p in items(cluster, f"/api/v1/namespaces/{ns}/pods")
+        if p["metadata"]["name"].startswith(f"{job}-launcher")
+    ]
+    assert len(pods) == 1, [p["metadata"]["name"] for p in pods]
+    return pods[0]
+
+
+def _launcher_log(cluster: LocalCluster, ns: str, job: str) -> str:
+    pod = _launcher_pod(cluster, ns, job)["metadata"]["name"]
+    return str(cluster.kubectl("logs", "-n", ns, pod).stdout)
+
+
+def _explain(cluster: LocalCluster, ns: str) -> str:
+    """The pods and events of ``ns``, for a failure's message."""
+    pods = cluster.kubectl("get", "pods", "-n", ns, "-o", "wide", check=False).stdout
+    events = cluster.kubectl("get", "events", "-n", ns, check=False).stdout
+    return f"{pods}\n{events}"
+
+
+def _run_kubeflow(
+    cluster: LocalCluster, ns: str, job: Obj, proc: OperatorProcess
+) -> tuple[Obj, str]:
+    """Applies the job on the real node, waits for Succeeded, returns it and the launcher's
+    log."""
+    apply(cluster, ns, on_real_node(job))
+    name = job["metadata"]["name"]
+    try:
+        done = wait_for_condition(cluster, ns, name, "Succeeded", proc, timeout=RUN_TIMEOUT)
+    except BaseException:
+        print(_explain(cluster, ns))
+        raise
+    return done, _launcher_log(cluster, ns, name)
+
+
+# Not working yet (seen on this machine: MPICH's launcher prints nothing and never
+# ends; a worker's sshd readiness probe can stay unready for 40 s); strict, so that
+# a fix shows as XPASS and the mark must go.
+MPICH_NOT_YET = pytest.mark.xfail(
+    strict=True, reason="MPICH on the real node hangs in the launcher (unresolved)"
+)
+
+
+@pytest.mark.parametrize(
+    ("example", "implementation"),
+    [("pi.yaml", "Open MPI"), pytest.param("pi-mpich.yaml", "MPICH", marks=MPICH_NOT_YET)],
+)
+def test_pi_example_computes_pi_across_two_workers(
+    real_cluster: LocalCluster,
+    real_ns: str,
+    operator: OperatorProcess,
+    example: str,
+    implementation: str,
+) -> None:
+    job = load_mpijob(EXAMPLES / "pi" / example)
+    name = job["metadata"]["name"]
+    if implementation == "MPICH":
+        # MPICH's mpirun (hydra) waits forever when a worker's name does not resolve
+        # yet, where Open MPI's fails and the launcher Job retries: the example's
+        # workers carry a readiness probe on sshd's port for this policy.
+        job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
+    assert PI_RESULT.search(log), log
+    # Both ranks ran, one on each worker, named as the hostfile names them.
+    for rank in (0, 1):
+        assert re.search(rf"rank {rank} of 2 on {name}-worker-\d", log), log
+    hosts = set(re.findall(rf"rank \d of 2 on ({name}-worker-\d)", log))
+    assert hosts == {f"{name}-worker-0", f"{name}-worker-1"}, log
+
+
+def test_run_launcher_as_worker_puts_a_rank_on_the_launcher(
+    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
+) -> None:
+    job = load_mpijob(EXAMPLES / "pi" / "pi.yaml")
+    job["metadata"]["name"] = "pi-law"
+    job["spec"]["runLauncherAsWorker"] = True
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["args"] = ["-n", "3", "/home/mpiuser/pi"]
+    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
+    assert re.search(r"pi is approximately 3\.14\d+ \(3 ranks", log), log
+    hosts = set(re.findall(r"rank \d of 3 on (\S+)", log))
+    assert hosts == {"pi-law-launcher", "pi-law-worker-0", "pi-law-worker-1"}, log
+
+
+def _ready_since(pod: Obj) -> str:
+    for c in pod["status"].get("conditions") or []:
+        if c["type"] == "Ready" and c["status"] == "True":
+            return str(c["lastTransitionTime"])
+    raise AssertionError(f"{pod['metadata']['name']} is not Ready: {pod['status']}")
+
+
+def test_wait_for_workers_ready_creates_the_launcher_after_sshd_is_ready(
+    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
+) -> None:
+    job = load_mpijob(EXAMPLES / "pi" / "pi.yaml")
+    job["metadata"]["name"] = "pi-wait"
+    job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    job["spec"]["runPolicy"]["cleanPodPolicy"] = "None"
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    # Ready only once sshd listens, a few seconds after the container started.
+    worker["readinessProbe"] = {"tcpSocket": {"port": 2222}, "initialDelaySeconds": 3}
+    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
+    assert PI_RESULT.search(log), log
+    launcher = _launcher_pod(real_cluster, real_ns, "pi-wait")
+    created = launcher["metadata"]["creationTimestamp"]
+    for i in (0, 1):
+        path = f"/api/v1/namespaces/{real_ns}/pods/pi-wait-worker-{i}"
+        status, pod = real_cluster.request("GET", path)
+        assert status == 200, pod
+        # RFC 3339 UTC timestamps of one format compare as strings.
+        assert _ready_since(pod) <= created, (pod["status"], created)
+
+
+@pytest.fixture
+def t9k_crd(real_cluster: LocalCluster) -> Iterator[None]:
+    with crds_installed(real_cluster, (T9K_CRD,)):
+        yield
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the T9k launcher's init container never sees the workers: its nslookup of "
+    "<worker>.<job>.<ns>.svc times out against CoreDNS (unresolved)",
+)
+def test_t9k_generated_mpirun_line_runs_the_program(
+    real_cluster: LocalCluster, real_ns: str, t9k_crd: None, operator: OperatorProcess
+) -> None:
+    (job,) = docs(T9K_PI)
+    # Debian's Open MPI lives under /usr; orte_tag_output shows that the mca reached mpirun.
+    job["spec"]["mpiHome"] = "/usr"
+    job["spec"]["mca"]["orte_tag_output"] = "1"
+    apply(real_cluster, real_ns, on_real_node(job))
+    path = f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{real_ns}/mpijobs/pi-t9k"
+
+    def phase() -> str | None:
+        assert operator.poll() is None, operator.output()[-4000:]
+        _, body = real_cluster.request("GET", path)
+        current = str((body.get("status") or {}).get("phase") or "")
+        assert current != "Failed", body.get("status")
+        return current if current == "Succeeded" else None
+
+    try:
+        wait_until(phase, RUN_TIMEOUT, "T9k mpijob pi-t9k Succeeded")
+    except BaseException:
+        print(_explain(real_cluster, real_ns))
+        raise
+    launcher = _launcher_pod(real_cluster, real_ns, "pi-t9k")
+    (container,) = launcher["spec"]["containers"]
+    command = [*container.get("command", []), *container.get("args", [])]
+    expected = ["/usr/bin/mpirun", "--prefix", "/usr", "--hostfile", "/etc/mpi/hostfile"]
+    assert command[: len(expected)] == expected, command
+    assert command[-4:] == ["--allow-run-as-root", "-np", "2", "/home/mpiuser/pi"], command
+    log = _launcher_log(real_cluster, real_ns, "pi-t9k")
+    assert re.search(r"\[1,0\]<stdout>:pi is approximately 3\.14\d+ \(2 ranks", log), log
+    assert re.search(r"\[1,1\]<stdout>:rank 1 of 2 on pi-t9k-worker-\d", log), log

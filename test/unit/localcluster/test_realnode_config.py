@@ -1,0 +1,90 @@
+"""The ``real`` shape's node configuration (pure) and its pinned inputs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mpi_operator.localcluster import components
+from mpi_operator.localcluster import nodeconfig as cfg
+from mpi_operator.localcluster.sample_jobs import on_real_node, pi_mpijob
+
+ROOT = Path(__file__).resolve().parents[3]
+NODE = cfg.NodeLayout.for_cluster(Path("/tmp/some-cluster"), (10250, 10248, 8181))
+
+
+def _pins(go_mod: Path) -> dict[str, str]:
+    """k8s.io/kubernetes' version and every replace line of a tools module."""
+    text = go_mod.read_text()
+    pins = dict(re.findall(r"^\s*(k8s\.io/[\w.-]+) => \S+ (v[\w.-]+)$", text, re.M))
+    pins["k8s.io/kubernetes"] = re.search(r"^require k8s.io/kubernetes (\S+)$", text, re.M)[1]  # type: ignore[index]
+    return pins
+
+
+def test_the_kubelet_is_pinned_to_the_control_planes_release() -> None:
+    control_plane = _pins(ROOT / "hack/tools/k8s/go.mod")
+    kubelet = _pins(ROOT / "hack/tools/kubelet/go.mod")
+    assert kubelet["k8s.io/kubernetes"] == control_plane["k8s.io/kubernetes"]
+    assert {k: v for k, v in kubelet.items() if k in control_plane} == control_plane
+
+
+def test_two_clusters_get_different_bridges_and_subnets() -> None:
+    other = cfg.NodeLayout.for_cluster(Path("/tmp/other-cluster"), (1, 2, 3))
+    assert len(NODE.bridge) <= 15  # IFNAMSIZ
+    assert (NODE.bridge, NODE.subnet) != (other.bridge, other.subnet)
+    assert NODE.gateway.endswith(".1") and NODE.subnet.startswith(NODE.gateway[:-1])
+
+
+def test_containerd_runs_without_cap_sys_resource_and_keeps_to_its_directory() -> None:
+    toml = cfg.containerd_config(NODE)
+    assert "restrict_oom_score_adj = true" in toml
+    assert "netns_mounts_under_state_dir = true" in toml
+    assert f'address = "{NODE.containerd_socket}"' in toml
+    assert f'sandbox_image = "{cfg.PAUSE_IMAGE}"' in toml
+
+
+def test_kubelet_on_cgroup_v1_with_cluster_dns_on_the_gateway() -> None:
+    conf = cfg.kubelet_config(NODE, Path("/ca.crt"))
+    assert conf["failCgroupV1"] is False
+    assert conf["cgroupDriver"] == "cgroupfs"
+    assert conf["clusterDNS"] == [NODE.gateway]
+    assert conf["registerWithTaints"] == [cfg.REAL_NODE_TAINT]
+    net = cfg.cni_conflist(NODE)["plugins"][0]
+    assert (net["type"], net["ipam"]["type"]) == ("bridge", "host-local")
+    assert f"bind {NODE.gateway}" in cfg.corefile(NODE, Path("/kubeconfig"))
+
+
+def test_endpoint_controllers_and_kubelet_access_only_in_the_real_shape(tmp_path: Path) -> None:
+    from mpi_operator.localcluster.pki import Pki
+
+    layout = components.Layout(
+        tmp_path,
+        Pki(tmp_path),
+        tmp_path / "kc",
+        {"kube-controller-manager": 1, "etcd": 2, "kube-apiserver": 3},
+    )
+    full = components.controller_manager_args(Path("kcm"), layout)
+    real = components.controller_manager_args(Path("kcm"), layout, endpoints=True)
+    assert "endpointslice-controller" not in " ".join(full)
+    assert "endpointslice-controller,endpoints-controller" in " ".join(real)
+    args = {"full": True, "watch_cache": True, "admission_plugins": [], "extra": []}
+    plain = components.apiserver_args(Path("a"), layout, **args)  # type: ignore[arg-type]
+    kubelet = components.apiserver_args(Path("a"), layout, kubelet_client=True, **args)  # type: ignore[arg-type]
+    assert "--kubelet-preferred-address-types=InternalIP" not in plain
+    assert "--kubelet-preferred-address-types=InternalIP" in kubelet
+
+
+def test_on_real_node_steers_every_pod_and_drops_cpu_only() -> None:
+    job = pi_mpijob("pi")
+    container = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1"}}
+    real = on_real_node(job)
+    assert container["resources"]["limits"]["cpu"] == "1"  # the original is untouched
+    for spec in real["spec"]["mpiReplicaSpecs"].values():
+        pod = spec["template"]["spec"]
+        assert pod["nodeSelector"] == {"type": "real"}
+        assert {"operator": "Equal", **cfg.REAL_NODE_TAINT} in pod["tolerations"]
+    worker = real["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["resources"] == {"limits": {"memory": "1Gi"}, "requests": {}}
+    t9k = on_real_node({"spec": {"worker": {"template": {"spec": {"containers": []}}}}})
+    assert t9k["spec"]["worker"]["template"]["spec"]["nodeSelector"] == {"type": "real"}
