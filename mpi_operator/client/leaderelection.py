@@ -51,6 +51,7 @@ from mpi_operator.client.kubeapi import (
     REQUEST_ERRORS,
     ApiError,
     KubeClient,
+    is_conflict,
     is_not_found,
 )
 from mpi_operator.client.resourcelock import LeaderElectionRecord, LeaseLock
@@ -247,7 +248,17 @@ class LeaderElector:
             leader_transitions=self.observed_record.leader_transitions,
         )
         try:
-            await self.lock.update(record)
+            try:
+                await self.lock.update(record)
+            except ApiError as err:
+                if not is_conflict(err):
+                    raise
+                # Deviation: client-go gives up here. Our lease keeper, cancelled at
+                # shutdown, may have renewed after our last read: release if still ours.
+                current, _ = await self.lock.get()
+                if current.holder_identity != self.config.identity:
+                    return True
+                await self.lock.update(record)
         except REQUEST_ERRORS as err:
             self.log.error("failed to release lease", error=str(err))
             return False
