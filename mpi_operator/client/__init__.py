@@ -19,9 +19,9 @@ from mpi_operator.client.events import NORMAL, WARNING, EventRecorder, EventSink
 from mpi_operator.client.informer import (
     EventHandler,
     SharedInformer,
-    SharedInformerFactory,
     strip_managed_fields,
 )
+from mpi_operator.client.informer_factory import SharedInformerFactory
 from mpi_operator.client.kubeapi import (
     CONFIGMAPS,
     EVENTS,

@@ -1,4 +1,4 @@
-"""Shared informers and their factory.
+"""Shared informers (their factory: :mod:`mpi_operator.client.informer_factory`).
 
 A :class:`SharedInformer` owns one reflector (one LIST+WATCH) for a resource,
 namespace and selector pair (one per namespace when given a list of them),
@@ -24,13 +24,10 @@ and does not affect other handlers. Resync is informer-wide, not per handler.
 
 An informer whose task ends on its own (an exception nothing handled) has a
 frozen cache: it is logged once, with its traceback, :attr:`SharedInformer.failure`
-says why, and the factory's :meth:`~SharedInformerFactory.wait_for_failure`
-returns, so that the process can report it and exit (client-go's informers
-cannot die this way; ours can, through a bug).
+says why, and the factory's ``wait_for_failure`` returns, so that the process
+can report it and exit (client-go's informers cannot die this way; ours can,
+through a bug).
 
-:class:`SharedInformerFactory` hands out one informer per
-(resource, namespace, label selector, field selector), starts them as tasks
-and waits for their initial sync with a timeout.
 """
 
 from __future__ import annotations
@@ -339,103 +336,3 @@ class SharedInformer:
 def _ns(obj: Obj) -> str | None:
     namespace = (obj.get("metadata") or {}).get("namespace")
     return namespace if isinstance(namespace, str) else None
-
-
-@dataclass(frozen=True)
-class InformerKey:
-    resource: Resource
-    namespace: tuple[str | None, ...]
-    label_selector: str | None
-    field_selector: str | None
-
-
-class SharedInformerFactory:
-    def __init__(
-        self,
-        client: KubeClient,
-        *,
-        namespace: str | Sequence[str | None] | None = None,
-        resync_period: float = 0.0,
-        transform: Transform | None = strip_managed_fields,
-        clock: Clock | None = None,
-        min_watch_timeout: float = 300.0,
-    ) -> None:
-        self.client = client
-        self.namespace = namespace_scopes(namespace)
-        self.resync_period = resync_period
-        self.transform = transform
-        self._clock = clock
-        self.min_watch_timeout = min_watch_timeout
-        self._informers: dict[InformerKey, SharedInformer] = {}
-        self._died = asyncio.Event()
-
-    def informer_for(
-        self,
-        resource: Resource,
-        *,
-        namespace: str | Sequence[str | None] | None = None,
-        label_selector: str | Selector | None = None,
-        field_selector: str | None = None,
-        indexers: Mapping[str, IndexFunc] | None = None,
-    ) -> SharedInformer:
-        """The shared informer for this resource/selector, created on first use.
-
-        ``namespace`` (one, or a list) defaults to the factory's (None: all namespaces);
-        cluster-scoped resources are always listed cluster-wide."""
-        ns = namespace_scopes(namespace) if namespace is not None else self.namespace
-        if not resource.namespaced:
-            ns = (None,)
-        key = InformerKey(
-            resource,
-            ns,
-            str(label_selector) if label_selector is not None else None,
-            field_selector,
-        )
-        inf = self._informers.get(key)
-        if inf is None:
-            inf = SharedInformer(
-                self.client,
-                resource,
-                namespace=ns,
-                label_selector=key.label_selector,
-                field_selector=field_selector,
-                transform=self.transform,
-                resync_period=self.resync_period,
-                indexers=indexers,
-                clock=self._clock,
-                min_watch_timeout=self.min_watch_timeout,
-            )
-            inf.on_failure(lambda _: self._died.set())
-            self._informers[key] = inf
-        elif indexers:
-            missing = {k: v for k, v in indexers.items() if k not in inf.indexer.indexer_names()}
-            if missing:
-                inf.indexer.add_indexers(missing)
-        return inf
-
-    def informers(self) -> list[SharedInformer]:
-        return list(self._informers.values())
-
-    def start(self) -> None:
-        """Start every informer not yet running (safe to call repeatedly)."""
-        for inf in self._informers.values():
-            inf.start()
-
-    async def wait_for_cache_sync(self, sync_timeout: float | None = None) -> bool:
-        """True when every informer has synced within ``sync_timeout`` seconds."""
-        results = await asyncio.gather(
-            *(inf.wait_for_sync(sync_timeout) for inf in self._informers.values())
-        )
-        return all(results)
-
-    def failures(self) -> list[str]:
-        """One line per informer that died: its resource and why."""
-        return [f"{inf.resource}: {inf.failure}" for inf in self._informers.values() if inf.failure]
-
-    async def wait_for_failure(self) -> str:
-        """Returns (the :meth:`failures`) once an informer has died."""
-        await self._died.wait()
-        return "; ".join(self.failures())
-
-    async def shutdown(self) -> None:
-        await asyncio.gather(*(inf.stop() for inf in self._informers.values()))

@@ -13,7 +13,8 @@ from structlog.testing import capture_logs
 
 from mpi_operator.client import kubeapi
 from mpi_operator.client.clock import RealClock
-from mpi_operator.client.informer import SharedInformer, SharedInformerFactory
+from mpi_operator.client.informer import SharedInformer
+from mpi_operator.client.informer_factory import SharedInformerFactory
 from mpi_operator.client.kubeapi import (
     CONFIGMAPS,
     KubeClient,

@@ -10,7 +10,8 @@ from typing import Any, cast
 
 import pytest
 
-from mpi_operator.client.informer import SharedInformer, SharedInformerFactory
+from mpi_operator.client.informer import SharedInformer
+from mpi_operator.client.informer_factory import SharedInformerFactory
 from mpi_operator.client.kubeapi import CONFIGMAPS, PRIORITY_CLASSES, KubeClient
 from mpi_operator.client.store import DeletedFinalStateUnknown
 
