@@ -26,6 +26,7 @@ from chaos_support import (
 from prometheus_client.parser import text_string_to_metric_families
 
 from mpi_operator.localcluster import LocalCluster
+from mpi_operator.localcluster.components import fake_node
 from mpi_operator.localcluster.sample_jobs import pi_mpijob
 from mpi_operator.server.testing import OperatorProcess, wait_until
 
@@ -118,7 +119,7 @@ def test_chaos_many_worker_job_completes(
     ns = full_namespace
     workers = scale(100, 1000)
     if workers + 1 > 4 * 250:  # four fake nodes of 250 pods: one more for the rest
-        full_cluster.ensure(full_cluster._node("kwok-node-chaos"))
+        full_cluster.ensure(fake_node("kwok-node-chaos"))
     proc = operators.start(ns, qps=200, burst=400)
     wait_leading(proc)
     started = time.monotonic()
