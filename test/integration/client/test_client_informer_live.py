@@ -279,7 +279,7 @@ async def test_factory_shares_informers_and_watches_custom_resources_in_all_name
         await eventually(lambda: sorted(seen) == ["w0", "w1"], what="widgets seen")
         w1 = inf.lister.get(ns, "w1")
         assert w1 is not None and w1["kind"] == "Widget" and w1["spec"] == {"size": 3}
-        assert inf.namespace is None, "factory default is all namespaces"
+        assert inf.namespaces == (None,), "factory default is all namespaces"
     finally:
         await factory.shutdown()
 
