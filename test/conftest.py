@@ -70,31 +70,27 @@ def _start(factory: pytest.TempPathFactory, shape: str) -> LocalCluster:
     return cluster
 
 
-@pytest.fixture(scope="session")
-def api_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = _start(tmp_path_factory, API)
+def _session_cluster(factory: pytest.TempPathFactory, shape: str) -> Iterator[LocalCluster]:
+    cluster = _start(factory, shape)
     try:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def api_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    yield from _session_cluster(tmp_path_factory, API)
 
 
 @pytest.fixture(scope="session")
 def full_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = _start(tmp_path_factory, FULL)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from _session_cluster(tmp_path_factory, FULL)
 
 
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = _start(tmp_path_factory, REAL)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from _session_cluster(tmp_path_factory, REAL)
 
 
 def _prefix(request: pytest.FixtureRequest) -> str:
