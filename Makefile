@@ -42,7 +42,7 @@ lint: venv
 	$(BIN)/ruff check .
 
 typecheck: venv
-	$(BIN)/mypy mpi_operator
+	$(BIN)/mypy mpi_operator devcluster
 
 test-unit: venv
 	$(BIN)/pytest test/unit
@@ -51,10 +51,10 @@ test: venv binaries mpi node lint typecheck
 	$(BIN)/pytest
 
 cluster-up: venv binaries
-	@$(BIN)/python -m mpi_operator.localcluster up
+	@$(BIN)/python -m devcluster up
 
 cluster-down: venv
-	@$(BIN)/python -m mpi_operator.localcluster down
+	@$(BIN)/python -m devcluster down
 
 # Regenerates deploy/v2beta1/mpi-operator.yaml (and the CRD copy kustomize
 # reads) from crd/ and manifests/.
@@ -65,7 +65,7 @@ deploy-manifests: venv
 # cluster with the operator, prints the launcher's log, then stops everything it
 # started. DEMO_ARGS=--kwok: the fast demo on KWOK's fake nodes.
 demo: venv binaries node
-	@$(BIN)/python -m mpi_operator.localcluster.demo $(DEMO_ARGS)
+	@$(BIN)/python -m devcluster.demo $(DEMO_ARGS)
 
 # Regenerates crd/kubeflow.org_mpijobs.yaml from the models and a local kube-apiserver.
 crd: venv binaries

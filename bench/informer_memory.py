@@ -169,7 +169,7 @@ def main() -> None:
     cluster = None
     kubeconfig = args.kubeconfig
     if args.local or not kubeconfig:
-        from mpi_operator.localcluster import API, LocalCluster
+        from devcluster import API, LocalCluster
 
         cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="bench-informer-")), API)
         cluster.start()

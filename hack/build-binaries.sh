@@ -11,7 +11,7 @@
 #        hack/build-binaries.sh --print-dir print the binaries directory and exit
 #
 # If KUBEBUILDER_ASSETS points at envtest binaries, the kube-apiserver, etcd and
-# kubectl found there are used (mpi_operator.localcluster prefers them) and not built.
+# kubectl found there are used (devcluster prefers them) and not built.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

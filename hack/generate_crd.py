@@ -17,7 +17,7 @@ Usage::
 
 The OpenAPI document is read from the cluster of ``$KUBECONFIG`` when it is set
 (through ``kubectl get --raw``), otherwise from an api-only
-:class:`mpi_operator.localcluster.LocalCluster` started for the occasion, or from a
+:class:`devcluster.LocalCluster` started for the occasion, or from a
 file saved earlier with ``--openapi FILE``.
 """
 
@@ -41,7 +41,7 @@ OUTPUT = REPO / "crd" / "kubeflow.org_mpijobs.yaml"
 
 
 def fetch_from_kubeconfig(kubeconfig: str) -> tuple[dict[str, Any], str]:
-    from mpi_operator.localcluster import binaries
+    from devcluster import binaries
 
     kubectl = str(binaries.find(("kubectl",))["kubectl"])
 
@@ -58,7 +58,7 @@ def fetch_from_kubeconfig(kubeconfig: str) -> tuple[dict[str, Any], str]:
 
 
 def fetch_from_local_cluster() -> tuple[dict[str, Any], str]:
-    from mpi_operator.localcluster import API, LocalCluster
+    from devcluster import API, LocalCluster
 
     with tempfile.TemporaryDirectory(prefix="generate-crd-") as tmp:
         cluster = LocalCluster(Path(tmp), API, crd_files=[])

@@ -1,4 +1,4 @@
-"""Shared fixtures: real local control planes (``mpi_operator.localcluster``).
+"""Shared fixtures: real local control planes (``devcluster``).
 
 * ``api_cluster`` (session): etcd + kube-apiserver, envtest-like.
 * ``full_cluster`` (session): + kube-controller-manager, kube-scheduler, KWOK fake nodes;
@@ -10,7 +10,7 @@
 * ``namespace`` / ``full_namespace`` (function): a fresh namespace in one of them,
   deleted afterwards.
 
-Both clusters are :class:`mpi_operator.localcluster.LocalCluster` objects:
+Both clusters are :class:`devcluster.LocalCluster` objects:
 ``.kubeconfig`` (Path), ``.server`` (https URL), ``.kubectl(*args, check=True,
 input=None)``, ``.stop_apiserver()``, ``.start_apiserver()``, ``.restart_apiserver()``,
 ``.compact_etcd()``, ``.request(method, path, body)``. Each starts lazily, the first time
@@ -26,8 +26,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from mpi_operator.localcluster import API, FULL, REAL, BinariesMissingError, LocalCluster
-from mpi_operator.localcluster.audit import SERVICE_ACCOUNTS
+from devcluster import API, FULL, REAL, BinariesMissingError, LocalCluster
+from devcluster.audit import SERVICE_ACCOUNTS
 
 _API_FIXTURES = {"api_cluster", "namespace"}
 _FULL_FIXTURES = {"full_cluster", "full_namespace"}

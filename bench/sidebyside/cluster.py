@@ -14,8 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from mpi_operator.localcluster import FULL, LocalCluster
-from mpi_operator.localcluster.audit import audit_code, audit_user, read_audit_events
+from devcluster import FULL, LocalCluster
+from devcluster.audit import audit_code, audit_user, read_audit_events
 
 from .machine import write_latency_ms
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from mpi_operator.localcluster import COMPLETE_AFTER, LocalCluster
+from devcluster import COMPLETE_AFTER, LocalCluster
 
 MPIJOBS = "/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs"
 PODS = "/api/v1/namespaces/{ns}/pods"

@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpi_operator.localcluster import wait_for
-from mpi_operator.localcluster.procs import Process, free_ports
-from mpi_operator.localcluster.waiting import StopWaitingError
+from devcluster import wait_for
+from devcluster.procs import Process, free_ports
+from devcluster.waiting import StopWaitingError
 
 from .cluster import BenchCluster
 from .machine import cpu_seconds

@@ -10,7 +10,7 @@ import statistics
 import time
 from typing import Any
 
-from mpi_operator.localcluster import LocalCluster, wait_for
+from devcluster import LocalCluster, wait_for
 
 from .kube import (
     JOB_ROLE_LABEL,

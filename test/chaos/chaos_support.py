@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from mpi_operator.localcluster import (
+from devcluster import (
     BinariesMissingError,
     LocalCluster,
 )
-from mpi_operator.server.testing import OperatorProcess, wait_until
+from devcluster.testing import OperatorProcess, wait_until
 
 FULL = os.environ.get("MPI_CHAOS_FULL", "") not in ("", "0", "false")
 

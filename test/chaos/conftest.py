@@ -80,7 +80,7 @@ from pathlib import Path
 import pytest
 from chaos_support import Operators, operators_of_a_test
 
-from mpi_operator.localcluster import LocalCluster
+from devcluster import LocalCluster
 
 
 @pytest.fixture

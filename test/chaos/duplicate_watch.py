@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from chaos_support import JOB_NAME_LABEL, JOB_ROLE_LABEL, REPLICA_INDEX_LABEL, Obj
 
-from mpi_operator.localcluster import LocalCluster
+from devcluster import LocalCluster
 
 
 @dataclass

@@ -31,10 +31,10 @@ from typing import Any
 
 from chaos_support import Obj, Operators
 
-from mpi_operator.localcluster import FULL, LocalCluster
-from mpi_operator.localcluster.audit import audit_code
-from mpi_operator.localcluster.pki import generate
-from mpi_operator.server.testing import wait_until
+from devcluster import FULL, LocalCluster
+from devcluster.audit import audit_code
+from devcluster.pki import generate
+from devcluster.testing import wait_until
 
 IDENTITY_NAMESPACE = "chaos-faults"
 OPERATOR_SA = "operator"

@@ -19,10 +19,10 @@ import yaml
 from chaos_support import LEASE_FLAGS, Obj, api, list_items
 from examples_support import DEPLOY, docs  # test/e2e, on pytest's pythonpath
 
+from devcluster import LocalCluster
+from devcluster.audit import SERVICE_ACCOUNTS, audit_code
+from devcluster.testing import OperatorProcess, wait_until
 from mpi_operator.api.v2beta1 import parse, set_defaults
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.audit import SERVICE_ACCOUNTS, audit_code
-from mpi_operator.server.testing import OperatorProcess, wait_until
 
 Triple = tuple[str, str, str]
 """(apiGroup, resource[/subresource], verb)"""

@@ -23,8 +23,8 @@ from chaos_support import (
 )
 from duplicate_watch import Watcher
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
+from devcluster import LocalCluster
+from devcluster.sample_jobs import pi_mpijob
 
 # Long enough for the operator to keep its lease through an API server restart, so
 # that the informers' relist (not a process restart) is what is exercised.

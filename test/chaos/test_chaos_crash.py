@@ -17,8 +17,8 @@ from chaos_support import (
 )
 from duplicate_watch import Watcher
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
+from devcluster import LocalCluster
+from devcluster.sample_jobs import pi_mpijob
 
 
 def test_chaos_sigkill_at_random_moments_loses_and_duplicates_nothing(

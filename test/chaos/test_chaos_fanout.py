@@ -44,12 +44,12 @@ from chaos_support import (
     wait_leading,
 )
 
+from devcluster import LocalCluster
+from devcluster.sample_jobs import pi_mpijob
+from devcluster.testing import wait_until
 from mpi_operator.api.limits import MAX_WORKER_REPLICAS
 from mpi_operator.api.v2beta1 import parse, set_defaults
 from mpi_operator.api.v2beta1.validation import config_shape
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
-from mpi_operator.server.testing import wait_until
 
 JOB_NAME = "training.kubeflow.org/job-name"
 SMALL_WORKER = f"{JOB_NAME}=s,training.kubeflow.org/job-role=worker"

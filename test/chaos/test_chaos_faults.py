@@ -67,7 +67,7 @@ from fault_injection import (
     wait_flow_schema_active,
 )
 
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
+from devcluster.sample_jobs import pi_mpijob
 
 pytestmark = pytest.mark.full_cluster
 

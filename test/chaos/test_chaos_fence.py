@@ -18,10 +18,10 @@ from pathlib import Path
 
 from chaos_support import Obj, Operators, api, create_mpijob, list_items, report, wait_leading
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.audit import audit_code
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
-from mpi_operator.server.testing import wait_until
+from devcluster import LocalCluster
+from devcluster.audit import audit_code
+from devcluster.sample_jobs import pi_mpijob
+from devcluster.testing import wait_until
 
 RENEW_DEADLINE = 5.0
 ELECTION = (

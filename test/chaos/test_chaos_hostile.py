@@ -35,10 +35,10 @@ from chaos_support import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.crds import crds_installed
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
-from mpi_operator.server.testing import wait_until
+from devcluster import LocalCluster
+from devcluster.crds import crds_installed
+from devcluster.sample_jobs import pi_mpijob
+from devcluster.testing import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "test" / "fixtures" / "hostile"

@@ -39,10 +39,10 @@ from chaos_support import (
     wait_leading,
 )
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.audit import audit_user
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
-from mpi_operator.server.testing import OperatorProcess, wait_until
+from devcluster import LocalCluster
+from devcluster.audit import audit_user
+from devcluster.sample_jobs import pi_mpijob
+from devcluster.testing import OperatorProcess, wait_until
 
 RETRY_PERIOD = 0.5
 

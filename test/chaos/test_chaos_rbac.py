@@ -96,11 +96,11 @@ from rbac_support import (
     triples,
 )
 
-from mpi_operator.localcluster import FULL as FULL_SHAPE
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.audit import SERVICE_ACCOUNTS, audit_code
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
-from mpi_operator.server.testing import wait_until
+from devcluster import FULL as FULL_SHAPE
+from devcluster import LocalCluster
+from devcluster.audit import SERVICE_ACCOUNTS, audit_code
+from devcluster.sample_jobs import pi_mpijob
+from devcluster.testing import wait_until
 
 pytestmark = [pytest.mark.full_cluster, pytest.mark.timeout(1800)]
 

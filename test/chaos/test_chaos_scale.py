@@ -25,10 +25,10 @@ from chaos_support import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.components import fake_node
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
-from mpi_operator.server.testing import OperatorProcess, wait_until
+from devcluster import LocalCluster
+from devcluster.components import fake_node
+from devcluster.sample_jobs import pi_mpijob
+from devcluster.testing import OperatorProcess, wait_until
 
 BAD_CONTAINER = {"name": "Not_A_DNS_Label", "image": "mpi-pi"}
 

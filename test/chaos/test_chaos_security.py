@@ -21,9 +21,9 @@ from chaos_support import (
     wait_leading,
 )
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
-from mpi_operator.server.testing import wait_until
+from devcluster import LocalCluster
+from devcluster.sample_jobs import pi_mpijob
+from devcluster.testing import wait_until
 
 FAULTS = Path(__file__).resolve().parents[1] / "fixtures" / "faults"
 

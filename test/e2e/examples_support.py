@@ -15,13 +15,13 @@ from typing import Any
 import yaml
 from prometheus_client import CollectorRegistry
 
+from devcluster import LocalCluster
+from devcluster.demo import load_mpijob
+from devcluster.sample_jobs import with_kwok_behaviour
+from devcluster.testing import OperatorProcess, wait_until
 from mpi_operator.client import KubeClient
 from mpi_operator.controller.controller import MPIJobController
 from mpi_operator.controller.options import ControllerOptions
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.demo import load_mpijob
-from mpi_operator.localcluster.sample_jobs import with_kwok_behaviour
-from mpi_operator.server.testing import OperatorProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "v2beta1"

@@ -9,7 +9,7 @@ import yaml
 from examples_support import kubectl_async as kubectl
 from examples_support import kubectl_json
 
-from mpi_operator.client.testing import eventually
+from devcluster.polling import eventually
 
 T9K = "mpijobs.batch.tensorstack.dev"
 COMPLETE_AFTER = "kwok.mpi-operator.io/complete-after"

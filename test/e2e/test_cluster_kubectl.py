@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
-from mpi_operator.localcluster import (
+from devcluster import (
     COMPLETE_AFTER,
     EVICT_AFTER,
     EXIT_CODE,
     LocalCluster,
     wait_for,
 )
-from mpi_operator.localcluster.procs import pid_alive
+from devcluster.procs import pid_alive
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import yaml
 from crd_cases import BAD, GOOD, mpijob
 from examples_support import kubectl_table
 
-from mpi_operator.localcluster import LocalCluster
+from devcluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "v2beta1").glob("*/*.yaml"))

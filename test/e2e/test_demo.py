@@ -1,4 +1,4 @@
-"""``make demo`` (``python -m mpi_operator.localcluster.demo``): the pi example ends
+"""``make demo`` (``python -m devcluster.demo``): the pi example ends
 Succeeded, for real on the real node (printing the value of pi the launcher computed)
 and with ``--kwok`` on the fake nodes, and the demo leaves no process, directory,
 mount or network device behind, whether it succeeds, fails or is interrupted. Each
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mpi_operator.localcluster import EXIT_CODE, BinariesMissingError
-from mpi_operator.localcluster.binaries import FULL_BINARIES, find
-from mpi_operator.localcluster.nodeconfig import NodeLayout
+from devcluster import EXIT_CODE, BinariesMissingError
+from devcluster.binaries import FULL_BINARIES, find
+from devcluster.nodeconfig import NodeLayout
 
 ROOT = Path(__file__).resolve().parents[2]
 PI = ROOT / "examples" / "v2beta1" / "pi" / "pi.yaml"
@@ -60,7 +60,7 @@ def _sigint_as_in_a_terminal() -> None:  # in the child, between fork and exec
 class Demo:
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mpi_operator.localcluster.demo", "--fresh", *args],
+            [sys.executable, "-m", "devcluster.demo", "--fresh", *args],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -202,14 +202,14 @@ def test_make_demo_runs_the_module() -> None:
         text=True,
         check=True,
     ).stdout
-    assert "-m mpi_operator.localcluster.demo --kwok --fresh" in out
+    assert "-m devcluster.demo --kwok --fresh" in out
     assert "hack/build-node-images.sh" in out  # the real node's images, built when missing
 
 
 def test_kwok_behaviour_is_added_to_a_copy() -> None:
-    from mpi_operator.localcluster import COMPLETE_AFTER, START_DELAY
-    from mpi_operator.localcluster.demo import job_state, load_mpijob
-    from mpi_operator.localcluster.sample_jobs import with_kwok_behaviour
+    from devcluster import COMPLETE_AFTER, START_DELAY
+    from devcluster.demo import job_state, load_mpijob
+    from devcluster.sample_jobs import with_kwok_behaviour
 
     original = load_mpijob(PI)
     job = with_kwok_behaviour(original, launcher_runs_for="3s", start_delay="1s")

@@ -36,9 +36,9 @@ from examples_support import (
     wait_for_condition,
 )
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.audit import audit_code, audit_user
-from mpi_operator.server.testing import OperatorProcess, wait_until
+from devcluster import LocalCluster
+from devcluster.audit import audit_code, audit_user
+from devcluster.testing import OperatorProcess, wait_until
 
 OVERLAYS = ROOT / "manifests" / "overlays"
 RBAC_KINDS = {

@@ -24,8 +24,8 @@ from examples_support import (
     wait_for_condition,
 )
 
-from mpi_operator.localcluster import ANNOTATION_PREFIX, LocalCluster
-from mpi_operator.server.testing import OperatorProcess
+from devcluster import ANNOTATION_PREFIX, LocalCluster
+from devcluster.testing import OperatorProcess
 
 EXAMPLE_FILES = sorted(EXAMPLES.rglob("*.yaml"))
 EXPECTED = {

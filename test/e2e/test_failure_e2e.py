@@ -15,16 +15,16 @@ import yaml
 from examples_support import in_process_operator, kubectl_json, kubectl_table
 from examples_support import kubectl_async as kubectl
 
-from mpi_operator.client.testing import eventually
-from mpi_operator.controller.controller import MPIJobController
-from mpi_operator.localcluster import (
+from devcluster import (
     COMPLETE_AFTER,
     EVICT_AFTER,
     EXIT_CODE,
     FAIL_FIRST_RUN_AFTER,
     REASON,
 )
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
+from devcluster.polling import eventually
+from devcluster.sample_jobs import pi_mpijob
+from mpi_operator.controller.controller import MPIJobController
 
 Obj = dict[str, Any]
 JOB_NAME = "training.kubeflow.org/job-name"

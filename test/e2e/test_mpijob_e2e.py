@@ -13,9 +13,9 @@ import yaml
 from examples_support import in_process_operator, kubectl_json, kubectl_table
 from examples_support import kubectl_async as kubectl
 
-from mpi_operator.client.testing import eventually
+from devcluster.polling import eventually
+from devcluster.sample_jobs import pi_mpijob
 from mpi_operator.controller.controller import MPIJobController
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
 
 OPERATOR_LABEL = "training.kubeflow.org/operator-name=mpi-operator"
 

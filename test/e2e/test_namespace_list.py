@@ -30,9 +30,9 @@ from examples_support import (
     wait_for_condition,
 )
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.audit import audit_code
-from mpi_operator.server.testing import wait_until
+from devcluster import LocalCluster
+from devcluster.audit import audit_code
+from devcluster.testing import wait_until
 
 Obj = dict[str, Any]
 ROLE = ROOT / "manifests" / "rbac" / "namespaced" / "role.yaml"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
-from mpi_operator.server.testing import OperatorProcess, wait_until
+from devcluster import LocalCluster
+from devcluster.sample_jobs import pi_mpijob
+from devcluster.testing import OperatorProcess, wait_until
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from examples_support import EXAMPLES, apply, docs, items, start_operator, wait_for_condition
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.localcluster.crds import crds_installed
-from mpi_operator.localcluster.demo import load_mpijob
-from mpi_operator.localcluster.sample_jobs import on_real_node
-from mpi_operator.server.testing import OperatorProcess, wait_until
+from devcluster import LocalCluster
+from devcluster.crds import crds_installed
+from devcluster.demo import load_mpijob
+from devcluster.sample_jobs import on_real_node
+from devcluster.testing import OperatorProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 T9K_CRD = ROOT / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"

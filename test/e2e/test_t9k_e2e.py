@@ -38,13 +38,13 @@ from t9k_support import (
     wait_pods,
 )
 
+from devcluster.crds import crds_installed
+from devcluster.polling import eventually
+from devcluster.sample_jobs import pi_mpijob
 from mpi_operator.client import KubeClient
-from mpi_operator.client.testing import eventually
 from mpi_operator.controller.controller import MPIJobController
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k import T9kMPIJobController
-from mpi_operator.localcluster.crds import crds_installed
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
 
 REPO = Path(__file__).resolve().parents[2]
 T9K_CRD = REPO / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
@@ -346,7 +346,7 @@ async def test_t9k_controller_in_the_operator_process_follows_its_flag(
 ) -> None:
     """The real ``mpi-operator`` serves T9k MPIJobs when their CRD is installed,
     unless ``--enable-t9k-controller=false``; Kubeflow MPIJobs are served either way."""
-    from mpi_operator.server.testing import OperatorProcess
+    from devcluster.testing import OperatorProcess
 
     ns = full_namespace
     proc = OperatorProcess(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from examples_support import DEPLOY, docs
 
-from mpi_operator.localcluster import LocalCluster
+from devcluster import LocalCluster
 
 REFERENCE_MODULE = (
     "github.com/kubeflow/mpi-operator@v0.8.2"  # as hack/install-reference-operator.sh

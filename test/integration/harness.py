@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry
 
+from devcluster.polling import eventually
 from mpi_operator.client import EVENTS, PODS, KubeClient, Resource
-from mpi_operator.client.testing import eventually
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import QueueController
 

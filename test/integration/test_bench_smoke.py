@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from bench.sidebyside.formatting import format_summary
-from mpi_operator.localcluster import Binaries, BinariesMissingError
-from mpi_operator.localcluster import binaries as binmod
+from devcluster import Binaries, BinariesMissingError
+from devcluster import binaries as binmod
 
 ROOT = Path(__file__).resolve().parents[2]
 

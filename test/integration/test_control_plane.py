@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mpi_operator.localcluster import LocalCluster, wait_for
+from devcluster import LocalCluster, wait_for
 
 
 def _server_binary_version(cluster: LocalCluster) -> str:

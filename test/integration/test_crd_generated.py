@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
+from devcluster import LocalCluster
 from mpi_operator.api import crdgen
-from mpi_operator.localcluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crd" / "kubeflow.org_mpijobs.yaml"

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from devcluster import LocalCluster, components
 from mpi_operator.client.kubeapi import NAMESPACES, KubeClient
 from mpi_operator.client.kubeconfig import load_client_config
-from mpi_operator.localcluster import LocalCluster, components
 
 pytestmark = pytest.mark.cluster
 

@@ -11,6 +11,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from structlog.testing import capture_logs
 
+from devcluster.polling import eventually
 from mpi_operator.client import kubeapi
 from mpi_operator.client.clock import RealClock
 from mpi_operator.client.informer import SharedInformer
@@ -24,7 +25,6 @@ from mpi_operator.client.kubeapi import (
 )
 from mpi_operator.client.reflector import Backoff
 from mpi_operator.client.store import DeletedFinalStateUnknown
-from mpi_operator.client.testing import eventually
 from mpi_operator.server.http import InformersCheck, healthz_app
 
 pytestmark = pytest.mark.cluster

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from devcluster.polling import eventually
 from mpi_operator.client.kubeapi import LEASES, KubeClient
 from mpi_operator.client.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaderElector,
 )
-from mpi_operator.client.testing import eventually
 
 pytestmark = pytest.mark.cluster
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from devcluster.polling import eventually
 from mpi_operator.client.events import NORMAL, WARNING, EventRecorder
 from mpi_operator.client.kubeapi import CONFIGMAPS, EVENTS, KubeClient
-from mpi_operator.client.testing import eventually
 
 pytestmark = pytest.mark.cluster
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from harness import JobObjects, controllers
 
+from devcluster.polling import eventually
 from mpi_operator.client import JOBS, MPIJOBS, PODS, KubeClient
-from mpi_operator.client.testing import eventually
 from mpi_operator.controller.controller import MPIJobController
 
 Obj = dict[str, Any]

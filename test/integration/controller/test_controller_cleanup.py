@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from controller_harness import Cluster, Obj, StartOperator, mpijob
 
+from devcluster.polling import eventually
 from mpi_operator.client import PODS
-from mpi_operator.client.testing import eventually
 
 
 @pytest.mark.parametrize(

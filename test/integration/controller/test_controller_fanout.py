@@ -17,7 +17,7 @@ import asyncio
 from controller_harness import Cluster, StartOperator, mpijob
 from harness import delete_when_added, small_beside_big
 
-from mpi_operator.client.testing import eventually
+from devcluster.polling import eventually
 
 QPS = 10  # the operator client's; the big job's backlog: (1000 - 130) / 10 = 87 s
 BIG = 1000

@@ -6,8 +6,8 @@ import base64
 
 from controller_harness import Cluster, StartOperator, mpijob
 
+from devcluster.polling import eventually
 from mpi_operator.client import CONFIGMAPS, MPIJOBS, SECRETS, SERVICES
-from mpi_operator.client.testing import eventually
 
 OPERATOR_LABEL = "training.kubeflow.org/operator-name=mpi-operator"
 

@@ -6,12 +6,12 @@ from typing import Any
 
 from controller_harness import Cluster, StartOperator, mpijob
 
+from devcluster.polling import eventually
 from mpi_operator.api.limits import CONFIG_MAP_DATA_LIMIT
 from mpi_operator.api.v2beta1 import parse, set_defaults
 from mpi_operator.api.v2beta1.validation import config_shape
 from mpi_operator.builders.config import new_config_map
 from mpi_operator.client import CONFIGMAPS, PODS, SECRETS, SERVICES, ApiError, Resource
-from mpi_operator.client.testing import eventually
 
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota")
 FIELD = "spec.mpiReplicaSpecs[Worker].replicas"

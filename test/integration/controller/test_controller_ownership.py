@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from controller_harness import Cluster, StartOperator, mpijob
 
+from devcluster.polling import eventually
 from mpi_operator.client import CONFIGMAPS, JOBS, PODS, SECRETS, SERVICES
-from mpi_operator.client.testing import eventually
 
 
 @pytest.mark.parametrize(

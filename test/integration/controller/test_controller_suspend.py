@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from controller_harness import Cluster, StartOperator, mpijob
 
+from devcluster.polling import eventually
 from mpi_operator.client import JOBS, MPIJOBS
-from mpi_operator.client.testing import eventually
 
 
 async def set_suspend(cluster: Cluster, suspend: bool, **launcher_spec: object) -> None:

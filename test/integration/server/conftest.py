@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mpi_operator.server.testing import OperatorProcess, StartOperator
+from devcluster.testing import OperatorProcess, StartOperator
 
 
 @pytest.fixture

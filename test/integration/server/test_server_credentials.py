@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from mpi_operator.localcluster import LocalCluster, components
-from mpi_operator.localcluster.sample_jobs import pi_mpijob
-from mpi_operator.server.testing import OperatorProcess, StartOperator, wait_until
+from devcluster import LocalCluster, components
+from devcluster.sample_jobs import pi_mpijob
+from devcluster.testing import OperatorProcess, StartOperator, wait_until
 
 # Enough lease that a plugin run (two kubectl calls on a loaded machine) never costs it.
 ELECTION = (

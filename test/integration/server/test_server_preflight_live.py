@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from mpi_operator.localcluster import API, BinariesMissingError, LocalCluster
-from mpi_operator.server.testing import StartOperator, wait_until
+from devcluster import API, BinariesMissingError, LocalCluster
+from devcluster.testing import StartOperator, wait_until
 
 WATCHED = ("mpijobs", "pods", "jobs", "services", "configmaps", "secrets")
 GROUPS = {"mpijobs": "kubeflow.org", "jobs": "batch"}

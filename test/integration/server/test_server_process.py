@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mpi_operator.localcluster import LocalCluster
-from mpi_operator.server.testing import StartOperator, free_port, wait_until
+from devcluster import LocalCluster
+from devcluster.testing import StartOperator, free_port, wait_until
 
 FAULTS = Path(__file__).resolve().parents[2] / "fixtures" / "faults"
 # Short timings so fail-over tests take seconds: lease 4 s, renew deadline 3 s, retry 1 s

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from harness import JobObjects, controllers
 
+from devcluster.crds import crds_installed
+from devcluster.polling import eventually
 from mpi_operator.client import PODS, KubeClient
-from mpi_operator.client.testing import eventually
 from mpi_operator.controller.t9k import T9kMPIJobController
 from mpi_operator.controller.t9k.context import T9K_MPIJOBS
-from mpi_operator.localcluster.crds import crds_installed
 
 Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parents[3]

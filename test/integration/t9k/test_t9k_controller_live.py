@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from t9k_harness import StartT9k, T9kCluster, conditions, t9k_job
 
+from devcluster.polling import eventually
 from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES, ApiError
-from mpi_operator.client.testing import eventually
 from mpi_operator.controller.t9k import crd_installed
 from mpi_operator.controller.t9k.context import T9K_POD_GROUPS
 

@@ -11,7 +11,7 @@ import asyncio
 from harness import delete_when_added, small_beside_big
 from t9k_harness import StartT9k, T9kCluster, conditions, t9k_job
 
-from mpi_operator.client.testing import eventually
+from devcluster.polling import eventually
 
 QPS = 10
 BIG = 1000

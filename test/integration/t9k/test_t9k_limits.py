@@ -11,13 +11,13 @@ import pytest
 from harness import controllers
 from t9k_harness import POD_GROUP_CRD, T9K_CRD, T9kCluster, t9k_job
 
+from devcluster.crds import crds_installed
+from devcluster.polling import eventually
 from mpi_operator.api.limits import MAX_WORKER_REPLICAS
 from mpi_operator.api.t9k import parse, set_defaults
 from mpi_operator.api.t9k.validation import config_shape
 from mpi_operator.client import CONFIGMAPS, PODS, SECRETS, SERVICES, ApiError
-from mpi_operator.client.testing import eventually
 from mpi_operator.controller.t9k import T9kMPIJobController
-from mpi_operator.localcluster.crds import crds_installed
 
 POD_GROUP_CRD_NAME = "podgroups.scheduler.tensorstack.dev"
 

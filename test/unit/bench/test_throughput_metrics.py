@@ -6,7 +6,7 @@ from typing import cast
 
 from bench.sidebyside.kube import Watch
 from bench.sidebyside.scenarios import JOB_NAME_LABEL, all_pods_ready, percentile
-from mpi_operator.localcluster import LocalCluster
+from devcluster import LocalCluster
 
 
 def watched(pods: dict[str, tuple[str, float | None]]) -> Watch:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 #: The real node's name, label and taint: pods run there only with the matching
-#: nodeSelector and toleration (:func:`mpi_operator.localcluster.realpods.on_real_node`),
+#: nodeSelector and toleration (:func:`devcluster.realpods.on_real_node`),
 #: so that nothing meant for the KWOK nodes starts a real container.
 REAL_NODE_NAME = "real-node-0"
 REAL_NODE_LABEL = ("type", "real")

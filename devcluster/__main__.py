@@ -1,4 +1,4 @@
-"""``python -m mpi_operator.localcluster up|down|status``.
+"""``python -m devcluster up|down|status``.
 
 ``up`` starts the full shape in the background (it outlives the command), records its
 processes in ``.cluster/state.json`` and prints exactly one line,
@@ -100,7 +100,7 @@ def status() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mpi_operator.localcluster")
+    parser = argparse.ArgumentParser(prog="python -m devcluster")
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_up = sub.add_parser("up", help="start a cluster in the background")
     p_up.add_argument("--shape", choices=SHAPES, default=FULL)

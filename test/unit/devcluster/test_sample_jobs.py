@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from devcluster import COMPLETE_AFTER, EXIT_CODE, START_DELAY
+from devcluster.sample_jobs import pi_mpijob, with_kwok_behaviour
 from mpi_operator.api.v2beta1 import parse, set_defaults, validate
-from mpi_operator.localcluster import COMPLETE_AFTER, EXIT_CODE, START_DELAY
-from mpi_operator.localcluster.sample_jobs import pi_mpijob, with_kwok_behaviour
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mpi_operator.localcluster import components
-from mpi_operator.localcluster.audit import audit_args, audit_code, audit_user, read_audit_events
-from mpi_operator.localcluster.pki import Pki
+from devcluster import components
+from devcluster.audit import audit_args, audit_code, audit_user, read_audit_events
+from devcluster.pki import Pki
 
 PORTS = {
     "etcd": 2379,

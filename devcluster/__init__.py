@@ -49,7 +49,7 @@ has finalizers is first stopped (Failed, exit code 137) as a kubelet would; with
 finalizers left it is removed at once. ``restartPolicy`` is not simulated: containers
 are never restarted.
 
-Entry points: ``python -m mpi_operator.localcluster up|down`` (``make cluster-up`` /
+Entry points: ``python -m devcluster up|down`` (``make cluster-up`` /
 ``make cluster-down``) and the pytest fixtures of ``test/conftest.py``.
 """
 

@@ -1,6 +1,6 @@
 """``make demo``: an MPIJob from ``examples/`` run to completion on a local control plane.
 
-``python -m mpi_operator.localcluster.demo [--kwok] [--example FILE] [--fresh] [--timeout S]``
+``python -m devcluster.demo [--kwok] [--example FILE] [--fresh] [--timeout S]``
 
 1. Reuses the cluster of ``make cluster-up`` (``.cluster/``) when it is running with
    the shape wanted, otherwise starts one in a temporary directory: the ``real``
@@ -330,7 +330,7 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m mpi_operator.localcluster.demo", description=__doc__.split("\n\n")[0]
+        prog="python -m devcluster.demo", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--example", type=Path, default=None, help=f"default: {DEFAULT_EXAMPLE}")
     parser.add_argument(

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mpi_operator.localcluster.procs import die_with_parent, free_ports
+from devcluster.procs import die_with_parent, free_ports
 
 _SCRUBBED_ENV = ("KUBECONFIG", "KUBEFLOW_NAMESPACE", "KUBERNETES_SERVICE_HOST")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mpi_operator.localcluster import components
-from mpi_operator.localcluster import nodeconfig as cfg
-from mpi_operator.localcluster.sample_jobs import on_real_node, pi_mpijob
+from devcluster import components
+from devcluster import nodeconfig as cfg
+from devcluster.sample_jobs import on_real_node, pi_mpijob
 
 ROOT = Path(__file__).resolve().parents[3]
 NODE = cfg.NodeLayout.for_cluster(Path("/tmp/some-cluster"), (10250, 10248, 8181))
@@ -55,7 +55,7 @@ def test_kubelet_on_cgroup_v1_with_cluster_dns_on_the_gateway() -> None:
 
 
 def test_endpoint_controllers_and_kubelet_access_only_in_the_real_shape(tmp_path: Path) -> None:
-    from mpi_operator.localcluster.pki import Pki
+    from devcluster.pki import Pki
 
     layout = components.Layout(
         tmp_path,
