@@ -8,6 +8,9 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+#: A Kubernetes object in wire (JSON) form, as the API server and the caches hold it.
+Obj = dict[str, Any]
+
 
 class ApiModel(BaseModel):
     model_config = ConfigDict(

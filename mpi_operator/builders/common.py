@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
     API_VERSION,
     JOB_NAME_LABEL,
@@ -15,8 +16,6 @@ from mpi_operator.api.v2beta1 import (
     ReplicaSpec,
     RestartPolicy,
 )
-
-Obj = dict[str, Any]
 
 LAUNCHER = "launcher"
 WORKER = "worker"

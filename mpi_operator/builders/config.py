@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import MPIImplementation, MPIJob
 from mpi_operator.builders.common import (
     CONFIG_SUFFIX,
     DISCOVER_HOSTS_SCRIPT_NAME,
     HOSTFILE_NAME,
-    Obj,
     child_metadata,
     host_domain,
     launcher_name,

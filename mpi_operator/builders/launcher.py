@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
     REPLICA_INDEX_LABEL,
     MPIImplementation,
@@ -17,7 +18,6 @@ from mpi_operator.builders.common import (
     DISCOVER_HOSTS_SCRIPT_NAME,
     HOSTFILE_NAME,
     LAUNCHER,
-    Obj,
     append_env,
     child_metadata,
     controller_owner_reference,

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.quantity import Quantity, QuantityError
 from mpi_operator.api.v2beta1 import MPIJob, ReplicaSpec, ReplicaType
 from mpi_operator.builders.common import controller_owner_reference, deep_copy
-
-Obj = dict[str, Any]
 
 POD_GROUP_KIND = "PodGroup"
 POD_GROUP_PLURAL = "podgroups"

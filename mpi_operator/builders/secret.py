@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import MPIJob
 from mpi_operator.builders.common import (
     SSH_AUTH_SECRET_SUFFIX,
     SSH_PRIVATE_KEY,
     SSH_PUBLIC_KEY,
-    Obj,
     child_metadata,
 )
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import REPLICA_INDEX_LABEL, MPIJob, ReplicaType
 from mpi_operator.builders.common import (
     WORKER,
-    Obj,
     append_env,
     controller_owner_reference,
     deep_copy,

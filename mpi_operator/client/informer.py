@@ -40,6 +40,7 @@ from typing import Any
 
 import structlog
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.kubeapi import KubeClient, Resource
 from mpi_operator.client.reflector import Backoff, Reflector
@@ -54,7 +55,6 @@ from mpi_operator.client.store import (
 
 log = structlog.get_logger()
 
-Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
 
 

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.kubeapi import (
     NETWORK_ERRORS,
@@ -48,8 +49,6 @@ from mpi_operator.client.kubeapi import (
 )
 
 log = structlog.get_logger()
-
-Obj = dict[str, Any]
 
 
 class ReflectorSink(Protocol):

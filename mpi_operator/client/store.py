@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.client.selectors import Selector, as_selector
 
-Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], list[str]]
 ObjList = list[Obj]
 KeyList = list[str]

@@ -10,8 +10,8 @@ their cache is not filtered by label, so AlreadyExists is answered from it.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import MPIJob
 from mpi_operator.builders.common import SSH_PRIVATE_KEY, SSH_PUBLIC_KEY
 from mpi_operator.builders.config import new_config_map
@@ -52,8 +52,6 @@ from mpi_operator.controller.context import (
 from mpi_operator.controller.missing_crd import raise_if_not_served
 from mpi_operator.controller.status import pod_phase
 from mpi_operator.controller.workers import worker_pods
-
-Obj = dict[str, Any]
 
 SSH_SECRET_KEYS = sorted((SSH_PRIVATE_KEY, SSH_PUBLIC_KEY))
 

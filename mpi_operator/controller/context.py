@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
     API_VERSION,
     JOB_NAME_LABEL,
@@ -24,8 +24,6 @@ from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister
 from mpi_operator.controller.expectations import CreationExpectations
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
-
-Obj = dict[str, Any]
 
 ERR_RESOURCE_EXISTS = "ErrResourceExists"
 MESSAGE_RESOURCE_EXISTS = (

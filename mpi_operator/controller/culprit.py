@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import JOB_ROLE_LABEL, PodFailure
-
-Obj = dict[str, Any]
 
 _FAR_FUTURE = "9999-12-31T23:59:59Z"
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.client import DeletedFinalStateUnknown, Lister, controller_of
 from mpi_operator.controller.expectations import CreationExpectations
-
-Obj = dict[str, Any]
 
 
 def _meta(obj: Obj) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import MPIJob
 from mpi_operator.builders.common import deep_copy, is_suspended, launcher_name
 from mpi_operator.builders.launcher import (
@@ -21,8 +22,6 @@ from mpi_operator.controller.context import (
     with_restart_attempt,
 )
 from mpi_operator.controller.status import is_job_finished, is_job_suspended
-
-Obj = dict[str, Any]
 
 FAILED_REASON = "MPIJobFailed"
 _NO_KIND = ""  # see children.py

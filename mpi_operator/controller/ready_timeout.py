@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import ConditionType, MPIJob
 from mpi_operator.builders.common import is_suspended
 from mpi_operator.controller.conditions import get_condition, has_true_condition
-
-Obj = dict[str, Any]
 
 REASON = "WorkersNotReady"
 _NAMED = 10

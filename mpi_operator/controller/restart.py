@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import structlog
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
     ConditionType,
     FailurePolicy,
@@ -47,8 +47,6 @@ from mpi_operator.controller.status import Event, is_terminating
 from mpi_operator.controller.workers import worker_pods
 
 log = structlog.get_logger(__name__)
-
-Obj = dict[str, Any]
 
 
 @dataclass(slots=True)

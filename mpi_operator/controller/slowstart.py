@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.controller.expectations import CreationExpectations
 from mpi_operator.controller.parallel import first_error
-
-Obj = dict[str, Any]
 
 #: The Job controller's MaxPodCreateDeletePerSync.
 MAX_CREATES_PER_SYNC = 500

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import ConditionType, JobStatus, MPIJob, ReplicaStatus, ReplicaType
 from mpi_operator.builders.common import is_suspended
 from mpi_operator.client.events import NORMAL, WARNING, truncate_message
@@ -31,8 +31,6 @@ from mpi_operator.controller.conditions import (
     update_conditions,
 )
 from mpi_operator.controller.culprit import culprit
-
-Obj = dict[str, Any]
 
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 POD_FAILED_REASON = "PodFailed"

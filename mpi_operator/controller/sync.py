@@ -9,11 +9,11 @@ succeeded, so a failed write followed by a retry does not report twice.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import structlog
 
 from mpi_operator.api.field_errors import InvalidObjectError, aggregate
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
     CleanPodPolicy,
     ConditionType,
@@ -60,7 +60,6 @@ from mpi_operator.controller.status import (
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 
 INVALID_POD_TEMPLATE = "InvalidPodTemplate"
 INVALID = 422  # the API server's "Invalid": the same object is rejected every time

@@ -11,8 +11,8 @@ call at a time.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
     JOB_NAME_LABEL,
     JOB_ROLE_LABEL,
@@ -40,8 +40,6 @@ from mpi_operator.controller.context import (
 from mpi_operator.controller.parallel import run_all
 from mpi_operator.controller.slowstart import create_slow_start
 from mpi_operator.controller.status import is_terminating, pod_phase
-
-Obj = dict[str, Any]
 
 FAILED_REASON = "MPIJobFailed"
 _NO_KIND = ""  # see children.py: the reference's message carries an empty Kind

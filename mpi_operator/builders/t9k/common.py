@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
     API_VERSION,
     JOB_NAME_LABEL,
@@ -16,8 +15,6 @@ from mpi_operator.api.t9k.slots import GPU_RESOURCE as GPU_RESOURCE
 from mpi_operator.api.t9k.slots import gpu_slots as gpu_slots
 from mpi_operator.api.t9k.slots import mpi_container_index as mpi_container_index
 from mpi_operator.builders.common import controller_reference
-
-Obj = dict[str, Any]
 
 LAUNCHER_SUFFIX = "-launcher"
 WORKER_SUFFIX = "-worker"

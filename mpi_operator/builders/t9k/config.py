@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import MPIJob
 from mpi_operator.builders.t9k.common import (
-    Obj,
     child_metadata,
     config_name,
     gpu_slots,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import SCHEDULER_API_VERSION, MPIJob
-from mpi_operator.builders.t9k.common import Obj, child_metadata
+from mpi_operator.builders.t9k.common import child_metadata
 
 POD_GROUP_KIND = "PodGroup"
 

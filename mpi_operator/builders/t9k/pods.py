@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
     GROUP,
     GROUP_NAME_LABEL,
@@ -37,7 +38,6 @@ from mpi_operator.builders.common import (
 from mpi_operator.builders.t9k.common import (
     GPU_RESOURCE,
     SSH_PORT,
-    Obj,
     config_name,
     job_labels,
     launcher_name,

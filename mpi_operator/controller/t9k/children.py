@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import JOB_NAME_LABEL, OPERATOR_LABEL, OPERATOR_NAME, MPIJob
 from mpi_operator.builders.t9k.common import config_name, secret_name
 from mpi_operator.builders.t9k.config import new_config_map
@@ -34,8 +34,6 @@ from mpi_operator.controller.t9k.context import (
     has_operator_label,
     job_reference,
 )
-
-Obj = dict[str, Any]
 
 
 def not_ours(ctx: SyncContext, shared: Obj, name: str, kind: str) -> SyncError:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
     API_VERSION,
     GROUP,
@@ -21,8 +21,6 @@ from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
 from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, Resource
 from mpi_operator.controller.expectations import CreationExpectations
-
-Obj = dict[str, Any]
 
 T9K_MPIJOBS = Resource(GROUP, VERSION, PLURAL, KIND)
 T9K_POD_GROUPS = Resource(SCHEDULER_GROUP, SCHEDULER_VERSION, "podgroups", "PodGroup")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
     Aggregate,
     ConditionType,
@@ -33,8 +34,6 @@ from mpi_operator.api.t9k import (
 from mpi_operator.builders.t9k.common import launcher_name, worker_name
 from mpi_operator.client.events import NORMAL, WARNING
 from mpi_operator.controller.status import Event, is_terminating
-
-Obj = dict[str, Any]
 
 TRUE = "True"
 FALSE = "False"

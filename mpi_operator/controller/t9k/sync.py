@@ -11,11 +11,11 @@ used); computes the status in memory and writes it once; applies
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
 import structlog
 
 from mpi_operator.api.field_errors import InvalidObjectError, aggregate
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
     REPLICA_TYPE_LABEL,
     CleanUpPolicy,
@@ -52,7 +52,6 @@ from mpi_operator.controller.t9k.status import (
 
 log = structlog.get_logger(__name__)
 
-Obj = dict[str, Any]
 
 _UNFINISHED_POD_PHASES = ("Pending", "Running", "Unknown", "")
 
