@@ -1,9 +1,7 @@
 """Get-or-create of the MPIJob's single children: Service, ConfigMap, Secret, PodGroup.
 
-Our caches only hold objects with the operator label. An object made by an
-older operator (or by the reference operator) lacks it, so it is invisible to
-the cache: creating it then fails with AlreadyExists, and we read it directly
-and adopt it (add the label) when this MPIJob controls it. PodGroups differ:
+Children missing from our label-filtered caches are created or adopted
+(:func:`~mpi_operator.controller.core.owner.create_or_adopt`). PodGroups differ:
 their cache is not filtered by label, so AlreadyExists is answered from it.
 """
 
@@ -28,73 +26,34 @@ from mpi_operator.client import (
     CONFIGMAPS,
     SECRETS,
     SERVICES,
-    WARNING,
     Lister,
     Resource,
     is_already_exists,
-    is_controlled_by,
-    is_not_found,
 )
 from mpi_operator.client.kubeapi import (
     POD_GROUPS_SCHEDULER_PLUGINS,
     POD_GROUPS_VOLCANO,
     ApiError,
 )
-from mpi_operator.controller.context import (
-    ERR_RESOURCE_EXISTS,
-    MESSAGE_RESOURCE_EXISTS,
-    SyncContext,
-    SyncError,
-    has_operator_label,
-    job_reference,
-    with_operator_label,
-)
+from mpi_operator.controller.context import NO_KIND, SyncContext
+from mpi_operator.controller.core.objects import pod_phase
+from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete, ensure_controlled
 from mpi_operator.controller.missing_crd import raise_if_not_served
-from mpi_operator.controller.status import pod_phase
 from mpi_operator.controller.workers import worker_pods
 
 SSH_SECRET_KEYS = sorted((SSH_PRIVATE_KEY, SSH_PUBLIC_KEY))
-
-# The reference operator reads Kind from typed cache objects, where it is empty,
-# so its messages say Kind "" for these children; we keep its exact text.
-_NO_KIND = ""
-
-
-def ensure_controlled(ctx: SyncContext, shared: Obj, job: MPIJob, obj: Obj, kind: str) -> None:
-    if not is_controlled_by(obj, job.uid):
-        message = MESSAGE_RESOURCE_EXISTS.format(name=obj["metadata"]["name"], kind=kind)
-        ctx.recorder.event(job_reference(shared), WARNING, ERR_RESOURCE_EXISTS, message)
-        raise SyncError(message)
-
-
-async def create_or_adopt(
-    ctx: SyncContext, shared: Obj, job: MPIJob, resource: Resource, desired: Obj, kind: str
-) -> Obj:
-    namespace = job.namespace
-    try:
-        created: Obj = await ctx.client.create(resource, namespace, with_operator_label(desired))
-        return created
-    except ApiError as err:
-        if not is_already_exists(err):
-            raise
-    existing = await ctx.client.get(resource, namespace, desired["metadata"]["name"])
-    ensure_controlled(ctx, shared, job, existing, kind)
-    if not has_operator_label(existing):
-        patch = {"metadata": {"labels": with_operator_label({})["metadata"]["labels"]}}
-        existing = await ctx.client.patch(resource, namespace, existing["metadata"]["name"], patch)
-    return existing
 
 
 def cached(lister: Lister, job: MPIJob, name: str) -> Obj | None:
     return lister.get(job.namespace, name)
 
 
-async def ensure_service(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
+async def ensure_service(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     desired = new_job_service(job)
     current = cached(ctx.listers.services, job, desired["metadata"]["name"])
     if current is None:
-        return await create_or_adopt(ctx, shared, job, SERVICES, desired, _NO_KIND)
-    ensure_controlled(ctx, shared, job, current, _NO_KIND)
+        return await create_or_adopt(ctx, owner, SERVICES, desired, NO_KIND)
+    ensure_controlled(ctx, owner, current, NO_KIND)
     spec, want = current.get("spec") or {}, desired["spec"]
     if spec.get("selector") != want["selector"] or bool(
         spec.get("publishNotReadyAddresses")
@@ -112,14 +71,14 @@ def running_workers(ctx: SyncContext, job: MPIJob) -> list[Obj]:
     return [p for p in worker_pods(ctx, job) if pod_phase(p) == "Running"]
 
 
-async def ensure_config_map(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
+async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     desired = new_config_map(
         job, worker_replicas(job), running_workers(ctx, job), ctx.options.cluster_domain
     )
     current = cached(ctx.listers.configmaps, job, desired["metadata"]["name"])
     if current is None:
-        return await create_or_adopt(ctx, shared, job, CONFIGMAPS, desired, _NO_KIND)
-    ensure_controlled(ctx, shared, job, current, _NO_KIND)
+        return await create_or_adopt(ctx, owner, CONFIGMAPS, desired, NO_KIND)
+    ensure_controlled(ctx, owner, current, NO_KIND)
     if (current.get("data") or {}) != desired["data"]:
         updated = {**current, "data": desired["data"]}
         result: Obj = await ctx.client.replace(
@@ -134,13 +93,13 @@ async def _new_secret(ctx: SyncContext, job: MPIJob) -> Obj:
     return await asyncio.to_thread(new_ssh_auth_secret, job, ctx.keygen)
 
 
-async def ensure_ssh_secret(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
+async def ensure_ssh_secret(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     name = job.name + "-ssh"
     current = cached(ctx.listers.secrets, job, name)
     if current is None:
         desired = await _new_secret(ctx, job)
-        return await create_or_adopt(ctx, shared, job, SECRETS, desired, _NO_KIND)
-    ensure_controlled(ctx, shared, job, current, _NO_KIND)
+        return await create_or_adopt(ctx, owner, SECRETS, desired, NO_KIND)
+    ensure_controlled(ctx, owner, current, NO_KIND)
     if secret_keys(current) != SSH_SECRET_KEYS:
         # Deviation: upstream generates a fresh key pair on every sync to learn
         # the expected key names; we know them, and generate only to repair.
@@ -167,15 +126,15 @@ def _priority_classes(ctx: SyncContext) -> dict[str, int]:
     return {str(pc["metadata"]["name"]): int(pc.get("value") or 0) for pc in lister.list()}
 
 
-async def ensure_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
+async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     try:
-        return await _ensure_pod_group(ctx, shared, job)
+        return await _ensure_pod_group(ctx, owner, job)
     except ApiError as err:
         raise_if_not_served(err, _pod_group_resource(ctx), "--gang-scheduling")
         raise
 
 
-async def _ensure_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
+async def _ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     gang = ctx.options.gang
     assert gang is not None and ctx.listers.pod_groups is not None
     resource = _pod_group_resource(ctx)
@@ -183,9 +142,7 @@ async def _ensure_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
     current = cached(ctx.listers.pod_groups, job, job.name)
     if current is None:
         try:
-            created: Obj = await ctx.client.create(
-                resource, job.namespace, with_operator_label(desired)
-            )
+            created: Obj = await ctx.client.create(resource, job.namespace, owner.label(desired))
             return created
         except ApiError as err:
             # Never read from the API (the role grants no get on PodGroups): their
@@ -194,7 +151,7 @@ async def _ensure_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
             current = cached(ctx.listers.pod_groups, job, job.name)
             if not is_already_exists(err) or current is None:
                 raise
-    ensure_controlled(ctx, shared, job, current, "PodGroup")
+    ensure_controlled(ctx, owner, current, "PodGroup")
     if not pod_group_specs_equal(gang, current, desired):
         updated = {**current, "spec": desired["spec"]}
         result: Obj = await ctx.client.replace(resource, job.namespace, job.name, updated)
@@ -202,15 +159,11 @@ async def _ensure_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
     return current
 
 
-async def delete_pod_group(ctx: SyncContext, shared: Obj, job: MPIJob) -> None:
+async def delete_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
     if ctx.options.gang is None or ctx.listers.pod_groups is None:
         return
     current = cached(ctx.listers.pod_groups, job, job.name)
     if current is None:
         return
-    ensure_controlled(ctx, shared, job, current, "PodGroup")
-    try:
-        await ctx.client.delete(_pod_group_resource(ctx), job.namespace, job.name)
-    except ApiError as err:
-        if not is_not_found(err):
-            raise
+    ensure_controlled(ctx, owner, current, "PodGroup")
+    await delete(ctx, _pod_group_resource(ctx), job.namespace, job.name)

@@ -13,9 +13,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from mpi_operator.api.v2beta1 import ConditionType, JobCondition, JobStatus
-
-TRUE = "True"
-FALSE = "False"
+from mpi_operator.controller.core.objects import FALSE as FALSE
+from mpi_operator.controller.core.objects import TRUE as TRUE
+from mpi_operator.controller.core.objects import format_time
+from mpi_operator.controller.core.objects import get_condition as get_condition
 
 CREATED_REASON = "MPIJobCreated"
 SUCCEEDED_REASON = "MPIJobSucceeded"
@@ -24,18 +25,6 @@ SUSPENDED_REASON = "MPIJobSuspended"
 RESUMED_REASON = "MPIJobResumed"
 FAILED_REASON = "MPIJobFailed"
 EVICTED_REASON = "MPIJobEvicted"
-
-
-def format_time(t: datetime) -> str:
-    """RFC 3339 with second precision, as metav1.Time serialises."""
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def get_condition(status: JobStatus, condition_type: str) -> JobCondition | None:
-    for condition in status.conditions or []:
-        if condition.type == condition_type:
-            return condition
-    return None
 
 
 def has_true_condition(status: JobStatus, condition_type: str) -> bool:

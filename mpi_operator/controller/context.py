@@ -1,4 +1,4 @@
-"""What a sync needs: the API client, the informer caches, the recorder, the clock.
+"""What a Kubeflow MPIJob sync needs: the kit's context plus the caches and settings.
 
 Everything reaches the sync code through one :class:`SyncContext`, which the
 controller builds from its informers and tests build from seeded caches.
@@ -7,7 +7,7 @@ controller builds from its informers and tests build from seeded caches.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
@@ -19,21 +19,16 @@ from mpi_operator.api.v2beta1 import (
     RESTART_ATTEMPT_LABEL,
     MPIJob,
 )
-from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
-from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister
-from mpi_operator.controller.expectations import CreationExpectations
+from mpi_operator.client import Lister
+from mpi_operator.controller.core.context import CoreContext
+from mpi_operator.controller.core.owner import Owner, reference
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
 
-ERR_RESOURCE_EXISTS = "ErrResourceExists"
-MESSAGE_RESOURCE_EXISTS = (
-    'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
-)
 OPERATOR_SELECTOR = f"{OPERATOR_NAME_LABEL}={OPERATOR_NAME}"
-
-
-class SyncError(Exception):
-    """The sync could not finish; the key is retried with backoff."""
+#: The Kind in the ErrResourceExists message of most children: the reference reads it
+#: from typed cache objects, where it is empty; we keep its exact text.
+NO_KIND = ""
 
 
 @dataclass(slots=True)
@@ -48,24 +43,13 @@ class Listers:
     priority_classes: Lister | None = None
 
 
-@dataclass(slots=True)
-class SyncContext:
-    client: KubeClient
+@dataclass(slots=True, kw_only=True)
+class SyncContext(CoreContext):
     listers: Listers
-    recorder: EventRecorder
-    clock: Clock
     options: ControllerOptions
     metrics: ControllerMetrics
-    keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
-    expectations: CreationExpectations | None = None
-    requeue: Callable[[str], None] | None = None
-    """Adds a key back at the end of the queue (a sync that left pods for later)."""
     # Syncs the key again after that many seconds (a TTL running out); None in tests.
     requeue_after: Callable[[str, float], None] | None = None
-
-    def __post_init__(self) -> None:
-        if self.expectations is None:
-            self.expectations = CreationExpectations(self.clock)
 
 
 #: Pods by "<namespace>/<job-name label>": a job's pods without scanning its namespace.
@@ -80,19 +64,11 @@ def job_name_index(obj: Obj) -> list[str]:
 
 def job_reference(shared: Obj) -> Obj:
     """The MPIJob as events refer to it; list items may lack apiVersion and kind."""
-    return {**shared, "apiVersion": API_VERSION, "kind": KIND}
+    return reference(shared, API_VERSION, KIND)
 
 
-def with_operator_label(obj: Obj) -> Obj:
-    """Adds the label our label-filtered caches select on (deliberate, not upstream)."""
-    meta = obj.setdefault("metadata", {})
-    meta["labels"] = {**(meta.get("labels") or {}), OPERATOR_NAME_LABEL: OPERATOR_NAME}
-    return obj
-
-
-def has_operator_label(obj: Obj) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return bool(labels.get(OPERATOR_NAME_LABEL) == OPERATOR_NAME)
+def owner_of(shared: Obj) -> Owner:
+    return Owner.of(shared, API_VERSION, KIND, {OPERATOR_NAME_LABEL: OPERATOR_NAME})
 
 
 def restart_attempt(job: MPIJob) -> int:

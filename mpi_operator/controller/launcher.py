@@ -12,51 +12,38 @@ from mpi_operator.builders.launcher import (
     new_launcher_pod_template,
     sync_launcher_scheduling_directives,
 )
-from mpi_operator.client import JOBS, WARNING, is_already_exists, is_controlled_by
-from mpi_operator.client.kubeapi import ApiError
-from mpi_operator.controller.children import create_or_adopt, ensure_controlled
-from mpi_operator.controller.context import (
-    SyncContext,
-    job_reference,
-    with_operator_label,
-    with_restart_attempt,
-)
-from mpi_operator.controller.status import is_job_finished, is_job_suspended
+from mpi_operator.client import JOBS, is_controlled_by
+from mpi_operator.controller.context import NO_KIND, SyncContext, with_restart_attempt
+from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended
+from mpi_operator.controller.core.owner import Owner, create_or_adopt, ensure_controlled, warn
 
 FAILED_REASON = "MPIJobFailed"
-_NO_KIND = ""  # see children.py
+LAUNCHER_FAILED = "launcher pod created failed: "
 
 
-def get_launcher(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj | None:
+def get_launcher(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj | None:
     launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
     if launcher is not None:
-        ensure_controlled(ctx, shared, job, launcher, _NO_KIND)
+        ensure_controlled(ctx, owner, launcher, NO_KIND)
     return launcher
 
 
-def _report_warnings(ctx: SyncContext, shared: Obj, warnings: list[Any]) -> None:
+def _report_warnings(ctx: SyncContext, owner: Owner, warnings: list[Any]) -> None:
     for warning in warnings:
-        ctx.recorder.event(job_reference(shared), WARNING, warning.reason, warning.message)
+        warn(ctx, owner, warning.reason, warning.message)
 
 
-async def create_launcher(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
+async def create_launcher(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     built = new_launcher_job(job, ctx.options.gang)
-    _report_warnings(ctx, shared, built.warnings)
+    _report_warnings(ctx, owner, built.warnings)
     with_restart_attempt(built.job, job)
     with_restart_attempt(built.job["spec"]["template"], job)
-    try:
-        created: Obj = await ctx.client.create(JOBS, job.namespace, with_operator_label(built.job))
-        return created
-    except ApiError as err:
-        if is_already_exists(err):
-            return await create_or_adopt(ctx, shared, job, JOBS, built.job, _NO_KIND)
-        message = f"launcher pod created failed: {err.message}"
-        ctx.recorder.event(job_reference(shared), WARNING, FAILED_REASON, message)
-        raise
+    failed = (FAILED_REASON, LAUNCHER_FAILED)
+    return await create_or_adopt(ctx, owner, JOBS, built.job, NO_KIND, failed=failed)
 
 
 async def sync_suspension(
-    ctx: SyncContext, shared: Obj, job: MPIJob, launcher: Obj, *, hold_resume: bool = False
+    ctx: SyncContext, owner: Owner, job: MPIJob, launcher: Obj, *, hold_resume: bool = False
 ) -> Obj:
     """Suspends or resumes the launcher Job to match the MPIJob; returns it as written.
     ``hold_resume`` keeps a suspended launcher suspended (its workers are not Ready)."""
@@ -77,7 +64,7 @@ async def sync_suspension(
         del updated["status"]["startTime"]
         updated = await ctx.client.replace_status(JOBS, namespace, name, updated)
     desired = new_launcher_pod_template(job, ctx.options.gang)
-    _report_warnings(ctx, shared, desired.warnings)
+    _report_warnings(ctx, owner, desired.warnings)
     updated = sync_launcher_scheduling_directives(updated, desired.template)
     updated["spec"]["suspend"] = False
     result = await ctx.client.replace(JOBS, namespace, name, updated)

@@ -36,7 +36,7 @@ from mpi_operator.client import (
 )
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.ratelimit import request_flow
-from mpi_operator.controller.expectations import CreationExpectations
+from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.failures import SYNC_FAILED, SyncFailures
 from mpi_operator.controller.handlers import ChildHandlers, JobHandlers, PodObserver
 from mpi_operator.controller.options import ControllerOptions

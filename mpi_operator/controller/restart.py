@@ -25,16 +25,14 @@ from mpi_operator.api.v2beta1 import (
     MPIJob,
 )
 from mpi_operator.builders.common import launcher_name
-from mpi_operator.client import JOBS, PODS, WARNING, Resource, is_controlled_by, is_not_found
+from mpi_operator.client import JOBS, PODS, WARNING, is_controlled_by
 from mpi_operator.client.events import truncate_message
-from mpi_operator.client.kubeapi import ApiError
-from mpi_operator.controller.conditions import (
-    TRUE,
-    format_time,
-    get_condition,
-    update_conditions,
-)
+from mpi_operator.controller.conditions import TRUE, get_condition, update_conditions
 from mpi_operator.controller.context import SyncContext, attempt_of, restart_attempt
+from mpi_operator.controller.core.objects import format_time, is_terminating
+from mpi_operator.controller.core.owner import delete
+from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.writes import Event
 from mpi_operator.controller.culprit import failed_pods
 from mpi_operator.controller.failure_policy import (
     IGNORED_REASON,
@@ -42,8 +40,6 @@ from mpi_operator.controller.failure_policy import (
     decide,
     ignored_message,
 )
-from mpi_operator.controller.parallel import run_all
-from mpi_operator.controller.status import Event, is_terminating
 from mpi_operator.controller.workers import worker_pods
 
 log = structlog.get_logger(__name__)
@@ -59,16 +55,6 @@ class Judgement:
     events: list[Event] = field(default_factory=list)
 
 
-async def _delete(
-    ctx: SyncContext, resource: Resource, namespace: str, name: str, propagation: str | None
-) -> None:
-    try:
-        await ctx.client.delete(resource, namespace, name, propagation_policy=propagation)
-    except ApiError as err:
-        if not is_not_found(err):
-            raise
-
-
 async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
     """Deletes the worker pods and launcher Job of earlier attempts; True while any is left."""
     attempt = restart_attempt(job)
@@ -78,7 +64,7 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
         p for p in worker_pods(ctx, job) if attempt_of(p) < attempt and is_controlled_by(p, job.uid)
     ]
     deletes = [
-        _delete(ctx, PODS, job.namespace, p["metadata"]["name"], None)
+        delete(ctx, PODS, job.namespace, p["metadata"]["name"], None)
         for p in stale
         if not is_terminating(p)
     ]
@@ -90,7 +76,7 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
     )
     if launcher is not None and stale_launcher and not is_terminating(launcher):
         # Foreground: the Job stays, and a new one waits, until its pods are gone.
-        deletes.append(_delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
+        deletes.append(delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
     await run_all(*deletes)
     return bool(stale) or stale_launcher
 
@@ -116,7 +102,7 @@ async def recreate_ignored(ctx: SyncContext, job: MPIJob, judgement: Judgement) 
     """Deletes the pods whose failure a rule ignores: the workers are recreated by the
     next sync, a launcher pod by the Job controller."""
     names = [m.failure.pod for m in judgement.decision.ignored]
-    await run_all(*(_delete(ctx, PODS, job.namespace, name, None) for name in names))
+    await run_all(*(delete(ctx, PODS, job.namespace, name, None) for name in names))
 
 
 def mark(status: JobStatus, decision: Decision, now: datetime) -> list[Event]:

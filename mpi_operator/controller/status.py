@@ -25,22 +25,22 @@ from mpi_operator.controller.conditions import (
     SUCCEEDED_REASON,
     SUSPENDED_REASON,
     TRUE,
-    format_time,
     get_condition,
     is_finished,
     update_conditions,
 )
+from mpi_operator.controller.core.objects import (
+    format_time,
+    is_job_failed,
+    is_job_succeeded,
+    job_condition,
+    pod_phase,
+)
+from mpi_operator.controller.core.writes import Event
 from mpi_operator.controller.culprit import culprit
 
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 POD_FAILED_REASON = "PodFailed"
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    type: str
-    reason: str
-    message: str
 
 
 @dataclass(slots=True)
@@ -50,40 +50,6 @@ class StatusOutcome:
     events: list[Event] = field(default_factory=list)
     succeeded: bool = False
     failed: bool = False
-
-
-def job_condition(job: Obj, condition_type: str) -> Obj | None:
-    for condition in (job.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == condition_type:
-            return dict(condition)
-    return None
-
-
-def is_job_succeeded(job: Obj) -> bool:
-    condition = job_condition(job, "Complete")
-    return condition is not None and condition.get("status") == TRUE
-
-
-def is_job_failed(job: Obj) -> bool:
-    condition = job_condition(job, "Failed")
-    return condition is not None and condition.get("status") == TRUE
-
-
-def is_job_finished(job: Obj) -> bool:
-    return is_job_succeeded(job) or is_job_failed(job)
-
-
-def is_job_suspended(job: Obj) -> bool:
-    return bool((job.get("spec") or {}).get("suspend"))
-
-
-def pod_phase(pod: Obj) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
-
-
-def is_terminating(pod: Obj) -> bool:
-    """The pod carries a deletionTimestamp: it is already being deleted."""
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def replica_status(status: JobStatus, replica_type: ReplicaType) -> ReplicaStatus:

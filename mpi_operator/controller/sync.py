@@ -39,24 +39,19 @@ from mpi_operator.controller import workers as worker_pods
 from mpi_operator.controller.conditions import (
     CREATED_REASON,
     TRUE,
-    format_time,
     is_finished,
     is_succeeded,
     refresh_state,
     update_conditions,
 )
-from mpi_operator.controller.context import SyncContext, job_reference
+from mpi_operator.controller.context import SyncContext, job_reference, owner_of
+from mpi_operator.controller.core.objects import format_time, is_job_finished, is_job_succeeded
+from mpi_operator.controller.core.owner import Owner
+from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.writes import Event, write_status
 from mpi_operator.controller.failure_policy import Decision
 from mpi_operator.controller.invalid import report_invalid
-from mpi_operator.controller.parallel import run_all
-from mpi_operator.controller.status import (
-    Event,
-    StatusOutcome,
-    is_job_finished,
-    is_job_succeeded,
-    replica_status,
-    update_status,
-)
+from mpi_operator.controller.status import StatusOutcome, replica_status, update_status
 
 log = structlog.get_logger(__name__)
 
@@ -92,7 +87,7 @@ class MPIJobSyncer:
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return
-        await self._sync_valid(shared, job)
+        await self._sync_valid(owner_of(shared), job)
 
     def _parse(self, shared: Obj, key: str) -> MPIJob | None:
         try:
@@ -101,7 +96,7 @@ class MPIJobSyncer:
             report_invalid(self.ctx.recorder, job_reference(shared), key, str(err))
             return None
 
-    async def _sync_valid(self, shared: Obj, job: MPIJob) -> None:
+    async def _sync_valid(self, owner: Owner, job: MPIJob) -> None:
         ctx = self.ctx
         now = ctx.clock.now()
         pending: list[Event] = []
@@ -118,8 +113,8 @@ class MPIJobSyncer:
         if is_finished(status) and status.completion_time is not None:
             await launchers.stop_launcher(ctx, job)
             if self._cleans_up(job):
-                await self._clean_up_workers(shared, job)
-                await self._write_status(shared, job, StatusOutcome(events=pending), created)
+                await self._clean_up_workers(owner, job)
+                await self._write_status(owner, job, StatusOutcome(events=pending), created)
             else:
                 await ttl.collect(ctx, job)
             return
@@ -129,45 +124,45 @@ class MPIJobSyncer:
         policy = job.spec.run_policy.failure_policy
         if policy is not None and await restarts.clear_stale(ctx, job):
             # A restart is under way: nothing new until the last attempt's children are gone.
-            await self._write_status(shared, job, StatusOutcome(events=pending), created)
+            await self._write_status(owner, job, StatusOutcome(events=pending), created)
             return
-        await self._sync_children(shared, job, pending, created)
+        await self._sync_children(owner, job, pending, created)
 
     async def _sync_children(
-        self, shared: Obj, job: MPIJob, pending: list[Event], created: bool
+        self, owner: Owner, job: MPIJob, pending: list[Event], created: bool
     ) -> None:
         ctx = self.ctx
         now = ctx.clock.now()
         status = job.status
         assert status is not None
-        launcher = launchers.get_launcher(ctx, shared, job)
+        launcher = launchers.get_launcher(ctx, owner, job)
         workers: list[Obj] = []
         if launcher is None or not is_job_finished(launcher):
             # Deviation: the reference creates these three one after another.
             await run_all(
-                children.ensure_service(ctx, shared, job),
-                children.ensure_config_map(ctx, shared, job),
-                children.ensure_ssh_secret(ctx, shared, job),
+                children.ensure_service(ctx, owner, job),
+                children.ensure_config_map(ctx, owner, job),
+                children.ensure_ssh_secret(ctx, owner, job),
             )
             try:
                 if not is_suspended(job):
                     if ctx.options.gang is not None:
-                        await children.ensure_pod_group(ctx, shared, job)
-                    workers = await worker_pods.ensure_workers(ctx, shared, job)
+                        await children.ensure_pod_group(ctx, owner, job)
+                    workers = await worker_pods.ensure_workers(ctx, owner, job)
                 if launcher is None and (
                     job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
                     or worker_pods.count_ready(workers) == len(workers)
                 ):
-                    launcher = await launchers.create_launcher(ctx, shared, job)
+                    launcher = await launchers.create_launcher(ctx, owner, job)
             except ApiError as err:
                 if err.status != INVALID:
                     raise
-                await self._fail_invalid(shared, job, err, pending, created)
+                await self._fail_invalid(owner, job, err, pending, created)
                 return
         if launcher is not None:
-            launcher = await self._sync_launcher_suspension(shared, job, launcher, workers)
+            launcher = await self._sync_launcher_suspension(owner, job, launcher, workers)
         if is_suspended(job):
-            await self._clean_up_workers(shared, job)
+            await self._clean_up_workers(owner, job)
 
         launcher_pods: list[Obj] = []
         if launcher is not None:
@@ -176,7 +171,7 @@ class MPIJobSyncer:
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
         not_ready = ready_timeout.not_ready_message(job, workers, now)
         if not_ready is not None:
-            await self._fail(shared, job, ready_timeout.REASON, not_ready, pending, created)
+            await self._fail(owner, job, ready_timeout.REASON, not_ready, pending, created)
             return
         self._requeue_at_deadline(job, ready_timeout.seconds_left(job, now))
         policy = job.spec.run_policy.failure_policy
@@ -188,7 +183,7 @@ class MPIJobSyncer:
             pending += judgement.events
             launcher_pods, workers = judgement.launcher_pods, judgement.workers
             if judgement.decision.action is not None:
-                await self._act(shared, job, judgement.decision, pending, created)
+                await self._act(owner, job, judgement.decision, pending, created)
                 return
         outcome = update_status(job, launcher, launcher_pods, workers, now)
         outcome.events[:0] = pending
@@ -198,11 +193,11 @@ class MPIJobSyncer:
             # before the one write, so nothing runs on a finished job.
             await launchers.stop_launcher(ctx, job)
             if self._cleans_up(job):
-                await self._clean_up_workers(shared, job)
-        await self._write_status(shared, job, outcome, created)
+                await self._clean_up_workers(owner, job)
+        await self._write_status(owner, job, outcome, created)
 
     async def _act(
-        self, shared: Obj, job: MPIJob, decision: Decision, pending: list[Event], created: bool
+        self, owner: Owner, job: MPIJob, decision: Decision, pending: list[Event], created: bool
     ) -> None:
         """The failure policy restarts the job (the old children go after the status
         write, so a failed write leaves them for the retry) or fails it."""
@@ -213,26 +208,26 @@ class MPIJobSyncer:
         if failed:
             await launchers.stop_launcher(self.ctx, job)
             if self._cleans_up(job):
-                await self._clean_up_workers(shared, job)
-        await self._write_status(shared, job, StatusOutcome(events=pending, failed=failed), created)
+                await self._clean_up_workers(owner, job)
+        await self._write_status(owner, job, StatusOutcome(events=pending, failed=failed), created)
         if not failed:
             await restarts.clear_stale(self.ctx, job)
 
     async def _sync_launcher_suspension(
-        self, shared: Obj, job: MPIJob, launcher: Obj, workers: list[Obj]
+        self, owner: Owner, job: MPIJob, launcher: Obj, workers: list[Obj]
     ) -> Obj:
         # Deviation (upstream #615, a bug fix): with WaitForWorkersReady a resumed
         # launcher waits for its workers to be Ready again, as at creation.
         waiting = job.spec.launcher_creation_policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
         hold = waiting and worker_pods.count_ready(workers) < len(workers)
-        return await launchers.sync_suspension(self.ctx, shared, job, launcher, hold_resume=hold)
+        return await launchers.sync_suspension(self.ctx, owner, job, launcher, hold_resume=hold)
 
     def _requeue_at_deadline(self, job: MPIJob, seconds: float | None) -> None:
         if seconds is not None and seconds > 0 and self.ctx.requeue_after is not None:
             self.ctx.requeue_after(f"{job.namespace}/{job.name}", seconds)
 
     async def _fail_invalid(
-        self, shared: Obj, job: MPIJob, err: ApiError, pending: list[Event], created: bool
+        self, owner: Owner, job: MPIJob, err: ApiError, pending: list[Event], created: bool
     ) -> None:
         """A worker pod or the launcher Job that the API server rejects as Invalid."""
         # Deviation from the reference (it retries forever): fail fast, no requeue.
@@ -240,11 +235,11 @@ class MPIJobSyncer:
             f"MPIJob {job.namespace}/{job.name} has failed: "
             f"the API server rejected its pod template: {err.message}"
         )
-        await self._fail(shared, job, INVALID_POD_TEMPLATE, message, pending, created)
+        await self._fail(owner, job, INVALID_POD_TEMPLATE, message, pending, created)
 
     async def _fail(
         self,
-        shared: Obj,
+        owner: Owner,
         job: MPIJob,
         reason: str,
         message: str,
@@ -262,33 +257,27 @@ class MPIJobSyncer:
             pending.append(Event(WARNING, reason, message))
         await launchers.stop_launcher(self.ctx, job)
         if self._cleans_up(job):
-            await self._clean_up_workers(shared, job)
-        await self._write_status(shared, job, StatusOutcome(events=pending, failed=True), created)
+            await self._clean_up_workers(owner, job)
+        await self._write_status(owner, job, StatusOutcome(events=pending, failed=True), created)
 
     @staticmethod
     def _cleans_up(job: MPIJob) -> bool:
         policy = job.spec.run_policy.clean_pod_policy
         return policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING)
 
-    async def _clean_up_workers(self, shared: Obj, job: MPIJob) -> None:
-        await worker_pods.delete_workers(self.ctx, shared, job)
+    async def _clean_up_workers(self, owner: Owner, job: MPIJob) -> None:
+        await worker_pods.delete_workers(self.ctx, owner, job)
         status = job.status
         assert status is not None
         replica_status(status, ReplicaType.WORKER)
-        await children.delete_pod_group(self.ctx, shared, job)
+        await children.delete_pod_group(self.ctx, owner, job)
 
     async def _write_status(
-        self, shared: Obj, job: MPIJob, outcome: StatusOutcome, created: bool
+        self, owner: Owner, job: MPIJob, outcome: StatusOutcome, created: bool
     ) -> None:
         assert job.status is not None
         refresh_state(job.status)
-        new_status = job.status.model_dump(by_alias=True, exclude_unset=True, mode="json")
-        if new_status != (shared.get("status") or {}):
-            body = {**shared, "status": new_status}
-            await self.ctx.client.replace_status(MPIJOBS, job.namespace, job.name, body)
-        ref = job_reference(shared)
-        for event in outcome.events:
-            self.ctx.recorder.event(ref, event.type, event.reason, event.message)
+        await write_status(self.ctx, owner, MPIJOBS, job.status, outcome.events)
         metrics = self.ctx.metrics
         if created:
             metrics.jobs_created.inc()

@@ -2,7 +2,7 @@
 
 Missing pods are created concurrently in growing batches (1, 2, 4, ...) that
 stop at the first error, at most 500 per sync, as the Job controller's slow start
-does (:mod:`~mpi_operator.controller.slowstart`); the reference operator creates
+does (:mod:`~mpi_operator.controller.core.slowstart`); the reference operator creates
 them one call at a time, all in one sync. Pods to remove are deleted
 all at once, as the Job controller deletes them; the reference again goes one
 call at a time.
@@ -25,24 +25,18 @@ from mpi_operator.api.v2beta1 import (
 )
 from mpi_operator.builders.common import WORKER, worker_name
 from mpi_operator.builders.worker import new_worker
-from mpi_operator.client import PODS, WARNING, is_already_exists, is_controlled_by, is_not_found
-from mpi_operator.client.kubeapi import ApiError
 from mpi_operator.controller.context import (
-    ERR_RESOURCE_EXISTS,
     JOB_NAME_INDEX,
-    MESSAGE_RESOURCE_EXISTS,
+    NO_KIND,
     SyncContext,
-    SyncError,
-    job_reference,
-    with_operator_label,
     with_restart_attempt,
 )
-from mpi_operator.controller.parallel import run_all
-from mpi_operator.controller.slowstart import create_slow_start
-from mpi_operator.controller.status import is_terminating, pod_phase
+from mpi_operator.controller.core.objects import is_terminating, pod_phase
+from mpi_operator.controller.core.owner import Owner, resource_exists
+from mpi_operator.controller.core.pods import create_pods, delete_pods
 
 FAILED_REASON = "MPIJobFailed"
-_NO_KIND = ""  # see children.py: the reference's message carries an empty Kind
+WORKER_FAILED = "worker pod created failed: "
 
 
 def worker_pods(ctx: SyncContext, job: MPIJob) -> list[Obj]:
@@ -73,59 +67,21 @@ def _not_started(job: MPIJob, index: int) -> Obj:
     return {"metadata": {"name": worker_name(job, index), "namespace": job.namespace}, "status": {}}
 
 
-def _resource_exists(ctx: SyncContext, shared: Obj, name: str) -> SyncError:
-    message = MESSAGE_RESOURCE_EXISTS.format(name=name, kind=_NO_KIND)
-    ctx.recorder.event(job_reference(shared), WARNING, ERR_RESOURCE_EXISTS, message)
-    return SyncError(message)
-
-
-async def _delete_pod(ctx: SyncContext, namespace: str, name: str) -> None:
-    try:
-        await ctx.client.delete(PODS, namespace, name)
-    except ApiError as err:
-        if not is_not_found(err):
-            raise
-
-
-async def _create_worker(ctx: SyncContext, shared: Obj, job: MPIJob, index: int) -> Obj:
-    pod = new_worker(job, index, ctx.options.gang)
-    try:
-        pod = with_restart_attempt(pod, job)
-        created: Obj = await ctx.client.create(PODS, job.namespace, with_operator_label(pod))
-        return created
-    except ApiError as err:
-        if is_already_exists(err):
-            # Invisible to our label-filtered cache: made by someone else, or
-            # by an older operator without our label.
-            existing: Obj = await ctx.client.get(PODS, job.namespace, pod["metadata"]["name"])
-            if is_controlled_by(existing, job.uid):
-                return existing
-            raise _resource_exists(ctx, shared, pod["metadata"]["name"]) from None
-        ctx.recorder.event(
-            job_reference(shared),
-            WARNING,
-            FAILED_REASON,
-            f"worker pod created failed: {err.message}",
-        )
-        raise
-
-
 async def _create_missing(
-    ctx: SyncContext, shared: Obj, job: MPIJob, missing: list[int]
+    ctx: SyncContext, owner: Owner, job: MPIJob, missing: list[int]
 ) -> dict[int, Obj]:
     """Creates the first of ``missing`` (see slowstart); the rest waits for a requeue."""
-    assert ctx.expectations is not None
     by_name = {worker_name(job, i): i for i in missing}
-    created = await create_slow_start(
-        ctx.expectations,
-        f"{job.namespace}/{job.name}",
-        [(name, partial(_create_worker, ctx, shared, job, i)) for name, i in by_name.items()],
-        ctx.requeue,
-    )
+
+    def build(index: int) -> Obj:
+        return with_restart_attempt(new_worker(job, index, ctx.options.gang), job)
+
+    pods = [(name, partial(build, i)) for name, i in by_name.items()]
+    created = await create_pods(ctx, owner, pods, NO_KIND, (FAILED_REASON, WORKER_FAILED))
     return {by_name[name]: pod for name, pod in created.items()}
 
 
-async def ensure_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> list[Obj]:
+async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Obj]:
     spec = job.replica_spec(ReplicaType.WORKER)
     if spec is None:
         return []
@@ -133,20 +89,16 @@ async def ensure_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> list[Obj
     pods = worker_pods(ctx, job)
     if len(pods) > replicas:
         # Deviation: only our own pods are removed on scale-down, all at once.
-        await run_all(
-            *(
-                _delete_pod(ctx, job.namespace, pod["metadata"]["name"])
-                for pod in pods
-                if (index := _index(pod)) is not None
-                and index >= replicas
-                and is_controlled_by(pod, job.uid)
-                and not is_terminating(pod)
-            )
-        )
-    key = f"{job.namespace}/{job.name}"
-    expectations = ctx.expectations
-    assert expectations is not None
-    in_flight = expectations.unobserved(key, (p["metadata"]["name"] for p in pods))
+        surplus = [
+            pod["metadata"]["name"]
+            for pod in pods
+            if (index := _index(pod)) is not None
+            and index >= replicas
+            and owner.controls(pod)
+            and not is_terminating(pod)
+        ]
+        await delete_pods(ctx, job.namespace, surplus)
+    in_flight = ctx.in_flight(owner.key, (p["metadata"]["name"] for p in pods))
     existing: dict[int, Obj] = {}
     missing: list[int] = []
     for i in range(replicas):
@@ -157,16 +109,16 @@ async def ensure_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> list[Obj
             existing[i] = _not_started(job, i)
         elif found is None:
             missing.append(i)
-        elif not is_controlled_by(found, job.uid):
-            raise _resource_exists(ctx, shared, found["metadata"]["name"])
+        elif not owner.controls(found):
+            raise resource_exists(ctx, owner, found["metadata"]["name"], NO_KIND)
         else:
             existing[i] = found
-    existing.update(await _create_missing(ctx, shared, job, missing))
+    existing.update(await _create_missing(ctx, owner, job, missing))
     # Left for a later sync (slow start's cap): counted as pods that have not started.
     return [existing.get(i) or _not_started(job, i) for i in range(replicas)]
 
 
-async def delete_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> None:
+async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
     """Removes worker pods as the cleanPodPolicy says (Running keeps finished pods)."""
     spec = job.replica_spec(ReplicaType.WORKER)
     if spec is None:
@@ -179,7 +131,7 @@ async def delete_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> None:
         pod = ctx.listers.pods.get(job.namespace, name)
         if pod is None:
             continue
-        if not is_controlled_by(pod, job.uid):
+        if not owner.controls(pod):
             foreign = foreign or name
             continue
         if keep_finished and pod_phase(pod) not in ("Running", "Pending"):
@@ -189,9 +141,9 @@ async def delete_workers(ctx: SyncContext, shared: Obj, job: MPIJob) -> None:
         doomed.append(name)
     # Deviation: the reference deletes one pod at a time and stops at the first pod
     # it does not own; we delete all of ours at once, then report that pod.
-    await run_all(*(_delete_pod(ctx, job.namespace, name) for name in doomed))
+    await delete_pods(ctx, job.namespace, doomed)
     if foreign is not None:
-        raise _resource_exists(ctx, shared, foreign)
+        raise resource_exists(ctx, owner, foreign, NO_KIND)
 
 
 def count_ready(pods: list[Obj]) -> int:

@@ -1,9 +1,8 @@
-"""What a T9k sync needs: client, caches, recorder, clock and settings."""
+"""What a T9k sync needs: the kit's context plus its caches and settings."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
@@ -17,23 +16,14 @@ from mpi_operator.api.t9k import (
     SCHEDULER_VERSION,
     VERSION,
 )
-from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
-from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, Resource
-from mpi_operator.controller.expectations import CreationExpectations
+from mpi_operator.client import Lister, Resource
+from mpi_operator.controller.core.context import CoreContext
+from mpi_operator.controller.core.owner import Owner, reference
 
 T9K_MPIJOBS = Resource(GROUP, VERSION, PLURAL, KIND)
 T9K_POD_GROUPS = Resource(SCHEDULER_GROUP, SCHEDULER_VERSION, "podgroups", "PodGroup")
 T9K_OPERATOR_SELECTOR = f"{OPERATOR_LABEL}={OPERATOR_NAME}"
-
-ERR_RESOURCE_EXISTS = "ErrResourceExists"
-MESSAGE_RESOURCE_EXISTS = (
-    'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
-)
-
-
-class SyncError(Exception):
-    """The sync could not finish; the key is retried with backoff."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,27 +43,15 @@ class Listers:
     secrets: Lister
 
 
-@dataclass(slots=True)
-class SyncContext:
-    client: KubeClient
+@dataclass(slots=True, kw_only=True)
+class SyncContext(CoreContext):
     listers: Listers
-    recorder: EventRecorder
-    clock: Clock
     options: T9kOptions
-    keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
-    expectations: CreationExpectations | None = None
-    requeue: Callable[[str], None] | None = None
-    """Adds a key back at the end of the queue (a sync that left pods for later)."""
-
-    def __post_init__(self) -> None:
-        if self.expectations is None:
-            self.expectations = CreationExpectations(self.clock)
 
 
 def job_reference(shared: Obj) -> Obj:
-    return {**shared, "apiVersion": API_VERSION, "kind": KIND}
+    return reference(shared, API_VERSION, KIND)
 
 
-def has_operator_label(obj: Obj) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return bool(labels.get(OPERATOR_LABEL) == OPERATOR_NAME)
+def owner_of(shared: Obj) -> Owner:
+    return Owner.of(shared, API_VERSION, KIND, {OPERATOR_LABEL: OPERATOR_NAME})

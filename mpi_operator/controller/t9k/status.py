@@ -33,10 +33,16 @@ from mpi_operator.api.t9k import (
 )
 from mpi_operator.builders.t9k.common import launcher_name, worker_name
 from mpi_operator.client.events import NORMAL, WARNING
-from mpi_operator.controller.status import Event, is_terminating
+from mpi_operator.controller.core.objects import (
+    FALSE,
+    TRUE,
+    format_time,
+    get_condition,
+    is_terminating,
+    pod_phase,
+)
+from mpi_operator.controller.core.writes import Event
 
-TRUE = "True"
-FALSE = "False"
 TERMINAL_PHASES = (Phase.SUCCEEDED.value, Phase.FAILED.value)
 _POD_PHASE_COUNTERS = {
     "Pending": "pending",
@@ -49,20 +55,6 @@ _POD_PHASE_COUNTERS = {
 @dataclass(slots=True)
 class StatusOutcome:
     events: list[Event] = field(default_factory=list)
-
-
-def format_time(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def pod_phase(pod: Obj | None) -> str:
-    if pod is None:
-        return ""
-    return str((pod.get("status") or {}).get("phase") or "")
-
-
-def get_condition(status: MPIJobStatus, condition_type: str) -> JobCondition | None:
-    return next((c for c in status.conditions or [] if c.type == condition_type), None)
 
 
 def is_true(status: MPIJobStatus, condition_type: str) -> bool:

@@ -35,20 +35,20 @@ from mpi_operator.builders.t9k.pods import (
     run_mode,
 )
 from mpi_operator.client import split_key
+from mpi_operator.controller.core.objects import get_condition, is_terminating, pod_phase
+from mpi_operator.controller.core.owner import Owner
+from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.pods import delete_pods
+from mpi_operator.controller.core.writes import write_status
 from mpi_operator.controller.invalid import report_invalid
-from mpi_operator.controller.parallel import run_all
-from mpi_operator.controller.slowstart import create_slow_start
-from mpi_operator.controller.status import is_terminating
 from mpi_operator.controller.t9k import children
-from mpi_operator.controller.t9k.context import T9K_MPIJOBS, SyncContext, job_reference
-from mpi_operator.controller.t9k.status import (
-    TERMINAL_PHASES,
-    StatusOutcome,
-    get_condition,
-    pod_phase,
-    slots,
-    update_status,
+from mpi_operator.controller.t9k.context import (
+    T9K_MPIJOBS,
+    SyncContext,
+    job_reference,
+    owner_of,
 )
+from mpi_operator.controller.t9k.status import TERMINAL_PHASES, slots, update_status
 
 log = structlog.get_logger(__name__)
 
@@ -75,50 +75,44 @@ class T9kMPIJobSyncer:
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return
-        await self._sync_valid(shared, job)
+        await self._sync_valid(owner_of(shared), job)
 
-    async def _sync_valid(self, shared: Obj, job: MPIJob) -> None:
+    async def _sync_valid(self, owner: Owner, job: MPIJob) -> None:
         ctx = self.ctx
         status = job.status = job.status or MPIJobStatus()
         if status.phase is None:
             status.phase = Phase.PENDING.value
         finished = status.phase in TERMINAL_PHASES
-        pods = children.job_pods(ctx, job)
+        pods = children.job_pods(ctx, owner)
         if not finished:
             await run_all(
-                children.ensure_service(ctx, shared, job),
-                children.ensure_config_map(ctx, shared, job),
-                children.ensure_ssh_secret(ctx, shared, job),
+                children.ensure_service(ctx, owner, job),
+                children.ensure_config_map(ctx, owner, job),
+                children.ensure_ssh_secret(ctx, owner, job),
             )
             if job.paused:
-                await run_all(
-                    *(
-                        children.delete_pod(ctx, job.namespace, name)
-                        for name, pod in pods.items()
-                        if not is_terminating(pod)
-                    )
-                )
+                live = [name for name, pod in pods.items() if not is_terminating(pod)]
+                await delete_pods(ctx, job.namespace, live)
             else:
                 await self._delete_surplus_pods(job, pods)
-                pods.update(await self._create_missing_pods(shared, job, pods))
+                pods.update(await self._create_missing_pods(owner, job, pods))
         outcome = update_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
         if status.phase in TERMINAL_PHASES:
             await self._clean_up_workers(job, pods)
-        await self._write_status(shared, job, outcome)
+        await write_status(ctx, owner, T9K_MPIJOBS, status, outcome.events)
 
     async def _create_missing_pods(
-        self, shared: Obj, job: MPIJob, pods: dict[str, Obj]
+        self, owner: Owner, job: MPIJob, pods: dict[str, Obj]
     ) -> dict[str, Obj]:
         """Slow-start creation of the pods not in the cache nor in flight, as the
-        Kubeflow workers' (:mod:`~mpi_operator.controller.slowstart`)."""
+        Kubeflow workers' (:mod:`~mpi_operator.controller.core.slowstart`)."""
         ctx = self.ctx
-        assert ctx.expectations is not None and job.status is not None
-        key = f"{job.namespace}/{job.name}"
-        in_flight = ctx.expectations.unobserved(key, pods)
+        assert job.status is not None
+        in_flight = ctx.in_flight(owner.key, pods)
         missing = [(t, i, n) for t, i, n in slots(job) if n not in pods and n not in in_flight]
         if not missing:
             return {}
-        await children.ensure_pod_group(ctx, shared, job)
+        await children.ensure_pod_group(ctx, owner, job)
         # A job that was paused once runs its pods with the resumeSpecs.
         resumed = get_condition(job.status, ConditionType.PAUSED) is not None
 
@@ -127,11 +121,8 @@ class T9kMPIJobSyncer:
                 return new_launcher_pod(job, resumed=resumed, init_image=ctx.options.init_image)
             return new_worker_pod(job, index, resumed=resumed)
 
-        async def create(replica_type: ReplicaType, index: int) -> Obj:
-            return await children.create_pod(ctx, shared, job, build(replica_type, index))
-
-        pending = [(name, partial(create, t, i)) for t, i, name in missing]
-        return await create_slow_start(ctx.expectations, key, pending, ctx.requeue)
+        pending = [(name, partial(build, t, i)) for t, i, name in missing]
+        return await children.create_pods_of(ctx, owner, pending)
 
     async def _delete_surplus_pods(self, job: MPIJob, pods: dict[str, Obj]) -> None:
         """Removes workers beyond ``spec.worker.replicas`` (after a scale-down), and
@@ -146,8 +137,8 @@ class T9kMPIJobSyncer:
             for name, pod in pods.items()
             if name in wanted and not is_terminating(pod) and pod_run_mode(pod) != mode
         ]
-        await run_all(*(children.delete_pod(self.ctx, job.namespace, n) for n in stale))
-        await run_all(*(children.delete_pod(self.ctx, job.namespace, n) for n in surplus))
+        await delete_pods(self.ctx, job.namespace, stale)
+        await delete_pods(self.ctx, job.namespace, surplus)
         for name in surplus:
             del pods[name]
 
@@ -164,14 +155,4 @@ class T9kMPIJobSyncer:
             and not is_terminating(pod)
             and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
         ]
-        await run_all(*(children.delete_pod(self.ctx, job.namespace, n) for n in doomed))
-
-    async def _write_status(self, shared: Obj, job: MPIJob, outcome: StatusOutcome) -> None:
-        assert job.status is not None
-        new_status = job.status.model_dump(by_alias=True, exclude_unset=True, mode="json")
-        if new_status != (shared.get("status") or {}):
-            body = {**shared, "status": new_status}
-            await self.ctx.client.replace_status(T9K_MPIJOBS, job.namespace, job.name, body)
-        ref = job_reference(shared)
-        for event in outcome.events:
-            self.ctx.recorder.event(ref, event.type, event.reason, event.message)
+        await delete_pods(self.ctx, job.namespace, doomed)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mpi_operator.client.clock import FakeClock
-from mpi_operator.controller.expectations import CreationExpectations
+from mpi_operator.controller.core.expectations import CreationExpectations
 
 
 def test_created_names_stay_pending_until_cached() -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from mpi_operator.client.clock import FakeClock
-from mpi_operator.controller.expectations import CreationExpectations
-from mpi_operator.controller.slowstart import (
+from mpi_operator.controller.core.expectations import CreationExpectations
+from mpi_operator.controller.core.slowstart import (
     MAX_CREATES_PER_SYNC,
     PendingPod,
     batch_sizes,

@@ -8,7 +8,7 @@ pods; the caller requeues the key for the rest, behind the keys already waiting,
 a 20,000-worker job takes turns with the others instead of holding a worker (and the
 client's budget) for minutes.
 
-Each name is expected (:class:`~mpi_operator.controller.expectations.CreationExpectations`)
+Each name is expected (:class:`~mpi_operator.controller.core.expectations.CreationExpectations`)
 before its create is sent, as client-go raises ControllerExpectations before the calls,
 so that the informer's add event, which may come before the response, is not missed.
 A create that fails lowers the expectation again.
@@ -20,8 +20,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from mpi_operator.api.object_model import Obj
-from mpi_operator.controller.expectations import CreationExpectations
-from mpi_operator.controller.parallel import first_error
+from mpi_operator.controller.core.expectations import CreationExpectations
+from mpi_operator.controller.core.parallel import first_error
 
 #: The Job controller's MaxPodCreateDeletePerSync.
 MAX_CREATES_PER_SYNC = 500

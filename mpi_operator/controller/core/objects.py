@@ -1,0 +1,81 @@
+"""Accessors of the objects both kinds read: pods, batch Jobs and conditions (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+from mpi_operator.api.object_model import Obj
+
+TRUE = "True"
+FALSE = "False"
+
+
+def format_time(t: datetime) -> str:
+    """RFC 3339 with second precision, as metav1.Time serialises."""
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def labels_of(obj: Obj) -> dict[str, str]:
+    labels: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+    return labels
+
+
+def pod_phase(pod: Obj | None) -> str:
+    """The pod's phase; empty for a pod that is not there or has no status yet."""
+    if pod is None:
+        return ""
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def is_terminating(obj: Obj) -> bool:
+    """The object carries a deletionTimestamp: it is already being deleted."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def job_condition(job: Obj, condition_type: str) -> Obj | None:
+    """A condition of a batch Job, by type."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == condition_type:
+            return dict(condition)
+    return None
+
+
+def is_job_succeeded(job: Obj) -> bool:
+    condition = job_condition(job, "Complete")
+    return condition is not None and condition.get("status") == TRUE
+
+
+def is_job_failed(job: Obj) -> bool:
+    condition = job_condition(job, "Failed")
+    return condition is not None and condition.get("status") == TRUE
+
+
+def is_job_finished(job: Obj) -> bool:
+    return is_job_succeeded(job) or is_job_failed(job)
+
+
+def is_job_suspended(job: Obj) -> bool:
+    return bool((job.get("spec") or {}).get("suspend"))
+
+
+class _Condition(Protocol):
+    @property
+    def type(self) -> str: ...
+
+
+C = TypeVar("C", bound=_Condition, covariant=True)
+
+
+class _WithConditions(Protocol[C]):
+    @property
+    def conditions(self) -> Sequence[C] | None: ...
+
+
+def get_condition(status: _WithConditions[C], condition_type: str) -> C | None:
+    """An MPIJob status condition (either kind's), by type."""
+    for condition in status.conditions or []:
+        if condition.type == condition_type:
+            return condition
+    return None

@@ -1,0 +1,149 @@
+"""The MPIJob a sync works for, and the ownership of its children.
+
+An :class:`Owner` is built once per sync from the cached MPIJob: events refer to
+it, its uid decides which children are its own, and its labels are those every
+child carries (the child caches select on them). A child this MPIJob does not
+control is never touched: a Warning event ``ErrResourceExists`` names it and the
+sync fails (:func:`ensure_controlled`).
+
+Our caches only hold labelled objects. An object made by an older operator (or by
+the reference operator) lacks the label, so it is invisible to the cache: creating
+it fails with AlreadyExists, and :func:`create_or_adopt` reads it directly and adopts
+it (adds the labels) when this MPIJob controls it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from mpi_operator.api.object_model import Obj
+from mpi_operator.client import (
+    WARNING,
+    ApiError,
+    Resource,
+    is_already_exists,
+    is_controlled_by,
+    is_not_found,
+)
+from mpi_operator.controller.core.context import CoreContext
+from mpi_operator.controller.core.objects import labels_of
+
+ERR_RESOURCE_EXISTS = "ErrResourceExists"
+MESSAGE_RESOURCE_EXISTS = (
+    'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
+)
+
+
+class SyncError(Exception):
+    """The sync could not finish; the key is retried with backoff."""
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    obj: Obj
+    """The MPIJob as cached."""
+    ref: Obj
+    """The MPIJob as events refer to it (list items may lack apiVersion and kind)."""
+    uid: str
+    namespace: str
+    name: str
+    labels: Mapping[str, str]
+    """The labels every child carries: the child caches select on them."""
+
+    @classmethod
+    def of(cls, obj: Obj, api_version: str, kind: str, labels: Mapping[str, str]) -> Owner:
+        meta = obj.get("metadata") or {}
+        return cls(
+            obj=obj,
+            ref=reference(obj, api_version, kind),
+            uid=str(meta.get("uid") or ""),
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            labels=dict(labels),
+        )
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def controls(self, obj: Obj) -> bool:
+        return is_controlled_by(obj, self.uid)
+
+    def labelled(self, obj: Obj) -> bool:
+        labels = labels_of(obj)
+        return all(labels.get(k) == v for k, v in self.labels.items())
+
+    def label(self, obj: Obj) -> Obj:
+        """Adds the children's labels to ``obj`` (in place) and returns it."""
+        meta = obj.setdefault("metadata", {})
+        meta["labels"] = {**(meta.get("labels") or {}), **self.labels}
+        return obj
+
+
+def reference(obj: Obj, api_version: str, kind: str) -> Obj:
+    """The MPIJob as events refer to it; list items may lack apiVersion and kind."""
+    return {**obj, "apiVersion": api_version, "kind": kind}
+
+
+def warn(ctx: CoreContext, owner: Owner, reason: str, message: str) -> None:
+    ctx.recorder.event(owner.ref, WARNING, reason, message)
+
+
+def resource_exists(ctx: CoreContext, owner: Owner, name: str, kind: str) -> SyncError:
+    """Reports a child of that name that the MPIJob does not control; the error to raise."""
+    message = MESSAGE_RESOURCE_EXISTS.format(name=name, kind=kind)
+    warn(ctx, owner, ERR_RESOURCE_EXISTS, message)
+    return SyncError(message)
+
+
+def ensure_controlled(ctx: CoreContext, owner: Owner, obj: Obj, kind: str) -> None:
+    if not owner.controls(obj):
+        raise resource_exists(ctx, owner, obj["metadata"]["name"], kind)
+
+
+async def create_or_adopt(
+    ctx: CoreContext,
+    owner: Owner,
+    resource: Resource,
+    desired: Obj,
+    kind: str,
+    *,
+    relabel: bool = True,
+    failed: tuple[str, str] | None = None,
+) -> Obj:
+    """Creates ``desired`` with the owner's labels. When it exists already, uses it if
+    the owner controls it, adding the labels when ``relabel`` (ours: it is invisible to
+    our caches without them). ``failed`` is the Warning event (reason, message before
+    the API server's) for any other error; ``{name}`` stands for the object's name."""
+    name = desired["metadata"]["name"]
+    try:
+        created: Obj = await ctx.client.create(resource, owner.namespace, owner.label(desired))
+        return created
+    except ApiError as err:
+        if not is_already_exists(err):
+            if failed is not None:
+                reason, message = failed
+                warn(ctx, owner, reason, message.format(name=name) + err.message)
+            raise
+    existing = await ctx.client.get(resource, owner.namespace, name)
+    ensure_controlled(ctx, owner, existing, kind)
+    if relabel and not owner.labelled(existing):
+        patch = {"metadata": {"labels": dict(owner.labels)}}
+        existing = await ctx.client.patch(resource, owner.namespace, name, patch)
+    return existing
+
+
+async def delete(
+    ctx: CoreContext,
+    resource: Resource,
+    namespace: str,
+    name: str,
+    propagation: str | None = None,
+) -> None:
+    """Deletes the object; one that is gone already is no error."""
+    try:
+        await ctx.client.delete(resource, namespace, name, propagation_policy=propagation)
+    except ApiError as err:
+        if not is_not_found(err):
+            raise

@@ -1,0 +1,35 @@
+"""The status write of either kind, and the events that go with it.
+
+The new status is computed in memory and written once, only when it differs from
+the cached one; its events are emitted only after that write succeeded, so that a
+failed write followed by a retry does not report twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from mpi_operator.client import Resource
+from mpi_operator.controller.core.context import CoreContext
+from mpi_operator.controller.core.owner import Owner
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    type: str
+    reason: str
+    message: str
+
+
+async def write_status(
+    ctx: CoreContext, owner: Owner, resource: Resource, status: BaseModel, events: Sequence[Event]
+) -> None:
+    new_status = status.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    if new_status != (owner.obj.get("status") or {}):
+        body = {**owner.obj, "status": new_status}
+        await ctx.client.replace_status(resource, owner.namespace, owner.name, body)
+    for event in events:
+        ctx.recorder.event(owner.ref, event.type, event.reason, event.message)
