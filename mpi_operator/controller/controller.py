@@ -5,7 +5,7 @@ sync handler and the event handlers, on the shared queue machinery of
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry
+from typing import Unpack
 
 from mpi_operator.api.v2beta1 import API_VERSION, KIND
 from mpi_operator.client import (
@@ -15,8 +15,6 @@ from mpi_operator.client import (
     PODS,
     SECRETS,
     SERVICES,
-    Clock,
-    EventRecorder,
     KubeClient,
     SharedInformer,
 )
@@ -33,7 +31,7 @@ from mpi_operator.controller.context import (
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
-from mpi_operator.controller.queue_controller import QueueController
+from mpi_operator.controller.queue_controller import QueueController, Wiring
 from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.sync import MPIJobSyncer
 
@@ -42,17 +40,9 @@ QUEUE_NAME = "mpijob"
 
 class MPIJobController(QueueController):
     def __init__(
-        self,
-        client: KubeClient,
-        options: ControllerOptions,
-        *,
-        recorder: EventRecorder | None = None,
-        clock: Clock | None = None,
-        registry: CollectorRegistry | None = None,
+        self, client: KubeClient, options: ControllerOptions, **wiring: Unpack[Wiring]
     ) -> None:
-        super().__init__(
-            QUEUE_NAME, client, options, recorder=recorder, clock=clock, registry=registry
-        )
+        super().__init__(QUEUE_NAME, client, options, **wiring)
         self.metrics = ControllerMetrics.create(self.registry)
         self.informers = self._informers()
         self.syncer = MPIJobSyncer(

@@ -16,7 +16,7 @@ expectations live here, fed by the pods informer and dropped with their MPIJob.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import structlog
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -45,6 +45,14 @@ from mpi_operator.controller.runner import SyncRunner
 log = structlog.get_logger(__name__)
 
 
+class Wiring(TypedDict, total=False):
+    """What the process may share with a controller (each defaults to its own)."""
+
+    recorder: EventRecorder | None
+    clock: Clock | None
+    registry: CollectorRegistry | None
+
+
 class QueueController:
     informers: dict[str, SharedInformer]
     runner: SyncRunner
@@ -57,9 +65,9 @@ class QueueController:
         client: KubeClient,
         options: ControllerOptions,
         *,
-        recorder: EventRecorder | None,
-        clock: Clock | None,
-        registry: CollectorRegistry | None,
+        recorder: EventRecorder | None = None,
+        clock: Clock | None = None,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         """A ``recorder`` passed in is shared: it is started if needed but left running
         on stop, for its owner to stop."""

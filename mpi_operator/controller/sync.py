@@ -29,7 +29,7 @@ from mpi_operator.api.v2beta1 import (
     validate,
 )
 from mpi_operator.builders.common import is_suspended
-from mpi_operator.client import MPIJOBS, WARNING, split_key
+from mpi_operator.client import MPIJOBS, WARNING
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.kubeapi import ApiError
 from mpi_operator.controller import children, ready_timeout, ttl
@@ -45,6 +45,7 @@ from mpi_operator.controller.conditions import (
     update_conditions,
 )
 from mpi_operator.controller.context import SyncContext, job_reference, owner_of
+from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.objects import format_time, is_job_finished, is_job_succeeded
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
@@ -60,14 +61,9 @@ INVALID_POD_TEMPLATE = "InvalidPodTemplate"
 INVALID = 422  # the API server's "Invalid": the same object is rejected every time
 
 
-class MPIJobSyncer:
-    def __init__(self, ctx: SyncContext) -> None:
-        self.ctx = ctx
-
+class MPIJobSyncer(Syncer[SyncContext]):
     async def sync(self, key: str) -> None:
-        """Raises to ask for a retry with backoff; returns when the key is done."""
-        namespace, name = split_key(key)
-        shared = self.ctx.listers.mpijobs.get(namespace, name)
+        shared = cached(self.ctx.listers.mpijobs, key)
         if shared is None:
             log.debug("mpijob deleted", mpijob=key)
             return

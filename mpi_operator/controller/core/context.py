@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
-from mpi_operator.client import Clock, EventRecorder, KubeClient
+from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, split_key
 from mpi_operator.controller.core.expectations import CreationExpectations
 
 
@@ -28,3 +30,19 @@ class CoreContext:
         """The pods of ``key`` created by an earlier sync that the cache (``names``)
         does not show yet."""
         return self.expectations.unobserved(key, names)
+
+
+C = TypeVar("C", bound=CoreContext)
+
+
+class Syncer(Generic[C]):
+    """A kind's sync handler over its context; its ``sync(key)`` raises to ask for a
+    retry with backoff and returns when the key is done."""
+
+    def __init__(self, ctx: C) -> None:
+        self.ctx = ctx
+
+
+def cached(lister: Lister, key: str) -> Obj | None:
+    """The object of ``key`` ("namespace/name") in the cache."""
+    return lister.get(*split_key(key))

@@ -9,7 +9,9 @@ the API client (and the recorder, when one is passed in).
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Histogram
+from typing import Unpack
+
+from prometheus_client import Histogram
 
 from mpi_operator.api.t9k import API_VERSION, KIND
 from mpi_operator.client import (
@@ -18,15 +20,13 @@ from mpi_operator.client import (
     SECRETS,
     SERVICES,
     ApiError,
-    Clock,
-    EventRecorder,
     KubeClient,
     SharedInformer,
     is_not_found,
 )
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.options import ControllerOptions
-from mpi_operator.controller.queue_controller import QueueController
+from mpi_operator.controller.queue_controller import QueueController, Wiring
 from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.t9k.context import (
     T9K_MPIJOBS,
@@ -68,15 +68,11 @@ class T9kMPIJobController(QueueController):
         client: KubeClient,
         options: ControllerOptions,
         *,
-        recorder: EventRecorder | None = None,
-        clock: Clock | None = None,
-        registry: CollectorRegistry | None = None,
         t9k_options: T9kOptions | None = None,
+        **wiring: Unpack[Wiring],
     ) -> None:
         """``options.gang`` does not apply (T9k jobs choose their scheduler themselves)."""
-        super().__init__(
-            QUEUE_NAME, client, options, recorder=recorder, clock=clock, registry=registry
-        )
+        super().__init__(QUEUE_NAME, client, options, **wiring)
         self.reconcile_duration = Histogram(
             "mpi_operator_t9k_reconcile_duration_seconds",
             "Time taken by one sync of a T9k MPIJob, by result",

@@ -34,7 +34,7 @@ from mpi_operator.builders.t9k.pods import (
     pod_run_mode,
     run_mode,
 )
-from mpi_operator.client import split_key
+from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.objects import get_condition, is_terminating, pod_phase
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
@@ -56,14 +56,9 @@ log = structlog.get_logger(__name__)
 _UNFINISHED_POD_PHASES = ("Pending", "Running", "Unknown", "")
 
 
-class T9kMPIJobSyncer:
-    def __init__(self, ctx: SyncContext) -> None:
-        self.ctx = ctx
-
+class T9kMPIJobSyncer(Syncer[SyncContext]):
     async def sync(self, key: str) -> None:
-        """Raises to ask for a retry with backoff; returns when the key is done."""
-        namespace, name = split_key(key)
-        shared = self.ctx.listers.mpijobs.get(namespace, name)
+        shared = cached(self.ctx.listers.mpijobs, key)
         if shared is None or (shared.get("metadata") or {}).get("deletionTimestamp"):
             return
         try:
