@@ -1,1 +1,9 @@
-"""The MPIJob controller: event handlers, the sync handler and status."""
+"""The controllers of both MPIJob kinds.
+
+* :mod:`.core`: the reconcile kit both kinds use (owner and adoption, pod creation
+  with expectations and slow start, object accessors, the status write);
+* :mod:`.kubeflow` and :mod:`.t9k`: each kind's controller, sync handler, state
+  machine and children;
+* the queue machinery both controllers run on: :mod:`.queue_controller`,
+  :mod:`.runner`, :mod:`.handlers`, :mod:`.failures` and :mod:`.options`.
+"""

@@ -22,9 +22,9 @@ from prometheus_client import Histogram
 
 from mpi_operator.client import RateLimitingQueue
 from mpi_operator.client.errors import NETWORK_ERRORS, ApiError, is_server_unavailable
+from mpi_operator.controller.core.missing_crd import RETRY_CAP as MISSING_CRD_RETRY_CAP
+from mpi_operator.controller.core.missing_crd import MissingCRDError
 from mpi_operator.controller.failures import SyncFailures
-from mpi_operator.controller.missing_crd import RETRY_CAP as MISSING_CRD_RETRY_CAP
-from mpi_operator.controller.missing_crd import MissingCRDError
 
 log = structlog.get_logger(__name__)
 

@@ -33,7 +33,7 @@ from mpi_operator.client.leaderelection import (
     LeaderElector,
     default_identity,
 )
-from mpi_operator.controller.controller import MPIJobController
+from mpi_operator.controller.kubeflow.controller import MPIJobController
 from mpi_operator.controller.t9k import T9kMPIJobController, crd_installed
 from mpi_operator.controller.t9k.context import T9K_MPIJOBS
 from mpi_operator.server.http import (

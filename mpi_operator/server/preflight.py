@@ -36,7 +36,7 @@ from mpi_operator.client.resources import (
     SERVICES,
     Resource,
 )
-from mpi_operator.controller.children import pod_group_resource
+from mpi_operator.controller.kubeflow.children import pod_group_resource
 
 log = structlog.get_logger(__name__)
 

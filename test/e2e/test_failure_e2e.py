@@ -24,7 +24,7 @@ from devcluster import (
 )
 from devcluster.polling import eventually
 from devcluster.sample_jobs import pi_mpijob
-from mpi_operator.controller.controller import MPIJobController
+from mpi_operator.controller.kubeflow.controller import MPIJobController
 
 Obj = dict[str, Any]
 JOB_NAME = "training.kubeflow.org/job-name"

@@ -15,7 +15,7 @@ from examples_support import kubectl_async as kubectl
 
 from devcluster.polling import eventually
 from devcluster.sample_jobs import pi_mpijob
-from mpi_operator.controller.controller import MPIJobController
+from mpi_operator.controller.kubeflow.controller import MPIJobController
 
 OPERATOR_LABEL = "training.kubeflow.org/operator-name=mpi-operator"
 

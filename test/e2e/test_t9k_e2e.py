@@ -42,7 +42,7 @@ from devcluster.crds import crds_installed
 from devcluster.polling import eventually
 from devcluster.sample_jobs import pi_mpijob
 from mpi_operator.client import KubeClient
-from mpi_operator.controller.controller import MPIJobController
+from mpi_operator.controller.kubeflow.controller import MPIJobController
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k import T9kMPIJobController
 

@@ -14,9 +14,9 @@ from mpi_operator.builders.t9k.secret import new_ssh_secret
 from mpi_operator.builders.t9k.service import new_service
 from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES, ApiError, is_not_found
 from mpi_operator.client.errors import is_not_served
+from mpi_operator.controller.core.missing_crd import raise_if_not_served
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, ensure_controlled
 from mpi_operator.controller.core.pods import create_pods
-from mpi_operator.controller.missing_crd import raise_if_not_served
 from mpi_operator.controller.t9k.context import T9K_POD_GROUPS, SyncContext
 
 POD_FAILED = ("FailedCreatePod", "pod {name}: ")

@@ -35,12 +35,12 @@ from mpi_operator.builders.t9k.pods import (
     run_mode,
 )
 from mpi_operator.controller.core.context import Syncer, cached
+from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import get_condition, is_terminating, pod_phase
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.pods import delete_pods
 from mpi_operator.controller.core.writes import write_status
-from mpi_operator.controller.invalid import report_invalid
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import (
     T9K_MPIJOBS,

@@ -19,7 +19,7 @@ from harness import JobObjects, controllers
 
 from devcluster.polling import eventually
 from mpi_operator.client import JOBS, MPIJOBS, PODS, KubeClient
-from mpi_operator.controller.controller import MPIJobController
+from mpi_operator.controller.kubeflow.controller import MPIJobController
 
 Obj = dict[str, Any]
 StartOperator = Callable[..., Awaitable[MPIJobController]]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from mpi_operator.api.v2beta1 import JobStatus
-from mpi_operator.controller.conditions import (
+from mpi_operator.controller.kubeflow.conditions import (
     get_condition,
     is_failed,
     is_finished,

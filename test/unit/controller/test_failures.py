@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.errors import ApiError
 from mpi_operator.client.workqueue import RateLimitingQueue
+from mpi_operator.controller.core.missing_crd import RETRY_CAP, MissingCRDError
 from mpi_operator.controller.failures import (
     PERSISTENT_AFTER,
     REPEATS,
@@ -15,7 +16,6 @@ from mpi_operator.controller.failures import (
     SyncFailures,
 )
 from mpi_operator.controller.handlers import JobHandlers
-from mpi_operator.controller.missing_crd import RETRY_CAP, MissingCRDError
 from mpi_operator.controller.runner import SyncRunner
 
 KEY = "ns/job"

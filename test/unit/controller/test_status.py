@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from mpi_operator.api.v2beta1 import JobStatus, MPIJob, set_defaults
-from mpi_operator.controller.conditions import update_conditions
-from mpi_operator.controller.status import update_status
+from mpi_operator.controller.kubeflow.conditions import update_conditions
+from mpi_operator.controller.kubeflow.status import update_status
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 STAMP = "2026-11-21T12:00:00Z"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.controller.ttl import seconds_left
+from mpi_operator.controller.kubeflow.ttl import seconds_left
 
 NOW = datetime(2026, 11, 25, 3, 0, 10, tzinfo=UTC)
 

@@ -20,7 +20,7 @@ from mpi_operator.api.v2beta1 import (
     FailurePolicyRule,
     OnExitCodes,
 )
-from mpi_operator.controller.culprit import FailedPod
+from mpi_operator.controller.kubeflow.culprit import FailedPod
 
 RESTARTING_REASON = "MPIJobRestarting"
 FAIL_JOB_REASON = "PodFailurePolicy"

@@ -19,8 +19,9 @@ from mpi_operator.client import (
     SharedInformer,
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
-from mpi_operator.controller.children import pod_group_resource
-from mpi_operator.controller.context import (
+from mpi_operator.controller.handlers import ChildHandlers
+from mpi_operator.controller.kubeflow.children import pod_group_resource
+from mpi_operator.controller.kubeflow.context import (
     JOB_NAME_INDEX,
     OPERATOR_SELECTOR,
     Listers,
@@ -28,12 +29,11 @@ from mpi_operator.controller.context import (
     job_name_index,
     job_reference,
 )
-from mpi_operator.controller.handlers import ChildHandlers
-from mpi_operator.controller.metrics import ControllerMetrics
+from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
+from mpi_operator.controller.kubeflow.sync import MPIJobSyncer
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import QueueController, Wiring
 from mpi_operator.controller.runner import SyncRunner
-from mpi_operator.controller.sync import MPIJobSyncer
 
 QUEUE_NAME = "mpijob"
 

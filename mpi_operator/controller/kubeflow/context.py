@@ -22,7 +22,7 @@ from mpi_operator.api.v2beta1 import (
 from mpi_operator.client import Lister
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.owner import Owner, reference
-from mpi_operator.controller.metrics import ControllerMetrics
+from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
 
 OPERATOR_SELECTOR = f"{OPERATOR_NAME_LABEL}={OPERATOR_NAME}"

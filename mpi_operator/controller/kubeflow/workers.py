@@ -25,15 +25,15 @@ from mpi_operator.api.v2beta1 import (
 )
 from mpi_operator.builders.common import WORKER, worker_name
 from mpi_operator.builders.worker import new_worker
-from mpi_operator.controller.context import (
+from mpi_operator.controller.core.objects import is_terminating, pod_phase
+from mpi_operator.controller.core.owner import Owner, resource_exists
+from mpi_operator.controller.core.pods import create_pods, delete_pods
+from mpi_operator.controller.kubeflow.context import (
     JOB_NAME_INDEX,
     NO_KIND,
     SyncContext,
     with_restart_attempt,
 )
-from mpi_operator.controller.core.objects import is_terminating, pod_phase
-from mpi_operator.controller.core.owner import Owner, resource_exists
-from mpi_operator.controller.core.pods import create_pods, delete_pods
 
 FAILED_REASON = "MPIJobFailed"
 WORKER_FAILED = "worker pod created failed: "

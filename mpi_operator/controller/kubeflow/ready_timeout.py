@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import ConditionType, MPIJob
 from mpi_operator.builders.common import is_suspended
-from mpi_operator.controller.conditions import get_condition, has_true_condition
+from mpi_operator.controller.kubeflow.conditions import get_condition, has_true_condition
 
 REASON = "WorkersNotReady"
 _NAMED = 10

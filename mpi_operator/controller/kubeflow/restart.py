@@ -27,20 +27,20 @@ from mpi_operator.api.v2beta1 import (
 from mpi_operator.builders.common import launcher_name
 from mpi_operator.client import JOBS, PODS, WARNING, is_controlled_by
 from mpi_operator.client.events import truncate_message
-from mpi_operator.controller.conditions import TRUE, get_condition, update_conditions
-from mpi_operator.controller.context import SyncContext, attempt_of, restart_attempt
 from mpi_operator.controller.core.objects import format_time, is_terminating
 from mpi_operator.controller.core.owner import delete
 from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.writes import Event
-from mpi_operator.controller.culprit import failed_pods
-from mpi_operator.controller.failure_policy import (
+from mpi_operator.controller.kubeflow.conditions import TRUE, get_condition, update_conditions
+from mpi_operator.controller.kubeflow.context import SyncContext, attempt_of, restart_attempt
+from mpi_operator.controller.kubeflow.culprit import failed_pods
+from mpi_operator.controller.kubeflow.failure_policy import (
     IGNORED_REASON,
     Decision,
     decide,
     ignored_message,
 )
-from mpi_operator.controller.workers import worker_pods
+from mpi_operator.controller.kubeflow.workers import worker_pods
 
 log = structlog.get_logger(__name__)
 

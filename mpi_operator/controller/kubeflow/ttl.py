@@ -12,7 +12,7 @@ import structlog
 from mpi_operator.api.v2beta1 import MPIJob, TTLPolicy
 from mpi_operator.client import MPIJOBS, is_not_found
 from mpi_operator.client.kubeapi import ApiError
-from mpi_operator.controller.context import SyncContext
+from mpi_operator.controller.kubeflow.context import SyncContext
 
 log = structlog.get_logger(__name__)
 

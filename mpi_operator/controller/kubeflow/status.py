@@ -16,7 +16,15 @@ from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import ConditionType, JobStatus, MPIJob, ReplicaStatus, ReplicaType
 from mpi_operator.builders.common import is_suspended
 from mpi_operator.client.events import NORMAL, WARNING, truncate_message
-from mpi_operator.controller.conditions import (
+from mpi_operator.controller.core.objects import (
+    format_time,
+    is_job_failed,
+    is_job_succeeded,
+    job_condition,
+    pod_phase,
+)
+from mpi_operator.controller.core.writes import Event
+from mpi_operator.controller.kubeflow.conditions import (
     EVICTED_REASON,
     FAILED_REASON,
     FALSE,
@@ -29,15 +37,7 @@ from mpi_operator.controller.conditions import (
     is_finished,
     update_conditions,
 )
-from mpi_operator.controller.core.objects import (
-    format_time,
-    is_job_failed,
-    is_job_succeeded,
-    job_condition,
-    pod_phase,
-)
-from mpi_operator.controller.core.writes import Event
-from mpi_operator.controller.culprit import culprit
+from mpi_operator.controller.kubeflow.culprit import culprit
 
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 POD_FAILED_REASON = "PodFailed"

@@ -32,11 +32,17 @@ from mpi_operator.builders.common import is_suspended
 from mpi_operator.client import MPIJOBS, WARNING
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.kubeapi import ApiError
-from mpi_operator.controller import children, ready_timeout, ttl
-from mpi_operator.controller import launcher as launchers
-from mpi_operator.controller import restart as restarts
-from mpi_operator.controller import workers as worker_pods
-from mpi_operator.controller.conditions import (
+from mpi_operator.controller.core.context import Syncer, cached
+from mpi_operator.controller.core.invalid import report_invalid
+from mpi_operator.controller.core.objects import format_time, is_job_finished, is_job_succeeded
+from mpi_operator.controller.core.owner import Owner
+from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.writes import Event, write_status
+from mpi_operator.controller.kubeflow import children, ready_timeout, ttl
+from mpi_operator.controller.kubeflow import launcher as launchers
+from mpi_operator.controller.kubeflow import restart as restarts
+from mpi_operator.controller.kubeflow import workers as worker_pods
+from mpi_operator.controller.kubeflow.conditions import (
     CREATED_REASON,
     TRUE,
     is_finished,
@@ -44,15 +50,9 @@ from mpi_operator.controller.conditions import (
     refresh_state,
     update_conditions,
 )
-from mpi_operator.controller.context import SyncContext, job_reference, owner_of
-from mpi_operator.controller.core.context import Syncer, cached
-from mpi_operator.controller.core.objects import format_time, is_job_finished, is_job_succeeded
-from mpi_operator.controller.core.owner import Owner
-from mpi_operator.controller.core.parallel import run_all
-from mpi_operator.controller.core.writes import Event, write_status
-from mpi_operator.controller.failure_policy import Decision
-from mpi_operator.controller.invalid import report_invalid
-from mpi_operator.controller.status import StatusOutcome, replica_status, update_status
+from mpi_operator.controller.kubeflow.context import SyncContext, job_reference, owner_of
+from mpi_operator.controller.kubeflow.failure_policy import Decision
+from mpi_operator.controller.kubeflow.status import StatusOutcome, replica_status, update_status
 
 log = structlog.get_logger(__name__)
 

@@ -13,9 +13,9 @@ from mpi_operator.builders.launcher import (
     sync_launcher_scheduling_directives,
 )
 from mpi_operator.client import JOBS, is_controlled_by
-from mpi_operator.controller.context import NO_KIND, SyncContext, with_restart_attempt
 from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, ensure_controlled, warn
+from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext, with_restart_attempt
 
 FAILED_REASON = "MPIJobFailed"
 LAUNCHER_FAILED = "launcher pod created failed: "

@@ -35,11 +35,11 @@ from mpi_operator.client.kubeapi import (
     POD_GROUPS_VOLCANO,
     ApiError,
 )
-from mpi_operator.controller.context import NO_KIND, SyncContext
+from mpi_operator.controller.core.missing_crd import raise_if_not_served
 from mpi_operator.controller.core.objects import pod_phase
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete, ensure_controlled
-from mpi_operator.controller.missing_crd import raise_if_not_served
-from mpi_operator.controller.workers import worker_pods
+from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext
+from mpi_operator.controller.kubeflow.workers import worker_pods
 
 SSH_SECRET_KEYS = sorted((SSH_PRIVATE_KEY, SSH_PUBLIC_KEY))
 
