@@ -14,7 +14,7 @@ from mpi_operator.api.t9k import (
 from mpi_operator.api.t9k.slots import GPU_RESOURCE as GPU_RESOURCE
 from mpi_operator.api.t9k.slots import gpu_slots as gpu_slots
 from mpi_operator.api.t9k.slots import mpi_container_index as mpi_container_index
-from mpi_operator.builders.common import controller_reference
+from mpi_operator.builders.meta import controller_reference, object_meta
 
 LAUNCHER_SUFFIX = "-launcher"
 WORKER_SUFFIX = "-worker"
@@ -33,12 +33,7 @@ def job_labels(job: MPIJob) -> dict[str, str]:
 
 
 def child_metadata(job: MPIJob, name: str) -> Obj:
-    return {
-        "name": name,
-        "namespace": job.namespace,
-        "labels": job_labels(job),
-        "ownerReferences": [owner_reference(job)],
-    }
+    return object_meta(name, job.namespace, job_labels(job), owner_reference(job))
 
 
 def worker_name(job: MPIJob, index: int) -> str:

@@ -29,12 +29,8 @@ from mpi_operator.api.t9k import (
     MPIJob,
     ReplicaType,
 )
-from mpi_operator.builders.common import (
-    ROOT_SSH_PATH,
-    SSH_AUTH_VOLUME,
-    deep_copy,
-    ssh_secret_volume,
-)
+from mpi_operator.builders.meta import deep_copy
+from mpi_operator.builders.ssh import ROOT_SSH_PATH, SSH_AUTH_VOLUME, ssh_secret_volume
 from mpi_operator.builders.t9k.common import (
     GPU_RESOURCE,
     SSH_PORT,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from mpi_operator.api.object_model import Obj
-from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair
+from mpi_operator.builders.ssh import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, split_key
 from mpi_operator.controller.core.expectations import CreationExpectations
 

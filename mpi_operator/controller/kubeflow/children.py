@@ -11,17 +11,17 @@ import asyncio
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.builders.common import SSH_PRIVATE_KEY, SSH_PUBLIC_KEY
-from mpi_operator.builders.config import new_config_map
-from mpi_operator.builders.podgroup import (
+from mpi_operator.builders.kubeflow.config import new_config_map
+from mpi_operator.builders.kubeflow.podgroup import (
     GangKind,
     GangScheduling,
     new_pod_group,
     pod_group_specs_equal,
 )
-from mpi_operator.builders.secret import new_ssh_auth_secret, secret_keys
-from mpi_operator.builders.service import new_job_service
-from mpi_operator.builders.worker import worker_replicas
+from mpi_operator.builders.kubeflow.secret import new_ssh_auth_secret, secret_keys
+from mpi_operator.builders.kubeflow.service import new_job_service
+from mpi_operator.builders.kubeflow.worker import worker_replicas
+from mpi_operator.builders.ssh import SSH_PRIVATE_KEY, SSH_PUBLIC_KEY
 from mpi_operator.client import (
     CONFIGMAPS,
     SECRETS,

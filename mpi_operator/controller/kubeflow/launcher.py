@@ -6,12 +6,13 @@ from typing import Any
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.builders.common import deep_copy, is_suspended, launcher_name
-from mpi_operator.builders.launcher import (
+from mpi_operator.builders.kubeflow.common import is_suspended, launcher_name
+from mpi_operator.builders.kubeflow.launcher import (
     new_launcher_job,
     new_launcher_pod_template,
     sync_launcher_scheduling_directives,
 )
+from mpi_operator.builders.meta import deep_copy
 from mpi_operator.client import JOBS, is_controlled_by
 from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, ensure_controlled, warn

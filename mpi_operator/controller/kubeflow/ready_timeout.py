@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import ConditionType, MPIJob
-from mpi_operator.builders.common import is_suspended
+from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.controller.kubeflow.conditions import get_condition, has_true_condition
 
 REASON = "WorkersNotReady"

@@ -24,7 +24,7 @@ from mpi_operator.api.v2beta1 import (
     JobStatus,
     MPIJob,
 )
-from mpi_operator.builders.common import launcher_name
+from mpi_operator.builders.kubeflow.common import launcher_name
 from mpi_operator.client import JOBS, PODS, WARNING, is_controlled_by
 from mpi_operator.client.events import truncate_message
 from mpi_operator.controller.core.objects import format_time, is_terminating

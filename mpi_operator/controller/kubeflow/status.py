@@ -14,7 +14,7 @@ from datetime import datetime
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import ConditionType, JobStatus, MPIJob, ReplicaStatus, ReplicaType
-from mpi_operator.builders.common import is_suspended
+from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.client.events import NORMAL, WARNING, truncate_message
 from mpi_operator.controller.core.objects import (
     format_time,

@@ -28,7 +28,7 @@ from mpi_operator.api.v2beta1 import (
     set_defaults,
     validate,
 )
-from mpi_operator.builders.common import is_suspended
+from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.client import MPIJOBS, WARNING
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.kubeapi import ApiError

@@ -23,8 +23,8 @@ from mpi_operator.api.v2beta1 import (
     MPIJob,
     ReplicaType,
 )
-from mpi_operator.builders.common import WORKER, worker_name
-from mpi_operator.builders.worker import new_worker
+from mpi_operator.builders.kubeflow.common import WORKER, worker_name
+from mpi_operator.builders.kubeflow.worker import new_worker
 from mpi_operator.controller.core.objects import is_terminating, pod_phase
 from mpi_operator.controller.core.owner import Owner, resource_exists
 from mpi_operator.controller.core.pods import create_pods, delete_pods

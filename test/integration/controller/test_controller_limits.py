@@ -10,7 +10,7 @@ from devcluster.polling import eventually
 from mpi_operator.api.limits import CONFIG_MAP_DATA_LIMIT
 from mpi_operator.api.v2beta1 import parse, set_defaults
 from mpi_operator.api.v2beta1.validation import config_shape
-from mpi_operator.builders.config import new_config_map
+from mpi_operator.builders.kubeflow.config import new_config_map
 from mpi_operator.client import CONFIGMAPS, PODS, SECRETS, SERVICES, ApiError, Resource
 
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota")

@@ -20,7 +20,7 @@ from mpi_operator.api.limits import (
 )
 from mpi_operator.api.t9k.validation import config_shape as t9k_shape
 from mpi_operator.api.v2beta1.validation import config_shape as kubeflow_shape
-from mpi_operator.builders.config import new_config_map
+from mpi_operator.builders.kubeflow.config import new_config_map
 from mpi_operator.builders.t9k.config import new_config_map as new_t9k_config_map
 
 COUNTS = (0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1234)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.builders.podgroup import (
+from mpi_operator.builders.kubeflow.podgroup import (
     GangScheduling,
 )
 

@@ -18,7 +18,7 @@ from podgroup_maker import (
 )
 
 from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.builders.podgroup import (
+from mpi_operator.builders.kubeflow.podgroup import (
     GangKind,
     GangScheduling,
     calculate_min_available,

@@ -17,7 +17,7 @@ from podgroup_maker import (
 )
 
 from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.builders.podgroup import (
+from mpi_operator.builders.kubeflow.podgroup import (
     calculate_min_resources,
     compute_min_resources,
     new_pod_group,

@@ -15,7 +15,7 @@ from podgroup_maker import (
     volcano_pg,
 )
 
-from mpi_operator.builders.podgroup import (
+from mpi_operator.builders.kubeflow.podgroup import (
     GangScheduling,
     new_pod_group,
     pod_group_specs_equal,

@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mpi_operator.api.v2beta1 import MPIJob, set_defaults, validate
-from mpi_operator.builders.config import new_config_map
-from mpi_operator.builders.launcher import new_launcher_job
-from mpi_operator.builders.podgroup import GangScheduling, new_pod_group
-from mpi_operator.builders.service import new_job_service
-from mpi_operator.builders.worker import new_worker, worker_replicas
+from mpi_operator.builders.kubeflow.config import new_config_map
+from mpi_operator.builders.kubeflow.launcher import new_launcher_job
+from mpi_operator.builders.kubeflow.podgroup import GangScheduling, new_pod_group
+from mpi_operator.builders.kubeflow.service import new_job_service
+from mpi_operator.builders.kubeflow.worker import new_worker, worker_replicas
 
 names = st.from_regex(r"[a-z]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True)
 label_values = st.from_regex(r"[a-z0-9]{1,10}", fullmatch=True)

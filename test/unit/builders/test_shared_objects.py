@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from mpijob_maker import OWNER, MakeMPIJob
 
-from mpi_operator.builders.config import new_config_map
-from mpi_operator.builders.secret import SSHKeyPair, generate_ssh_key_pair, new_ssh_auth_secret
-from mpi_operator.builders.service import new_job_service
+from mpi_operator.builders.kubeflow.config import new_config_map
+from mpi_operator.builders.kubeflow.secret import new_ssh_auth_secret
+from mpi_operator.builders.kubeflow.service import new_job_service
+from mpi_operator.builders.ssh import SSHKeyPair, generate_ssh_key_pair
 
 
 @pytest.mark.parametrize(

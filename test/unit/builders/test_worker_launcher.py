@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 from mpijob_maker import OWNER, MakeMPIJob
 
-from mpi_operator.builders.launcher import new_launcher_job, sync_launcher_scheduling_directives
-from mpi_operator.builders.worker import new_worker
+from mpi_operator.builders.kubeflow.launcher import (
+    new_launcher_job,
+    sync_launcher_scheduling_directives,
+)
+from mpi_operator.builders.kubeflow.worker import new_worker
 
 SSH_VOLUME = {
     "name": "ssh-auth",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mpi_operator.api.t9k import MPIJob, parse, set_defaults
-from mpi_operator.builders.secret import SSHKeyPair
+from mpi_operator.builders.ssh import SSHKeyPair
 from mpi_operator.builders.t9k.config import hostfile, new_config_map
 from mpi_operator.builders.t9k.podgroup import new_pod_group
 from mpi_operator.builders.t9k.pods import (

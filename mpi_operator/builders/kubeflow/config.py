@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import MPIImplementation, MPIJob
-from mpi_operator.builders.common import (
+from mpi_operator.builders.kubeflow.common import (
     CONFIG_SUFFIX,
     DISCOVER_HOSTS_SCRIPT_NAME,
     HOSTFILE_NAME,

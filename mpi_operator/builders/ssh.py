@@ -1,24 +1,23 @@
-"""The SSH key Secret ``<job>-ssh`` that lets the launcher reach the workers."""
+"""The SSH key pair, its Secret and its volume, shared by the builders of both kinds."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from mpi_operator.api.object_model import Obj
-from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.builders.common import (
-    SSH_AUTH_SECRET_SUFFIX,
-    SSH_PRIVATE_KEY,
-    SSH_PUBLIC_KEY,
-    child_metadata,
-)
 
 SECRET_TYPE_SSH_AUTH = "kubernetes.io/ssh-auth"
+SSH_AUTH_VOLUME = "ssh-auth"
+ROOT_SSH_PATH = "/root/.ssh"
+SSH_PRIVATE_KEY = "ssh-privatekey"
+SSH_PUBLIC_KEY = "ssh-publickey"
+SSH_PRIVATE_KEY_FILE = "id_rsa"
+SSH_PUBLIC_KEY_FILE = "id_rsa.pub"
+SSH_AUTHORIZED_KEYS_FILE = "authorized_keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +42,12 @@ def generate_ssh_key_pair() -> SSHKeyPair:
     return SSHKeyPair(private_pem, public + b"\n")
 
 
-def new_ssh_auth_secret(
-    job: MPIJob, keygen: Callable[[], SSHKeyPair] = generate_ssh_key_pair
-) -> Obj:
-    keys = keygen()
+def ssh_auth_secret(metadata: Obj, keys: SSHKeyPair) -> Obj:
+    """The ``kubernetes.io/ssh-auth`` Secret holding ``keys``."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": child_metadata(job, job.name + SSH_AUTH_SECRET_SUFFIX),
+        "metadata": metadata,
         "type": SECRET_TYPE_SSH_AUTH,
         "data": {
             SSH_PRIVATE_KEY: base64.b64encode(keys.private_pem).decode("ascii"),
@@ -59,6 +56,18 @@ def new_ssh_auth_secret(
     }
 
 
-def secret_keys(secret: Obj) -> list[str]:
-    """The sorted data keys of a Secret; the controller recreates it when they differ."""
-    return sorted((secret.get("data") or {}).keys())
+def ssh_secret_volume(secret_name: str, mount_path: str) -> Obj:
+    """The volume of an SSH key Secret: private and public key, and the public key again
+    as authorized_keys."""
+    secret: Obj = {
+        "secretName": secret_name,
+        "items": [
+            {"key": SSH_PRIVATE_KEY, "path": SSH_PRIVATE_KEY_FILE},
+            {"key": SSH_PUBLIC_KEY, "path": SSH_PUBLIC_KEY_FILE},
+            {"key": SSH_PUBLIC_KEY, "path": SSH_AUTHORIZED_KEYS_FILE},
+        ],
+    }
+    if mount_path == ROOT_SSH_PATH:
+        # sshd refuses keys readable by others, but only root can own 0600 files.
+        secret["defaultMode"] = 0o600
+    return {"name": SSH_AUTH_VOLUME, "secret": secret}

@@ -11,7 +11,7 @@ from mpi_operator.api.v2beta1 import (
     MPIJob,
     ReplicaType,
 )
-from mpi_operator.builders.common import (
+from mpi_operator.builders.kubeflow.common import (
     CONFIG_MOUNT_PATH,
     CONFIG_SUFFIX,
     CONFIG_VOLUME_NAME,
@@ -21,7 +21,6 @@ from mpi_operator.builders.common import (
     append_env,
     child_metadata,
     controller_owner_reference,
-    deep_copy,
     default_labels,
     is_suspended,
     launcher_name,
@@ -31,7 +30,8 @@ from mpi_operator.builders.common import (
     set_restart_policy,
     setup_ssh,
 )
-from mpi_operator.builders.podgroup import GangScheduling, decorate_pod_template
+from mpi_operator.builders.kubeflow.podgroup import GangScheduling, decorate_pod_template
+from mpi_operator.builders.meta import deep_copy
 
 POD_TEMPLATE_RESTART_POLICY_REASON = "SetPodTemplateRestartPolicy"
 POD_TEMPLATE_RESTART_POLICY_MESSAGE = (

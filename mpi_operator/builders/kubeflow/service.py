@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import JOB_NAME_LABEL, OPERATOR_NAME, OPERATOR_NAME_LABEL, MPIJob
-from mpi_operator.builders.common import child_metadata, run_launcher_as_worker
+from mpi_operator.builders.kubeflow.common import child_metadata, run_launcher_as_worker
 
 
 def new_job_service(job: MPIJob) -> Obj:

@@ -15,7 +15,8 @@ from typing import Any
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.quantity import Quantity, QuantityError
 from mpi_operator.api.v2beta1 import MPIJob, ReplicaSpec, ReplicaType
-from mpi_operator.builders.common import controller_owner_reference, deep_copy
+from mpi_operator.builders.kubeflow.common import controller_owner_reference
+from mpi_operator.builders.meta import deep_copy
 
 POD_GROUP_KIND = "PodGroup"
 POD_GROUP_PLURAL = "podgroups"

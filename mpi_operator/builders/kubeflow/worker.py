@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import REPLICA_INDEX_LABEL, MPIJob, ReplicaType
-from mpi_operator.builders.common import (
+from mpi_operator.builders.kubeflow.common import (
     WORKER,
     append_env,
     controller_owner_reference,
-    deep_copy,
     default_labels,
     main_container,
     run_launcher_as_worker,
@@ -17,7 +16,8 @@ from mpi_operator.builders.common import (
     setup_ssh,
     worker_name,
 )
-from mpi_operator.builders.podgroup import GangScheduling, decorate_pod_template
+from mpi_operator.builders.kubeflow.podgroup import GangScheduling, decorate_pod_template
+from mpi_operator.builders.meta import deep_copy
 
 SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]
 
