@@ -94,18 +94,7 @@ def _name_the_culprit(job: MPIJob, out: StatusOutcome, pods: Sequence[Obj], now:
         out.events.append(Event(WARNING, POD_FAILED_REASON, found.message))
 
 
-def update_status(
-    job: MPIJob,
-    launcher: Obj | None,
-    launcher_pods: Sequence[Obj],
-    workers: Sequence[Obj],
-    now: datetime,
-) -> StatusOutcome:
-    """Brings ``job.status`` up to date in place and reports the events to emit."""
-    out = StatusOutcome()
-    status = job.status = job.status or JobStatus()
-    key = f"{job.namespace}/{job.name}"
-    suspended = is_suspended(job)
+def _sync_suspension(status: JobStatus, out: StatusOutcome, suspended: bool, now: datetime) -> None:
     if suspended:
         if update_conditions(
             status, ConditionType.SUSPENDED, TRUE, SUSPENDED_REASON, "MPIJob suspended", now
@@ -117,33 +106,46 @@ def update_status(
         out.events.append(Event(NORMAL, "MPIJobResumed", "MPIJob resumed"))
         status.start_time = format_time(now)
 
-    running_launchers = 0
-    if launcher is not None:
-        running_launchers = sum(1 for p in launcher_pods if pod_phase(p) == "Running")
-        launcher_status = replica_status(status, ReplicaType.LAUNCHER)
-        failed_launchers = int((launcher.get("status") or {}).get("failed") or 0)
-        if failed_launchers:  # zero counts stay unset, as Go's omitempty leaves them out
-            launcher_status.failed = failed_launchers
-        if is_job_succeeded(launcher):
-            launcher_status.succeeded = 1
-            message = f"MPIJob {key} successfully completed."
-            if status.completion_time is None:
-                status.completion_time = (launcher.get("status") or {}).get("completionTime")
-            if update_conditions(
-                status, ConditionType.SUCCEEDED, TRUE, SUCCEEDED_REASON, message, now
-            ):
-                out.events.append(Event(NORMAL, SUCCEEDED_REASON, message))
-                out.succeeded = True
-        elif is_job_failed(launcher):
-            reason, message = _failed_reason_and_message(job, launcher, launcher_pods)
-            if status.completion_time is None:
-                status.completion_time = format_time(now)
-            if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
-                out.events.append(Event(WARNING, reason, message))
-                out.failed = True
-        elif running_launchers:
-            launcher_status.active = running_launchers
 
+def _launcher_status(
+    job: MPIJob,
+    out: StatusOutcome,
+    launcher: Obj,
+    launcher_pods: Sequence[Obj],
+    now: datetime,
+) -> int:
+    """Counts the launcher and applies its success or failure; returns its running pods."""
+    status = job.status
+    assert status is not None
+    running_launchers = sum(1 for p in launcher_pods if pod_phase(p) == "Running")
+    launcher_status = replica_status(status, ReplicaType.LAUNCHER)
+    failed_launchers = int((launcher.get("status") or {}).get("failed") or 0)
+    if failed_launchers:  # zero counts stay unset, as Go's omitempty leaves them out
+        launcher_status.failed = failed_launchers
+    if is_job_succeeded(launcher):
+        launcher_status.succeeded = 1
+        message = f"MPIJob {job.namespace}/{job.name} successfully completed."
+        if status.completion_time is None:
+            status.completion_time = (launcher.get("status") or {}).get("completionTime")
+        if update_conditions(status, ConditionType.SUCCEEDED, TRUE, SUCCEEDED_REASON, message, now):
+            out.events.append(Event(NORMAL, SUCCEEDED_REASON, message))
+            out.succeeded = True
+    elif is_job_failed(launcher):
+        reason, message = _failed_reason_and_message(job, launcher, launcher_pods)
+        if status.completion_time is None:
+            status.completion_time = format_time(now)
+        if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
+            out.events.append(Event(WARNING, reason, message))
+            out.failed = True
+    elif running_launchers:
+        launcher_status.active = running_launchers
+    return running_launchers
+
+
+def _worker_status(
+    status: JobStatus, out: StatusOutcome, workers: Sequence[Obj], now: datetime
+) -> int:
+    """Counts the workers and fails the job when any was evicted; returns those running."""
     worker_status = replica_status(status, ReplicaType.WORKER)
     running = evicted = 0
     for pod in workers:
@@ -165,19 +167,20 @@ def update_status(
         if update_conditions(status, ConditionType.FAILED, TRUE, EVICTED_REASON, message, now):
             out.events.append(Event(WARNING, EVICTED_REASON, message))
             out.failed = True
+    return running
 
-    if out.failed:
-        _name_the_culprit(job, out, [*workers, *launcher_pods], now)
 
+def _sync_running(
+    status: JobStatus,
+    out: StatusOutcome,
+    key: str,
+    suspended: bool,
+    all_running: bool,
+    now: datetime,
+) -> None:
     if suspended:
-        update_conditions(
-            status,
-            ConditionType.RUNNING,
-            FALSE,
-            SUSPENDED_REASON,
-            f"MPIJob {key} is suspended.",
-            now,
-        )
+        message = f"MPIJob {key} is suspended."
+        update_conditions(status, ConditionType.RUNNING, FALSE, SUSPENDED_REASON, message, now)
     elif is_finished(status):
         if get_condition(status, ConditionType.RUNNING) is None:
             # A consumer measuring run time still finds a Running condition,
@@ -192,8 +195,30 @@ def update_status(
                 assert running_condition is not None
                 running_condition.last_update_time = stamp
                 running_condition.last_transition_time = stamp
-    elif launcher is not None and running_launchers >= 1 and running == len(workers):
+    elif all_running:
         message = f"MPIJob {key} is running."
         if update_conditions(status, ConditionType.RUNNING, TRUE, RUNNING_REASON, message, now):
             out.events.append(Event(NORMAL, "MPIJobRunning", f"MPIJob {key} is running"))
+
+
+def update_status(
+    job: MPIJob,
+    launcher: Obj | None,
+    launcher_pods: Sequence[Obj],
+    workers: Sequence[Obj],
+    now: datetime,
+) -> StatusOutcome:
+    """Brings ``job.status`` up to date in place and reports the events to emit."""
+    out = StatusOutcome()
+    status = job.status = job.status or JobStatus()
+    suspended = is_suspended(job)
+    _sync_suspension(status, out, suspended, now)
+    running_launchers = 0
+    if launcher is not None:
+        running_launchers = _launcher_status(job, out, launcher, launcher_pods, now)
+    running = _worker_status(status, out, workers, now)
+    if out.failed:
+        _name_the_culprit(job, out, [*workers, *launcher_pods], now)
+    all_running = launcher is not None and running_launchers >= 1 and running == len(workers)
+    _sync_running(status, out, f"{job.namespace}/{job.name}", suspended, all_running, now)
     return out
