@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -174,20 +174,11 @@ def _finish(
         set_condition(status, ConditionType.RUNNING, FALSE, reason, message, now)
 
 
-def update_status(
-    job: MPIJob, pods: Mapping[str, Obj], now: datetime, *, pods_created: bool
-) -> StatusOutcome:
-    """Brings ``job.status`` up to date in place and returns the events to emit."""
-    out = StatusOutcome()
-    status = job.status = job.status or MPIJobStatus()
+def _initialized_and_debug(
+    job: MPIJob, status: MPIJobStatus, out: StatusOutcome, now: datetime, *, created: bool
+) -> None:
     key = _key(job)
-    if status.phase is None:
-        status.phase = Phase.PENDING.value
-    previous = status.phase
-    finished = previous in TERMINAL_PHASES
-    paused = job.paused
-
-    if pods_created and set_condition(
+    if created and set_condition(
         status,
         ConditionType.INITIALIZED,
         TRUE,
@@ -196,86 +187,84 @@ def update_status(
         now,
     ):
         out.events.append(Event(NORMAL, "MPIJobInitialized", f"MPIJob {key} created its pods"))
-
-    if not finished and job.debug is not None:
-        set_condition(
-            status,
-            ConditionType.DEBUGGING,
-            TRUE,
-            "DebugMode",
-            f"MPIJob {key} is in debug mode",
-            now,
-        )
+    if status.phase not in TERMINAL_PHASES and job.debug is not None:
+        message = f"MPIJob {key} is in debug mode"
+        set_condition(status, ConditionType.DEBUGGING, TRUE, "DebugMode", message, now)
     elif get_condition(status, ConditionType.DEBUGGING) is not None:
         set_condition(status, ConditionType.DEBUGGING, FALSE, "DebugModeOff", "", now)
 
-    live = {n: p for n, p in pods.items() if not is_terminating(p)}
-    aggregate, tasks = aggregate_and_tasks(job, pods, gone_means_deleted=finished or paused)
-    status.aggregate, status.tasks = aggregate, tasks
-    if finished:
-        return out
 
-    if paused:
-        if not pods and set_condition(
-            status, ConditionType.PAUSED, TRUE, "Paused", f"MPIJob {key} is paused", now
-        ):
-            out.events.append(Event(NORMAL, "MPIJobPaused", f"MPIJob {key} is paused"))
-        if not pods:
-            status.phase = Phase.PAUSED.value
-            if get_condition(status, ConditionType.RUNNING) is not None:
-                set_condition(status, ConditionType.RUNNING, FALSE, "Paused", "", now)
-        return out
+def _pause(
+    job: MPIJob, status: MPIJobStatus, out: StatusOutcome, has_pods: bool, now: datetime
+) -> None:
+    """A paused job is Paused once its pods are gone."""
+    if has_pods:
+        return
+    key = _key(job)
+    if set_condition(status, ConditionType.PAUSED, TRUE, "Paused", f"MPIJob {key} is paused", now):
+        out.events.append(Event(NORMAL, "MPIJobPaused", f"MPIJob {key} is paused"))
+    status.phase = Phase.PAUSED.value
+    if get_condition(status, ConditionType.RUNNING) is not None:
+        set_condition(status, ConditionType.RUNNING, FALSE, "Paused", "", now)
 
-    resuming = False
+
+def _resuming(
+    job: MPIJob, status: MPIJobStatus, out: StatusOutcome, previous: str, now: datetime
+) -> bool:
+    """Whether the job is resuming from a pause (the first sync after it says so)."""
+    key = _key(job)
     if is_true(status, ConditionType.PAUSED):
         set_condition(status, ConditionType.PAUSED, FALSE, "Resumed", f"MPIJob {key} resumed", now)
         out.events.append(Event(NORMAL, "MPIJobResuming", f"MPIJob {key} is resuming"))
-        resuming = True
-    elif previous == Phase.RESUMING.value:
-        resuming = True
+        return True
+    return previous == Phase.RESUMING.value
 
-    launcher = live.get(launcher_name(job))
-    workers = [live.get(worker_name(job, i)) for i in range(job.worker_replicas)]
-    if job.debug is None:
-        if pod_phase(launcher) == "Succeeded":
-            _finish(
-                job,
-                status,
-                out,
-                True,
-                "LauncherSucceeded",
-                f"MPIJob {key} successfully completed.",
-                now,
-            )
-            return out
-        if pod_phase(launcher) == "Failed":
-            _finish(
-                job,
-                status,
-                out,
-                False,
-                "LauncherFailed",
-                f"MPIJob {key} failed: the launcher exited with an error.",
-                now,
-            )
-            return out
-        failed = [
-            f"{worker_name(job, i)}" for i, w in enumerate(workers) if pod_phase(w) == "Failed"
-        ]
-        if failed:
-            message = f"MPIJob {key} failed: worker(s) {', '.join(failed)} failed."
-            set_condition(status, ConditionType.REPLICA_FAILURE, TRUE, "WorkerFailed", message, now)
-            _finish(job, status, out, False, "WorkerFailed", message, now)
-            return out
 
-    all_running = all(pod_phase(p) == "Running" for p in [launcher, *workers])
+def _finished_by_pods(
+    job: MPIJob,
+    status: MPIJobStatus,
+    out: StatusOutcome,
+    launcher: Obj | None,
+    workers: Sequence[Obj | None],
+    now: datetime,
+) -> bool:
+    """Finishes the job when the launcher exited or a worker failed; True if it did."""
+    key = _key(job)
+    if pod_phase(launcher) == "Succeeded":
+        message = f"MPIJob {key} successfully completed."
+        _finish(job, status, out, True, "LauncherSucceeded", message, now)
+        return True
+    if pod_phase(launcher) == "Failed":
+        message = f"MPIJob {key} failed: the launcher exited with an error."
+        _finish(job, status, out, False, "LauncherFailed", message, now)
+        return True
+    failed = [f"{worker_name(job, i)}" for i, w in enumerate(workers) if pod_phase(w) == "Failed"]
+    if not failed:
+        return False
+    message = f"MPIJob {key} failed: worker(s) {', '.join(failed)} failed."
+    set_condition(status, ConditionType.REPLICA_FAILURE, TRUE, "WorkerFailed", message, now)
+    _finish(job, status, out, False, "WorkerFailed", message, now)
+    return True
+
+
+def _set_phase(
+    job: MPIJob,
+    status: MPIJobStatus,
+    out: StatusOutcome,
+    pods: Sequence[Obj | None],
+    resuming: bool,
+    now: datetime,
+) -> None:
+    """The phase of a job that runs (or is about to), and its Running condition."""
+    key = _key(job)
+    all_running = all(pod_phase(p) == "Running" for p in pods)
     if job.debug is not None:
         phase = Phase.DEBUGGING.value
     elif all_running:
         phase = Phase.RUNNING.value
     elif resuming:
         phase = Phase.RESUMING.value
-    elif any(pod_phase(p) == "Unknown" for p in [launcher, *workers]):
+    elif any(pod_phase(p) == "Unknown" for p in pods):
         phase = Phase.UNKNOWN.value
     else:
         phase = Phase.PENDING.value
@@ -286,4 +275,31 @@ def update_status(
         out.events.append(Event(NORMAL, "MPIJobRunning", f"MPIJob {key} is running"))
     elif not all_running and get_condition(status, ConditionType.RUNNING) is not None:
         set_condition(status, ConditionType.RUNNING, FALSE, "PodsNotRunning", "", now)
+
+
+def update_status(
+    job: MPIJob, pods: Mapping[str, Obj], now: datetime, *, pods_created: bool
+) -> StatusOutcome:
+    """Brings ``job.status`` up to date in place and returns the events to emit."""
+    out = StatusOutcome()
+    status = job.status = job.status or MPIJobStatus()
+    if status.phase is None:
+        status.phase = Phase.PENDING.value
+    previous = status.phase
+    finished = previous in TERMINAL_PHASES
+    _initialized_and_debug(job, status, out, now, created=pods_created)
+    aggregate, tasks = aggregate_and_tasks(job, pods, gone_means_deleted=finished or job.paused)
+    status.aggregate, status.tasks = aggregate, tasks
+    if finished:
+        return out
+    if job.paused:
+        _pause(job, status, out, bool(pods), now)
+        return out
+    resuming = _resuming(job, status, out, previous, now)
+    live = {n: p for n, p in pods.items() if not is_terminating(p)}
+    launcher = live.get(launcher_name(job))
+    workers = [live.get(worker_name(job, i)) for i in range(job.worker_replicas)]
+    if job.debug is None and _finished_by_pods(job, status, out, launcher, workers, now):
+        return out
+    _set_phase(job, status, out, [launcher, *workers], resuming, now)
     return out
