@@ -9,6 +9,7 @@ succeeded, so a failed write followed by a retry does not report twice.
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 import structlog
 
@@ -129,32 +130,11 @@ class MPIJobSyncer(Syncer[SyncContext]):
     ) -> None:
         ctx = self.ctx
         now = ctx.clock.now()
-        status = job.status
-        assert status is not None
         launcher = launchers.get_launcher(ctx, owner, job)
-        workers: list[Obj] = []
-        if launcher is None or not is_job_finished(launcher):
-            # Deviation: the reference creates these three one after another.
-            await run_all(
-                children.ensure_service(ctx, owner, job),
-                children.ensure_config_map(ctx, owner, job),
-                children.ensure_ssh_secret(ctx, owner, job),
-            )
-            try:
-                if not is_suspended(job):
-                    if ctx.options.gang is not None:
-                        await children.ensure_pod_group(ctx, owner, job)
-                    workers = await worker_pods.ensure_workers(ctx, owner, job)
-                if launcher is None and (
-                    job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
-                    or worker_pods.count_ready(workers) == len(workers)
-                ):
-                    launcher = await launchers.create_launcher(ctx, owner, job)
-            except ApiError as err:
-                if err.status != INVALID:
-                    raise
-                await self._fail_invalid(owner, job, err, pending, created)
-                return
+        found = await self._create_children(owner, job, launcher, pending, created)
+        if found is None:
+            return
+        launcher, workers = found
         if launcher is not None:
             launcher = await self._sync_launcher_suspension(owner, job, launcher, workers)
         if is_suspended(job):
@@ -170,12 +150,63 @@ class MPIJobSyncer(Syncer[SyncContext]):
             await self._fail(owner, job, ready_timeout.REASON, not_ready, pending, created)
             return
         self._requeue_at_deadline(job, ready_timeout.seconds_left(job, now))
+        await self._judge_and_write(
+            owner, job, launcher, launcher_pods, workers, pending, created, now
+        )
+
+    async def _create_children(
+        self, owner: Owner, job: MPIJob, launcher: Obj | None, pending: list[Event], created: bool
+    ) -> tuple[Obj | None, list[Obj]] | None:
+        """Service, ConfigMap, Secret, PodGroup, workers and launcher, as far as the job
+        needs them now; returns the launcher and the workers, or None when the API
+        server rejected a pod template (the job has failed)."""
+        ctx = self.ctx
+        workers: list[Obj] = []
+        if launcher is not None and is_job_finished(launcher):
+            return launcher, workers
+        # Deviation: the reference creates these three one after another.
+        await run_all(
+            children.ensure_service(ctx, owner, job),
+            children.ensure_config_map(ctx, owner, job),
+            children.ensure_ssh_secret(ctx, owner, job),
+        )
+        try:
+            if not is_suspended(job):
+                if ctx.options.gang is not None:
+                    await children.ensure_pod_group(ctx, owner, job)
+                workers = await worker_pods.ensure_workers(ctx, owner, job)
+            if launcher is None and (
+                job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
+                or worker_pods.count_ready(workers) == len(workers)
+            ):
+                launcher = await launchers.create_launcher(ctx, owner, job)
+        except ApiError as err:
+            if err.status != INVALID:
+                raise
+            await self._fail_invalid(owner, job, err, pending, created)
+            return None
+        return launcher, workers
+
+    async def _judge_and_write(
+        self,
+        owner: Owner,
+        job: MPIJob,
+        launcher: Obj | None,
+        launcher_pods: list[Obj],
+        workers: list[Obj],
+        pending: list[Event],
+        created: bool,
+        now: datetime,
+    ) -> None:
+        """The failure policy's judgement, then the status from the children, written once."""
+        status = job.status
+        assert status is not None
         policy = job.spec.run_policy.failure_policy
         succeeded = launcher is not None and is_job_succeeded(launcher)
         if policy is not None and not is_suspended(job) and not succeeded:
             # A launcher that succeeded after a retry leaves failed pods: not a failure.
             judgement = restarts.judge(policy, job, launcher_pods, workers)
-            await restarts.recreate_ignored(ctx, job, judgement)
+            await restarts.recreate_ignored(self.ctx, job, judgement)
             pending += judgement.events
             launcher_pods, workers = judgement.launcher_pods, judgement.workers
             if judgement.decision.action is not None:
@@ -187,7 +218,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
             # Deviation: the reference cleans up on the sync after the one that finished
             # the job, and writes the status again; we stop the launcher and clean up
             # before the one write, so nothing runs on a finished job.
-            await launchers.stop_launcher(ctx, job)
+            await launchers.stop_launcher(self.ctx, job)
             if self._cleans_up(job):
                 await self._clean_up_workers(owner, job)
         await self._write_status(owner, job, outcome, created)
