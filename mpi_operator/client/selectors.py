@@ -160,74 +160,77 @@ def _tokenize(text: str) -> list[str]:
     return tokens
 
 
+_PUNCTUATION = ("(", ")", ",", "=", "==", "!=")
+
+
+def _at(tokens: list[str], i: int) -> str | None:
+    return tokens[i] if i < len(tokens) else None
+
+
+def _parse_value_set(tokens: list[str], i: int) -> tuple[tuple[str, ...], int]:
+    """The values of ``in (...)``/``notin (...)`` from just after the '('; returns
+    them and the index after the ')'. Empty places between commas are empty values."""
+    values: list[str] = []
+    expect_value = True
+    while True:
+        t = _at(tokens, i)
+        if t is None:
+            raise SelectorError("unterminated value set")
+        i += 1
+        if t == ")":
+            if expect_value and values:
+                values.append("")
+            break
+        if t == ",":
+            if expect_value:
+                values.append("")
+            expect_value = True
+            continue
+        if not expect_value:
+            raise SelectorError("expected ',' between values")
+        values.append(t)
+        expect_value = False
+    return tuple(values or [""]), i
+
+
+def _parse_requirement(tokens: list[str], i: int) -> tuple[Requirement, int]:
+    """One requirement from ``tokens[i]``; returns it and the index after it."""
+    key = tokens[i]
+    if key == "!":
+        key_after = _at(tokens, i + 1)
+        if key_after is None or key_after in (*_PUNCTUATION, "!"):
+            raise SelectorError("expected a key after '!'")
+        return Requirement(key_after, Op.DOES_NOT_EXIST), i + 2
+    if key in _PUNCTUATION:
+        raise SelectorError(f"unexpected {key!r}")
+    nxt = _at(tokens, i + 1)
+    if nxt is None or nxt == ",":
+        return Requirement(key, Op.EXISTS), i + 1
+    if nxt in ("=", "==", "!="):
+        value = _at(tokens, i + 2)
+        if value is None or value == ",":
+            # An empty value is legal: ``a=`` matches a="".
+            return Requirement(key, Op(nxt), ("",)), i + 2
+        if value in ("(", ")", "!", "=", "==", "!="):
+            raise SelectorError(f"unexpected {value!r} after {key}{nxt}")
+        return Requirement(key, Op(nxt), (value,)), i + 3
+    if nxt in ("in", "notin"):
+        if _at(tokens, i + 2) != "(":
+            raise SelectorError(f"expected '(' after {nxt}")
+        values, i = _parse_value_set(tokens, i + 3)
+        return Requirement(key, Op.IN if nxt == "in" else Op.NOT_IN, values), i
+    raise SelectorError(f"unexpected {nxt!r} after key {key!r}")
+
+
 def parse_selector(text: str) -> Selector:
     """Parse a label selector string (``labels.Parse``)."""
     tokens = _tokenize(text)
     reqs: list[Requirement] = []
     i = 0
     n = len(tokens)
-
-    def peek(k: int = 0) -> str | None:
-        return tokens[i + k] if i + k < n else None
-
     while i < n:
-        tok = tokens[i]
-        if tok == "!":
-            key = peek(1)
-            if key is None or key in ("(", ")", ",", "=", "==", "!=", "!"):
-                raise SelectorError("expected a key after '!'")
-            reqs.append(Requirement(key, Op.DOES_NOT_EXIST))
-            i += 2
-        else:
-            key = tok
-            if key in ("(", ")", ",", "=", "==", "!="):
-                raise SelectorError(f"unexpected {key!r}")
-            nxt = peek(1)
-            if nxt is None or nxt == ",":
-                reqs.append(Requirement(key, Op.EXISTS))
-                i += 1
-            elif nxt in ("=", "==", "!="):
-                value = peek(2)
-                if value is None or value == ",":
-                    # An empty value is legal: ``a=`` matches a="".
-                    reqs.append(Requirement(key, Op(nxt), ("",)))
-                    i += 2
-                else:
-                    if value in ("(", ")", "!", "=", "==", "!="):
-                        raise SelectorError(f"unexpected {value!r} after {key}{nxt}")
-                    reqs.append(Requirement(key, Op(nxt), (value,)))
-                    i += 3
-            elif nxt in ("in", "notin"):
-                if peek(2) != "(":
-                    raise SelectorError(f"expected '(' after {nxt}")
-                i += 3
-                values: list[str] = []
-                expect_value = True
-                while True:
-                    t = peek()
-                    if t is None:
-                        raise SelectorError("unterminated value set")
-                    if t == ")":
-                        if expect_value and values:
-                            values.append("")
-                        i += 1
-                        break
-                    if t == ",":
-                        if expect_value:
-                            values.append("")
-                        expect_value = True
-                        i += 1
-                        continue
-                    if not expect_value:
-                        raise SelectorError("expected ',' between values")
-                    values.append(t)
-                    expect_value = False
-                    i += 1
-                if not values:
-                    values = [""]
-                reqs.append(Requirement(key, Op.IN if nxt == "in" else Op.NOT_IN, tuple(values)))
-            else:
-                raise SelectorError(f"unexpected {nxt!r} after key {key!r}")
+        requirement, i = _parse_requirement(tokens, i)
+        reqs.append(requirement)
         if i < n:
             if tokens[i] != ",":
                 raise SelectorError(f"expected ',' but found {tokens[i]!r}")
