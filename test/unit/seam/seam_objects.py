@@ -26,6 +26,15 @@ T9K_OPERATOR = {T9K + "operator-name": "mpi-operator"}
 T0 = "2026-01-01T00:00:00Z"
 
 
+def pod_status(phase: str, ready: bool = False) -> Obj:
+    """A pod's status in ``phase``, Ready or not (for :meth:`SyncWorld.change`)."""
+    status: Obj = {"phase": phase}
+    if phase == "Running":
+        status["startTime"] = T0
+    status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+    return status
+
+
 def owner_ref(owner: Obj) -> Obj:
     meta = owner["metadata"]
     return {

@@ -23,7 +23,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from recording_client import Action, RecordingClient, merge_patch
 
-from mpi_operator.builders.podgroup import GangKind, GangScheduling
+from mpi_operator.builders.podgroup import GangScheduling
 from mpi_operator.builders.secret import SSHKeyPair
 from mpi_operator.client import EventRecorder, FakeClock
 from mpi_operator.controller.controller import MPIJobController
@@ -278,10 +278,9 @@ def _world(
     return world
 
 
-def gang(kind: str = "volcano") -> Any:
-    """``--gang-scheduling`` set to ``volcano`` or ``scheduler-plugins``."""
-    gang_kind = GangKind.VOLCANO if kind == "volcano" else GangKind.SCHEDULER_PLUGINS
-    return GangScheduling(gang_kind)
+def gang(flag: str = "volcano") -> Any:
+    """The options of ``--gang-scheduling=<flag>``."""
+    return GangScheduling.from_flag(flag)
 
 
 def kubeflow_world(job: Obj, *objects: Obj, gang_scheduling: Any = None) -> SyncWorld:

@@ -1,0 +1,406 @@
+"""The Kubeflow sync handler's children, action by action (sample-controller style):
+create, up to date, adopt, not ours, 422 fail-fast, invalid jobs, expectations and
+slow-start batches."""
+
+from __future__ import annotations
+
+import pytest
+from recording_client import already_exists, forbidden, internal_error, invalid
+from seam_objects import (
+    BatchJobBuilder,
+    ChildBuilder,
+    MPIJobBuilder,
+    PodBuilder,
+    owner_ref,
+    pod_status,
+)
+from sync_fixtures import MAX_CREATES_PER_SYNC, gang, kubeflow_world, pod_names
+
+SHARED = [
+    ("create", "services", "pi"),
+    ("create", "configmaps", "pi-config"),
+    ("create", "secrets", "pi-ssh"),
+]
+STATUS = ("update", "mpijobs/status", "pi")
+
+
+def workers(n: int, verb: str = "create") -> list[tuple[str, str, str]]:
+    return [(verb, "pods", f"pi-worker-{i}") for i in range(n)]
+
+
+CREATED = ("Created", "True", "MPIJobCreated")
+
+
+@pytest.mark.parametrize(
+    ("builder", "expected", "events", "conditions"),
+    [
+        pytest.param(
+            MPIJobBuilder("pi").workers(2),
+            [*SHARED, *workers(2), ("create", "jobs", "pi-launcher"), STATUS],
+            ["MPIJobCreated"],
+            [CREATED],
+            id="launcher-at-startup",
+        ),
+        pytest.param(
+            MPIJobBuilder("pi").workers(2).wait_for_workers_ready(),
+            [*SHARED, *workers(2), STATUS],
+            ["MPIJobCreated"],
+            [CREATED],
+            id="launcher-waits-for-ready-workers",
+        ),
+        pytest.param(
+            MPIJobBuilder("pi").workers(2).suspend(),
+            [*SHARED, ("create", "jobs", "pi-launcher"), STATUS],
+            ["MPIJobCreated", "MPIJobSuspended"],
+            [
+                CREATED,
+                ("Suspended", "True", "MPIJobSuspended"),
+                ("Running", "False", "MPIJobSuspended"),
+            ],
+            id="suspended-no-workers",
+        ),
+    ],
+)
+async def test_creates_the_children_of_a_new_job(
+    builder: MPIJobBuilder,
+    expected: list[tuple[str, str, str]],
+    events: list[str],
+    conditions: list[tuple[str, str, str]],
+) -> None:
+    world = kubeflow_world(builder.obj())
+    await world.sync()
+    assert world.actions == expected
+    assert world.events == [("Normal", reason) for reason in events]
+    assert world.conditions() == conditions
+
+
+async def test_a_new_suspended_job_gets_a_suspended_launcher() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").suspend().obj())
+    await world.sync()
+    (launcher,) = world.recorded("create", "jobs")
+    assert launcher.body["spec"]["suspend"] is True
+    assert "startTime" not in world.status
+
+
+async def test_children_carry_the_operator_label_and_our_controller_reference() -> None:
+    job = MPIJobBuilder("pi").obj()
+    world = kubeflow_world(job)
+    await world.sync()
+    created = [a for a in world.client.actions if a.verb == "create"]
+    assert len(created) == 5
+    for action in created:
+        meta = action.body["metadata"]
+        assert meta["labels"]["training.kubeflow.org/operator-name"] == "mpi-operator"
+        assert meta["ownerReferences"] == [owner_ref(job)], action.short
+
+
+async def test_gang_scheduling_creates_the_pod_group_before_the_pods() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(1).obj(), gang_scheduling=gang("volcano"))
+    await world.sync()
+    assert world.writes == [
+        *SHARED,
+        ("create", "podgroups", "pi"),
+        *workers(1),
+        ("create", "jobs", "pi-launcher"),
+        STATUS,
+    ]
+
+
+async def test_do_nothing_when_children_are_up_to_date() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(2).obj())
+    await world.converge()
+    await world.sync()
+    assert world.actions == []
+    assert world.events == []
+
+
+async def test_do_nothing_for_a_running_job_whose_children_are_up_to_date() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(2).obj())
+    await world.converge()
+    for i in range(2):
+        world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
+    launcher = world.cached("Job", "pi-launcher")
+    assert launcher is not None
+    world.add(PodBuilder.of_job(launcher).running().obj())
+    await world.converge()  # the hostfile learns the running workers, Running is written
+    await world.sync()
+    assert world.actions == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "resource", "name"),
+    [
+        ("Service", "services", "pi"),
+        ("ConfigMap", "configmaps", "pi-config"),
+        ("Secret", "secrets", "pi-ssh"),
+    ],
+)
+async def test_adopts_a_child_it_controls_that_lacks_the_operator_label(
+    kind: str, resource: str, name: str
+) -> None:
+    """Made by an older operator: invisible to the label-filtered cache, so the create
+    is answered AlreadyExists; the child is read, found ours, and labelled."""
+    job = MPIJobBuilder("pi").obj()
+    existing = ChildBuilder(kind, name).owned_by(job).obj()
+    world = kubeflow_world(job)
+    world.client.fail("create", resource, already_exists(name), name=name)
+    world.client.answer("get", resource, name, existing)
+    await world.sync()
+    calls = world.actions
+    adopt = [("create", resource, name), ("get", resource, name), ("patch", resource, name)]
+    assert calls[calls.index(adopt[0]) : calls.index(adopt[0]) + 3] == adopt
+    (patch,) = world.recorded("patch", resource, name)
+    assert patch.body == {
+        "metadata": {"labels": {"training.kubeflow.org/operator-name": "mpi-operator"}}
+    }
+    assert calls[-1] == STATUS
+    assert ("Warning", "ErrResourceExists") not in world.events
+
+
+async def test_adopts_a_launcher_job_it_controls_that_lacks_the_operator_label() -> None:
+    job = MPIJobBuilder("pi").obj()
+    world = kubeflow_world(job)
+    world.client.fail("create", "jobs", already_exists("pi-launcher"))
+    unlabelled = BatchJobBuilder("pi-launcher").owned_by(job).obj()
+    world.client.answer("get", "jobs", "pi-launcher", unlabelled)
+    await world.sync()
+    # As it stands the create is sent twice: once by the launcher's own create, once
+    # more by the shared create-or-adopt it falls back to on AlreadyExists.
+    assert world.actions[len(SHARED) + 1 :] == [
+        ("create", "jobs", "pi-launcher"),
+        ("create", "jobs", "pi-launcher"),
+        ("get", "jobs", "pi-launcher"),
+        ("patch", "jobs", "pi-launcher"),
+        STATUS,
+    ]
+
+
+async def test_adopts_a_worker_pod_it_controls_that_the_cache_cannot_see() -> None:
+    job = MPIJobBuilder("pi").obj()
+    world = kubeflow_world(job)
+    world.client.fail("create", "pods", already_exists("pi-worker-0"))
+    world.client.answer("get", "pods", "pi-worker-0", PodBuilder.worker(job, 0).obj())
+    await world.sync()
+    assert world.actions == [
+        *SHARED,
+        ("create", "pods", "pi-worker-0"),
+        ("get", "pods", "pi-worker-0"),
+        ("create", "jobs", "pi-launcher"),
+        STATUS,
+    ]
+
+
+@pytest.mark.parametrize("owner", ["someone-else", "orphan"])
+@pytest.mark.parametrize(
+    ("kind", "resource", "name"),
+    [
+        ("Service", "services", "pi"),
+        ("ConfigMap", "configmaps", "pi-config"),
+        ("Secret", "secrets", "pi-ssh"),
+    ],
+)
+async def test_not_controlled_by_us_when_create_finds_it(
+    kind: str, resource: str, name: str, owner: str
+) -> None:
+    """An existing child that another controller (or nobody) controls is left alone:
+    one ErrResourceExists Warning, no write to it, no status write, a retry."""
+    job = MPIJobBuilder("pi").obj()
+    other = MPIJobBuilder("other").obj() if owner == "someone-else" else None
+    world = kubeflow_world(job)
+    world.client.fail("create", resource, already_exists(name), name=name)
+    world.client.answer("get", resource, name, ChildBuilder(kind, name).owned_by(other).obj())
+    err = await world.sync_error()
+    assert "is not managed by MPIJob" in str(err)
+    assert world.events == [("Warning", "ErrResourceExists")]
+    assert world.event_messages("ErrResourceExists") == [
+        f'Resource "{name}" of Kind "" already exists and is not managed by MPIJob'
+    ]
+    assert [a for a in world.writes if a[2] == name] == [("create", resource, name)]
+    assert STATUS not in world.writes
+    assert not world.recorded("create", "pods")
+
+
+@pytest.mark.parametrize(
+    ("child", "writes"),
+    [
+        pytest.param(
+            lambda job: ChildBuilder("Service", "pi").owned_by(MPIJobBuilder("x").obj()),
+            [SHARED[1], SHARED[2]],
+            id="service",
+        ),
+        pytest.param(
+            lambda job: PodBuilder.worker(job, 0).owned_by(MPIJobBuilder("x").obj()),
+            SHARED,
+            id="worker-pod",
+        ),
+        pytest.param(
+            lambda job: BatchJobBuilder.launcher(job).owned_by(None),
+            [],
+            id="launcher-job",
+        ),
+    ],
+)
+async def test_not_controlled_by_us_when_the_cache_has_it(child, writes) -> None:  # type: ignore[no-untyped-def]
+    job = MPIJobBuilder("pi").obj()
+    world = kubeflow_world(job, child(job).obj())
+    await world.sync_error()
+    assert world.events == [("Warning", "ErrResourceExists")]
+    assert world.writes == writes
+
+
+async def test_fails_fast_when_the_api_server_rejects_the_worker_template() -> None:
+    """422 Invalid: the same pod is rejected every time, so the job fails at once
+    (Failed / InvalidPodTemplate) instead of retrying for ever; no launcher."""
+    world = kubeflow_world(MPIJobBuilder("pi").workers(3).obj())
+    world.client.fail("create", "pods", invalid("spec.containers[0].image: Required value"))
+    await world.sync()  # no error: nothing to retry
+    assert world.writes == [*SHARED, ("create", "pods", "pi-worker-0"), STATUS]
+    assert ("Failed", "True", "InvalidPodTemplate") in world.conditions()
+    assert world.events == [
+        ("Warning", "MPIJobFailed"),
+        ("Normal", "MPIJobCreated"),
+        ("Warning", "InvalidPodTemplate"),
+    ]
+    assert "spec.containers[0].image: Required value" in world.status["conditions"][-1]["message"]
+    assert world.status["completionTime"] == "2026-01-01T00:00:00Z"
+
+
+async def test_fails_fast_when_the_api_server_rejects_the_launcher() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(1).obj())
+    world.client.fail("create", "jobs", invalid("spec.template: Invalid value"))
+    await world.sync()
+    assert world.writes == [*SHARED, *workers(1), ("create", "jobs", "pi-launcher"), STATUS]
+    assert world.conditions()[-1] == ("Failed", "True", "InvalidPodTemplate")
+    assert ("Warning", "InvalidPodTemplate") in world.events
+
+
+@pytest.mark.parametrize(
+    "error", [internal_error(), forbidden()], ids=lambda e: f"{e.status}-{e.reason}"
+)
+async def test_other_create_errors_are_retried_without_a_status_write(error) -> None:  # type: ignore[no-untyped-def]
+    world = kubeflow_world(MPIJobBuilder("pi").workers(2).obj())
+    world.client.fail("create", "pods", error)
+    assert await world.sync_error() is error
+    assert world.writes == [*SHARED, ("create", "pods", "pi-worker-0")]
+    assert world.events == [("Warning", "MPIJobFailed")]
+    assert world.in_flight() == set()  # the failed create is expected no more
+
+
+@pytest.mark.parametrize(
+    ("builder", "field"),
+    [
+        pytest.param(
+            MPIJobBuilder("pi").launchers(2),
+            "mpiReplicaSpecs[Launcher].replicas",
+            id="two-launchers",
+        ),
+        pytest.param(
+            MPIJobBuilder("pi").workers(100_001),
+            "mpiReplicaSpecs[Worker].replicas",
+            id="over-the-cap",
+        ),
+        pytest.param(
+            MPIJobBuilder("pi").clean_pod_policy("Sometimes"), "cleanPodPolicy", id="enum"
+        ),
+    ],
+)
+async def test_an_invalid_job_gets_a_validation_event_and_no_children(
+    builder: MPIJobBuilder, field: str
+) -> None:
+    world = kubeflow_world(builder.obj())
+    await world.sync()
+    assert world.actions == []
+    assert world.events == [("Warning", "ValidationError")]
+    (message,) = world.event_messages("ValidationError")
+    assert field in message
+
+
+@pytest.mark.parametrize(
+    "builder",
+    [
+        pytest.param(MPIJobBuilder("pi").managed_by("kueue.x-k8s.io/multikueue"), id="managed"),
+        pytest.param(MPIJobBuilder("pi").terminating(), id="being-deleted"),
+    ],
+)
+async def test_does_nothing_for_a_job_it_must_not_touch(builder: MPIJobBuilder) -> None:
+    world = kubeflow_world(builder.obj())
+    await world.sync()
+    assert world.actions == []
+    assert world.events == []
+
+
+async def test_does_nothing_for_a_deleted_job() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").obj())
+    world.remove("MPIJob", "pi")
+    await world.sync()
+    assert world.actions == []
+
+
+async def test_pods_in_flight_are_not_created_twice() -> None:
+    """Creation expectations: the cache has not shown the created pods yet."""
+    world = kubeflow_world(MPIJobBuilder("pi").workers(3).obj())
+    await world.sync()
+    assert pod_names(world) == ["pi-worker-0", "pi-worker-1", "pi-worker-2"]
+    created = world.client.actions[:]
+    world.client.clear()
+    world.add(*[a.body for a in created if a.resource != "pods"])  # all but the pods
+    await world.sync()
+    assert pod_names(world) == []
+    assert world.in_flight() == {"pi-worker-0", "pi-worker-1", "pi-worker-2"}
+
+
+async def test_a_pod_in_flight_too_long_is_created_again() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(1).obj())
+    await world.sync()
+    world.client.clear()
+    world.step(301)  # client-go's ExpectationsTimeout is 5 minutes
+    await world.sync()
+    assert pod_names(world) == ["pi-worker-0"]
+
+
+async def test_a_pod_seen_in_the_cache_is_expected_no_more() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(2).obj())
+    await world.sync()
+    world.settle()
+    await world.sync()
+    assert world.in_flight() == set()
+
+
+@pytest.mark.parametrize(
+    ("replicas", "failing", "attempted"),
+    [
+        # Batches of 1, 2, 4, 8, ...: creation stops after the batch with the error.
+        (10, 0, 1),
+        (10, 1, 3),
+        (10, 2, 3),
+        (10, 3, 7),
+        (10, 6, 7),
+        (10, 7, 10),
+        (20, 7, 15),
+        (20, 15, 20),
+    ],
+)
+async def test_slow_start_stops_after_the_batch_that_failed(
+    replicas: int, failing: int, attempted: int
+) -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(replicas).obj())
+    world.client.fail("create", "pods", internal_error(), name=f"pi-worker-{failing}")
+    await world.sync_error()
+    assert pod_names(world) == [f"pi-worker-{i}" for i in range(attempted)]
+    assert not world.recorded("create", "jobs")
+    # The batch's other pods were created and stay expected; the failed one does not.
+    assert world.in_flight() == {f"pi-worker-{i}" for i in range(attempted)} - {
+        f"pi-worker-{failing}"
+    }
+
+
+async def test_one_sync_creates_at_most_the_cap_and_requeues_for_the_rest() -> None:
+    replicas = MAX_CREATES_PER_SYNC + 3
+    world = kubeflow_world(MPIJobBuilder("pi").workers(replicas).obj())
+    await world.sync()
+    assert len(pod_names(world)) == MAX_CREATES_PER_SYNC
+    assert world.requeued == ["default/pi"]
+    world.clear()
+    await world.sync()
+    assert pod_names(world) == [f"pi-worker-{i}" for i in range(MAX_CREATES_PER_SYNC, replicas)]
+    assert world.requeued == []
