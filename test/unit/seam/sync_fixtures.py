@@ -194,8 +194,14 @@ class SyncWorld:
         self.clear()
 
     def clear(self) -> None:
-        """Forgets the recorded actions, events and requeues (the caches stay)."""
+        """The caches catch up with the writes (:meth:`settle`), then the recorded
+        actions, events and requeues are forgotten."""
         self.settle()
+        self.forget()
+
+    def forget(self) -> None:
+        """Forgets the recorded actions, events and requeues; the caches stay as they
+        are, as if no watch event had arrived yet."""
         self.client.clear()
         self._settled = 0
         self.recorder.recorded.clear()
@@ -231,8 +237,9 @@ class SyncWorld:
     def event_messages(self, reason: str) -> list[str]:
         return [m for _, r, m, _ in self.recorder.recorded if r == reason]
 
-    def event_objects(self) -> list[Obj]:
-        return [o for _, _, _, o in self.recorder.recorded]
+    def event_objects(self, reason: str) -> list[Obj]:
+        """The objects the events of ``reason`` were recorded on."""
+        return [o for _, r, _, o in self.recorder.recorded if r == reason]
 
     def status_writes(self) -> list[Obj]:
         return [a.body["status"] for a in self.recorded("update", "mpijobs/status")]
