@@ -21,6 +21,8 @@ from typing import Any
 
 from mpi_operator.client.errors import ApiError
 
+__all__ = ["Action", "ApiError", "RecordingClient", "merge_patch"]
+
 Obj = dict[str, Any]
 
 #: The verbs, as client-go's testing actions name them.

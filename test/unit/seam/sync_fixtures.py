@@ -16,7 +16,6 @@ its clock is a fake one. Nothing is started: no informer, no worker, no event lo
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,11 +256,7 @@ class SyncWorld:
 
     def in_flight(self) -> set[str]:
         """Pod names whose creation is expected but not yet seen in the cache."""
-        names = self.cached_names("Pod")
-        return set(self.controller.expectations.unobserved(self.key, names))
-
-    def cached_names(self, kind: str) -> list[str]:
-        return self.names(kind)
+        return set(self.controller.expectations.unobserved(self.key, self.names("Pod")))
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
         value = self.controller.registry.get_sample_value(name, labels or {})
@@ -322,7 +317,3 @@ def t9k_world(job: Obj, *objects: Obj) -> SyncWorld:
 
 def pod_names(world: SyncWorld, verb: str = "create") -> list[str]:
     return [a.name for a in world.recorded(verb, "pods")]
-
-
-def resources(actions: Iterable[tuple[str, str, str]]) -> list[tuple[str, str]]:
-    return [(verb, resource) for verb, resource, _ in actions]

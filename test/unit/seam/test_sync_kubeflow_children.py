@@ -4,8 +4,11 @@ slow-start batches."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
-from recording_client import already_exists, forbidden, internal_error, invalid
+from recording_client import ApiError, already_exists, forbidden, internal_error, invalid
 from seam_objects import (
     BatchJobBuilder,
     ChildBuilder,
@@ -21,6 +24,7 @@ SHARED = [
     ("create", "configmaps", "pi-config"),
     ("create", "secrets", "pi-ssh"),
 ]
+Obj = dict[str, Any]
 STATUS = ("update", "mpijobs/status", "pi")
 
 
@@ -240,7 +244,9 @@ async def test_not_controlled_by_us_when_create_finds_it(
         ),
     ],
 )
-async def test_not_controlled_by_us_when_the_cache_has_it(child, writes) -> None:  # type: ignore[no-untyped-def]
+async def test_not_controlled_by_us_when_the_cache_has_it(
+    child: Callable[[Obj], Any], writes: list[tuple[str, str, str]]
+) -> None:
     job = MPIJobBuilder("pi").obj()
     world = kubeflow_world(job, child(job).obj())
     await world.sync_error()
@@ -277,7 +283,7 @@ async def test_fails_fast_when_the_api_server_rejects_the_launcher() -> None:
 @pytest.mark.parametrize(
     "error", [internal_error(), forbidden()], ids=lambda e: f"{e.status}-{e.reason}"
 )
-async def test_other_create_errors_are_retried_without_a_status_write(error) -> None:  # type: ignore[no-untyped-def]
+async def test_other_create_errors_are_retried_without_a_status_write(error: ApiError) -> None:
     world = kubeflow_world(MPIJobBuilder("pi").workers(2).obj())
     world.client.fail("create", "pods", error)
     assert await world.sync_error() is error

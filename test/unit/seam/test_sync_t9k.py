@@ -4,8 +4,10 @@ completion, one status write per sync and SyncFailed."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from recording_client import already_exists, internal_error, invalid
+from recording_client import ApiError, already_exists, internal_error, invalid
 from seam_objects import ChildBuilder, PodBuilder, T9kJobBuilder, pod_status
 from sync_fixtures import REPEATS, SYNC_FAILED, SyncWorld, pod_names, t9k_world
 
@@ -165,7 +167,7 @@ async def test_a_pod_group_of_someone_else_stops_the_pods() -> None:
 @pytest.mark.parametrize(
     "error", [invalid(), internal_error()], ids=lambda e: f"{e.status}-{e.reason}"
 )
-async def test_a_rejected_pod_is_retried_with_a_warning(error) -> None:  # type: ignore[no-untyped-def]
+async def test_a_rejected_pod_is_retried_with_a_warning(error: ApiError) -> None:
     """Unlike the Kubeflow controller, T9k has no 422 fail-fast: it retries."""
     world = t9k_world(T9kJobBuilder("pi").workers(2).obj())
     world.client.fail("create", "pods", error, name="pi-worker-0")
@@ -285,8 +287,7 @@ async def test_a_failed_worker_fails_the_job() -> None:
     ],
 )
 async def test_status_is_written_at_most_once_per_sync(
-    change: dict,
-    status_writes: int,  # type: ignore[type-arg]
+    change: dict[str, Any], status_writes: int
 ) -> None:
     world = await running(T9kJobBuilder("pi").workers(2).clean_up_workers("all"))
     if change:
