@@ -185,10 +185,10 @@ class RecordingClient:
         return obj
 
     async def create(self, resource: Any, namespace: str | None, body: Mapping[str, Any]) -> Obj:
-        body = copy.deepcopy(dict(body))
-        name = str((body.get("metadata") or {}).get("name") or "")
-        action = Action("create", resource.plural, namespace, name, body)
-        result: Obj = self._do(action, lambda: self._created(body))
+        sent: Obj = copy.deepcopy(dict(body))
+        name = str((sent.get("metadata") or {}).get("name") or "")
+        action = Action("create", resource.plural, namespace, name, sent)
+        result: Obj = self._do(action, lambda: self._created(sent))
         return result
 
     async def get(self, resource: Any, namespace: str | None, name: str) -> Obj:

@@ -104,6 +104,7 @@ async def test_while_old_children_remain_nothing_new_is_created(
     world = await running(MPIJobBuilder("pi").failure_policy(2))
     old = {name: world.cached("Pod", name) for name in ("pi-worker-0", "pi-worker-1")}
     old_launcher = world.cached("Job", LAUNCHER)
+    assert old_launcher is not None
     fail_worker(world, 0)
     await world.sync()
     world.clear()

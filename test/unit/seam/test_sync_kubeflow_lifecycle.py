@@ -3,6 +3,8 @@ resume, completion with each cleanPodPolicy, and one status write per sync."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from seam_objects import MPIJobBuilder, PodBuilder, pod_status
 from sync_fixtures import SyncWorld, kubeflow_world
@@ -183,8 +185,12 @@ async def test_a_worker_pod_that_vanished_is_created_again() -> None:
     assert [w for w in world.writes if w[1] == "pods"] == [("create", "pods", "pi-worker-1")]
 
 
-SCENARIOS = {
-    "new": lambda w: None,
+def nothing(world: SyncWorld) -> None:
+    pass
+
+
+SCENARIOS: dict[str, Callable[[SyncWorld], None]] = {
+    "new": nothing,
     "suspend": suspend,
     "complete": complete_launcher,
     "worker-failed": lambda w: w.change("Pod", "pi-worker-0", {"status": {"phase": "Failed"}}),
