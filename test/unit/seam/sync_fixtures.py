@@ -26,20 +26,19 @@ from mpi_operator.builders.podgroup import GangScheduling
 from mpi_operator.builders.secret import SSHKeyPair
 from mpi_operator.client import EventRecorder, FakeClock
 from mpi_operator.controller.controller import MPIJobController
-from mpi_operator.controller.failures import REPEATS as FAILURE_REPEATS
-from mpi_operator.controller.failures import SYNC_FAILED as SYNC_FAILED_REASON
 from mpi_operator.controller.options import ControllerOptions
-from mpi_operator.controller.slowstart import MAX_CREATES_PER_SYNC as CREATE_CAP
 from mpi_operator.controller.t9k import T9kMPIJobController
 
 Obj = dict[str, Any]
 
+# Documented behaviour (README), spelled out here rather than imported, so that a
+# change of the code's constants is caught by the tests.
 #: The reason of the Warning a persistently failing sync puts on its MPIJob.
-SYNC_FAILED = SYNC_FAILED_REASON
+SYNC_FAILED = "SyncFailed"
 #: How many identical failures in a row make a failure persistent.
-REPEATS = FAILURE_REPEATS
-#: The most pods one sync creates.
-MAX_CREATES_PER_SYNC = CREATE_CAP
+REPEATS = 3
+#: The most pods one sync creates (the Job controller's MaxPodCreateDeletePerSync).
+MAX_CREATES_PER_SYNC = 500
 
 #: A fixed SSH key pair: key generation is the slowest thing a sync does.
 _KEYS = SSHKeyPair(
