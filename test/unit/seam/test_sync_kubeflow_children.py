@@ -410,3 +410,66 @@ async def test_one_sync_creates_at_most_the_cap_and_requeues_for_the_rest() -> N
     await world.sync()
     assert pod_names(world) == [f"pi-worker-{i}" for i in range(MAX_CREATES_PER_SYNC, replicas)]
     assert world.requeued == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "drift", "repair"),
+    [
+        pytest.param(
+            "Service",
+            "pi",
+            {"spec": {"selector": {"app": "other"}}},
+            ("update", "services", "pi"),
+            id="service-selector",
+        ),
+        pytest.param(
+            "ConfigMap",
+            "pi-config",
+            {"data": {"hostfile": "intruder slots=64\n"}},
+            ("update", "configmaps", "pi-config"),
+            id="hostfile",
+        ),
+        pytest.param(
+            "Secret",
+            "pi-ssh",
+            {"data": {"ssh-publickey": None}},
+            ("update", "secrets", "pi-ssh"),
+            id="secret-key-missing",
+        ),
+    ],
+)
+async def test_repairs_a_child_that_drifted(
+    kind: str, name: str, drift: Obj, repair: tuple[str, str, str]
+) -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(1).obj())
+    await world.converge()
+    world.change(kind, name, drift)
+    await world.sync()
+    assert world.writes == [repair]
+    await world.converge()  # and it stays repaired
+
+
+async def test_gang_scheduling_reports_a_pod_group_it_does_not_control() -> None:
+    job = MPIJobBuilder("pi").obj()
+    foreign = ChildBuilder("PodGroup", "pi", api_version="scheduling.volcano.sh/v1beta1")
+    world = kubeflow_world(
+        job, foreign.owned_by(MPIJobBuilder("x").obj()).obj(), gang_scheduling=gang("volcano")
+    )
+    await world.sync_error()
+    assert world.writes == SHARED
+    assert world.event_messages("ErrResourceExists") == [
+        'Resource "pi" of Kind "PodGroup" already exists and is not managed by MPIJob'
+    ]
+
+
+async def test_gang_scheduling_deletes_the_pod_group_on_suspend() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(1).obj(), gang_scheduling=gang("volcano"))
+    await world.converge()
+    world.change("MPIJob", "pi", {"spec": {"runPolicy": {"suspend": True}}})
+    await world.sync()
+    assert world.writes == [
+        ("update", "jobs", "pi-launcher"),
+        ("delete", "pods", "pi-worker-0"),
+        ("delete", "podgroups", "pi"),
+        STATUS,
+    ]
