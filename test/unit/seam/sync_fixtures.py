@@ -2,9 +2,9 @@
 with a recording client, and what it did.
 
 This is the ONE module of the seam that knows the operator's internals (controller
-classes, their sync context, option types, constants). Tests talk only to
-:func:`kubeflow_world`, :func:`t9k_world` and :class:`SyncWorld`; when the controllers'
-modules move, only the imports and :func:`_build` below change.
+classes, their sync context, option types). Tests talk only to :func:`kubeflow_world`,
+:func:`t9k_world`, :func:`gang` and :class:`SyncWorld`; when the controllers' modules
+move, only the imports here and :func:`_world` change.
 
 A world is seeded into the informers' own indexers (the real
 :class:`~mpi_operator.client.store.Indexer`, with the controller's indexes), and the
