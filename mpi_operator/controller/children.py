@@ -127,14 +127,16 @@ async def ensure_config_map(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
     ensure_controlled(ctx, shared, job, current, _NO_KIND)
     data = current.get("data") or {}
     if data != desired["data"]:
-        if len(running) < replicas and _more_hosts_only(data, desired["data"]):
-            key = f"{job.namespace}/{job.name}"
-            if ctx.progress.defer("configmap", key, ctx.requeue_after):
-                return current
+        key = f"{job.namespace}/{job.name}"
+        progress = len(running) < replicas and _more_hosts_only(data, desired["data"])
+        if progress and ctx.progress.defer("configmap", key, ctx.requeue_after):
+            return current
         updated = {**current, "data": desired["data"]}
         result: Obj = await ctx.client.replace(
             CONFIGMAPS, job.namespace, current["metadata"]["name"], updated
         )
+        if progress:
+            ctx.progress.wrote("configmap", key)
         return result
     return current
 

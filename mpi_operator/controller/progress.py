@@ -38,19 +38,22 @@ class ProgressWrites:
         self._max_gap = max_gap
         self._schedules: dict[tuple[str, str], _Schedule] = {}
 
-    def wait(self, kind: str, key: str) -> float:
-        """0.0 when a progress-only write of ``kind`` for ``key`` may go now (and books
-        it); otherwise the seconds until it may."""
+    def due(self, kind: str, key: str) -> float:
+        """Seconds until a progress-only write of ``kind`` for ``key`` may go (0.0: now)."""
+        schedule = self._schedules.get((kind, key))
+        if schedule is None:
+            return 0.0
+        return max(schedule.next_at - self._clock.monotonic(), 0.0)
+
+    def wrote(self, kind: str, key: str) -> None:
+        """A progress-only write went: the next waits twice as long as this one did."""
         now = self._clock.monotonic()
         schedule = self._schedules.get((kind, key))
         if schedule is None:
             self._schedules[(kind, key)] = _Schedule(now + self._first_gap, self._first_gap)
-            return 0.0
-        if now < schedule.next_at:
-            return schedule.next_at - now
+            return
         schedule.gap = min(schedule.gap * 2, self._max_gap)
         schedule.next_at = now + schedule.gap
-        return 0.0
 
     def defer(
         self, kind: str, key: str, requeue_after: Callable[[str, float], None] | None
@@ -59,7 +62,7 @@ class ProgressWrites:
         Without a way to requeue (a bare syncer in tests), nothing is deferred."""
         if requeue_after is None:
             return False
-        wait = self.wait(kind, key)
+        wait = self.due(kind, key)
         if wait <= 0.0:
             return False
         requeue_after(key, wait)

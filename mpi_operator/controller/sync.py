@@ -288,13 +288,15 @@ class MPIJobSyncer:
         old_status = shared.get("status") or {}
         if new_status != old_status:
             key = f"{job.namespace}/{job.name}"
-            if not outcome.events and _counts_only(old_status, new_status):
-                if self.ctx.progress.defer("status", key, self.ctx.requeue_after):
-                    return
-            else:
-                self.ctx.progress.reset(key)
+            progress = not outcome.events and _counts_only(old_status, new_status)
+            if progress and self.ctx.progress.defer("status", key, self.ctx.requeue_after):
+                return
             body = {**shared, "status": new_status}
             await self.ctx.client.replace_status(MPIJOBS, job.namespace, job.name, body)
+            if progress:
+                self.ctx.progress.wrote("status", key)
+            else:
+                self.ctx.progress.reset(key)
         ref = job_reference(shared)
         for event in outcome.events:
             self.ctx.recorder.event(ref, event.type, event.reason, event.message)

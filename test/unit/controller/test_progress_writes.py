@@ -18,7 +18,8 @@ def allowed_times(writes: ProgressWrites, clock: FakeClock, seconds: int) -> lis
     """The seconds (from now) at which a progress write tried every 0.5 s goes."""
     start, went = clock.monotonic(), []
     for _ in range(seconds * 2):
-        if writes.wait("status", KEY) == 0.0:
+        if writes.due("status", KEY) == 0.0:
+            writes.wrote("status", KEY)
             went.append(clock.monotonic() - start)
         clock.step(0.5)
     return went
@@ -41,27 +42,35 @@ def test_a_milestone_starts_the_spacing_over() -> None:
     writes = ProgressWrites(clock)
     allowed_times(writes, clock, 10)
     writes.reset(KEY)
-    assert writes.wait("status", KEY) == 0.0
+    assert writes.due("status", KEY) == 0.0
 
 
 def test_kinds_and_jobs_are_spaced_independently() -> None:
     writes = ProgressWrites(FakeClock())
-    assert writes.wait("status", KEY) == 0.0
-    assert writes.wait("configmap", KEY) == 0.0
-    assert writes.wait("status", "ns/other") == 0.0
-    assert writes.wait("status", KEY) == pytest.approx(1.0)
+    writes.wrote("status", KEY)
+    assert writes.due("configmap", KEY) == 0.0
+    assert writes.due("status", "ns/other") == 0.0
+    assert writes.due("status", KEY) == pytest.approx(1.0)
+
+
+def test_a_write_that_failed_books_nothing() -> None:
+    writes = ProgressWrites(FakeClock())
+    assert writes.due("status", KEY) == 0.0  # tried, and the write failed: no wrote()
+    assert writes.due("status", KEY) == 0.0
 
 
 def test_a_deferred_write_requeues_the_key_for_when_it_may_go() -> None:
     writes = ProgressWrites(FakeClock())
     requeued: list[tuple[str, float]] = []
     assert writes.defer("status", KEY, lambda k, s: requeued.append((k, s))) is False
+    writes.wrote("status", KEY)
     assert writes.defer("status", KEY, lambda k, s: requeued.append((k, s))) is True
     assert requeued == [(KEY, pytest.approx(1.0))]
 
 
 def test_without_a_requeue_nothing_is_deferred() -> None:
     writes = ProgressWrites(FakeClock())
+    writes.wrote("status", KEY)
     assert [writes.defer("status", KEY, None) for _ in range(3)] == [False] * 3
 
 
