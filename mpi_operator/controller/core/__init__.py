@@ -6,7 +6,9 @@
   sync), the ownership check and create-or-adopt of its children;
 * :mod:`.pods`: pod creation in slow-start batches under creation expectations;
 * :mod:`.objects`: accessors of pods, batch Jobs and conditions;
-* :mod:`.writes`: the status write and the events that go with it.
+* :mod:`.writes`: the status write and the events that go with it;
+* :mod:`.progress`: spacing of progress-only writes while a job fans out;
+* :mod:`.pod_cache`: the slim pods the informers keep.
 
 The two kinds keep their own syncers, state machines and builders.
 """

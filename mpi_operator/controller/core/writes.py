@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from mpi_operator.api.object_model import Obj
 from mpi_operator.client import Resource
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.owner import Owner
@@ -24,10 +25,15 @@ class Event:
     message: str
 
 
+def dump_status(status: BaseModel) -> Obj:
+    """The status in wire form, as it is compared with the cached one and written."""
+    return status.model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+
 async def write_status(
-    ctx: CoreContext, owner: Owner, resource: Resource, status: BaseModel, events: Sequence[Event]
+    ctx: CoreContext, owner: Owner, resource: Resource, new_status: Obj, events: Sequence[Event]
 ) -> None:
-    new_status = status.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    """Writes ``new_status`` when it differs from the cached one, then emits ``events``."""
     if new_status != (owner.obj.get("status") or {}):
         body = {**owner.obj, "status": new_status}
         await ctx.client.replace_status(resource, owner.namespace, owner.name, body)

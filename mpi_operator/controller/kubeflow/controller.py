@@ -19,6 +19,7 @@ from mpi_operator.client import (
     SharedInformer,
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
+from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 from mpi_operator.controller.kubeflow.context import (
@@ -86,6 +87,7 @@ class MPIJobController(QueueController):
                 PODS,
                 label_selector=OPERATOR_SELECTOR,
                 indexers={JOB_NAME_INDEX: job_name_index},
+                transform=slim_pod,
             ),
             "jobs": f.informer_for(JOBS, label_selector=OPERATOR_SELECTOR),
             "services": f.informer_for(SERVICES, label_selector=OPERATOR_SELECTOR),

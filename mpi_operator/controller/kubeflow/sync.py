@@ -38,7 +38,7 @@ from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import format_time, is_job_finished, is_job_succeeded
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
-from mpi_operator.controller.core.writes import Event, write_status
+from mpi_operator.controller.core.writes import Event, dump_status, write_status
 from mpi_operator.controller.kubeflow import children, ready_timeout, ttl
 from mpi_operator.controller.kubeflow import launcher as launchers
 from mpi_operator.controller.kubeflow import restart as restarts
@@ -67,6 +67,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         shared = cached(self.ctx.listers.mpijobs, key)
         if shared is None:
             log.debug("mpijob deleted", mpijob=key)
+            self.ctx.progress.forget(key)
             return
         job = self._parse(shared, key)
         if job is None:
@@ -304,7 +305,17 @@ class MPIJobSyncer(Syncer[SyncContext]):
     ) -> None:
         assert job.status is not None
         refresh_state(job.status)
-        await write_status(self.ctx, owner, MPIJOBS, job.status, outcome.events)
+        new_status = dump_status(job.status)
+        old_status = owner.obj.get("status") or {}
+        changed = new_status != old_status
+        progress = changed and not outcome.events and _counts_only(old_status, new_status)
+        if progress and self.ctx.progress.defer("status", owner.key, self.ctx.requeue_after):
+            return
+        await write_status(self.ctx, owner, MPIJOBS, new_status, outcome.events)
+        if progress:
+            self.ctx.progress.wrote("status", owner.key)
+        elif changed:
+            self.ctx.progress.reset(owner.key)
         metrics = self.ctx.metrics
         if created:
             metrics.jobs_created.inc()
@@ -329,3 +340,13 @@ class MPIJobSyncer(Syncer[SyncContext]):
         result = "succeeded" if is_succeeded(status) else "failed"
         seconds = max(time.mktime(end) - time.mktime(start), 0.0)
         self.ctx.metrics.job_duration.labels(result).observe(seconds)
+
+
+def _counts_only(old: Obj, new: Obj) -> bool:
+    """Only the replica counts moved (progress): the conditions, times and the rest are
+    as written."""
+    if not old.get("conditions"):
+        return False
+    return {k: v for k, v in old.items() if k != "replicaStatuses"} == {
+        k: v for k, v in new.items() if k != "replicaStatuses"
+    }

@@ -24,6 +24,7 @@ from mpi_operator.client import (
     SharedInformer,
     is_not_found,
 )
+from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import QueueController, Wiring
@@ -83,7 +84,7 @@ class T9kMPIJobController(QueueController):
         f = self.factory
         self.informers: dict[str, SharedInformer] = {
             "mpijobs": f.informer_for(T9K_MPIJOBS),
-            "pods": f.informer_for(PODS, label_selector=T9K_OPERATOR_SELECTOR),
+            "pods": f.informer_for(PODS, label_selector=T9K_OPERATOR_SELECTOR, transform=slim_pod),
             "services": f.informer_for(SERVICES, label_selector=T9K_OPERATOR_SELECTOR),
             "configmaps": f.informer_for(CONFIGMAPS, label_selector=T9K_OPERATOR_SELECTOR),
             "secrets": f.informer_for(SECRETS, label_selector=T9K_OPERATOR_SELECTOR),

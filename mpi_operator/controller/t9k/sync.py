@@ -40,7 +40,7 @@ from mpi_operator.controller.core.objects import get_condition, is_terminating, 
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.pods import delete_pods
-from mpi_operator.controller.core.writes import write_status
+from mpi_operator.controller.core.writes import dump_status, write_status
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import (
     T9K_MPIJOBS,
@@ -94,7 +94,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         outcome = update_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
         if status.phase in TERMINAL_PHASES:
             await self._clean_up_workers(job, pods)
-        await write_status(ctx, owner, T9K_MPIJOBS, status, outcome.events)
+        await write_status(ctx, owner, T9K_MPIJOBS, dump_status(status), outcome.events)
 
     async def _create_missing_pods(
         self, owner: Owner, job: MPIJob, pods: dict[str, Obj]
