@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-Obj = dict[str, Any]
+from mpi_operator.api.object_model import Obj
 
 _STATUS_KEYS = ("phase", "reason", "message", "startTime", "conditions")
 _CONTAINER_KEYS = ("name", "state", "lastState", "ready", "restartCount")
