@@ -29,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--workdir", type=Path, help="keep cluster and operator logs here")
     p.add_argument(
+        "--ours-only",
+        action="store_true",
+        help="run neither the reference nor its ratios (profiling, quick checks)",
+    )
+    p.add_argument(
         "--profile",
         action="store_true",
         help="record a py-spy flame graph of ours in every run, next to the results",
@@ -53,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_raw:
         sizes.raw_ceiling = False
     sizes.profile = args.profile
+    if args.ours_only:
+        sizes.reference_scenarios = ()
     out = args.out or RESULTS / f"sidebyside-{args.preset}.json"
     run(sizes, out, workdir=args.workdir)
     print(format_summary(json.loads(out.read_text())))
