@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from mpi_operator.api.scheduling import GangKind, GangScheduling
 from mpi_operator.api.v2beta1 import MPIJob
 from mpi_operator.builders.common import SSH_PRIVATE_KEY, SSH_PUBLIC_KEY
 from mpi_operator.builders.config import new_config_map
 from mpi_operator.builders.podgroup import (
-    GangKind,
-    GangScheduling,
     new_pod_group,
     pod_group_specs_equal,
 )

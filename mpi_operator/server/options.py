@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mpi_operator import __version__
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1.types import ENV_KUBEFLOW_NAMESPACE
-from mpi_operator.builders.podgroup import GangScheduling
 from mpi_operator.client.leaderelection import JITTER_FACTOR, LeaderElectionConfig
 from mpi_operator.controller.options import ControllerOptions
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from mpi_operator.builders.podgroup import GangKind
+from mpi_operator.api.scheduling import GangKind
 from mpi_operator.cmd import main
 from mpi_operator.server.options import ServerOptions, go_style_argv, parse_args
 
