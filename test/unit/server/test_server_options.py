@@ -8,7 +8,8 @@ import pytest
 
 from mpi_operator.api.scheduling import GangKind
 from mpi_operator.cmd import main
-from mpi_operator.server.options import ServerOptions, go_style_argv, parse_args
+from mpi_operator.server.flags import go_style_argv
+from mpi_operator.server.options import ServerOptions, parse_args
 
 UPSTREAM_DEFAULTS = {
     "kubeconfig": "",
