@@ -226,6 +226,10 @@ def go_style_argv(argv: Sequence[str], long_names: set[str]) -> list[str]:
     return out
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def markdown_table(flags: Iterable[Flag]) -> str:
     """The README's table of flags."""
     rows = [
@@ -237,8 +241,8 @@ def markdown_table(flags: Iterable[Flag]) -> str:
             reference = spec.reference if spec.reference is not None else "same"
         else:
             reference = "(klog)" if spec.group == KLOG else "(ours)"
-        default = spec.shown_default.replace("|", "\\|")
-        text = spec.help.replace("|", "\\|")
+        default = _cell(spec.default_text) if spec.default_text else f"`{show(spec.default)}`"
+        text = _cell(spec.help)
         name = spec.option_strings[0]
         rows.append(f"| `{name}` | {default} | {reference} | {text} |")
     return "\n".join(rows) + "\n"
