@@ -52,7 +52,7 @@ def test_a_field_without_a_flag_is_refused() -> None:
         ok: int = flag("ok", 1, "fine")
         bare: int = 2
 
-    with pytest.raises(TypeError, match="Bad.bare declares no flag"):
+    with pytest.raises(TypeError, match=r"Bad\.bare declares no flag"):
         option_flags(Bad)
 
 
