@@ -131,8 +131,7 @@ class Operator:
             self._fatal.set()
 
     # -- start-up --------------------------------------------------------------
-    async def _setup(self) -> int | None:
-        """Everything before the election; an exit code when it cannot go on."""
+    def _log_start(self) -> None:
         opts = self.opts
         log.info("starting mpi-operator", version=version_lines(), identity=self.identity)
         log.info("server options", **dataclasses.asdict(opts))
@@ -142,16 +141,25 @@ class Operator:
             log.info("scoping operator to one namespace", namespace=opts.namespace)
         else:
             log.info("using cluster scoped operator")
+
+    async def _serve_metrics(self) -> None:
+        opts = self.opts
+        server = HttpServer(
+            "metrics", metrics_app(), opts.monitoring_bind_address, opts.monitoring_port
+        )
+        try:
+            await server.start()
+            self._servers.append(server)
+        except OSError as err:
+            # The reference operator logs this and carries on.
+            log.error("monitoring endpoint setup failure", error=str(err))
+
+    async def _setup(self) -> int | None:
+        """Everything before the election; an exit code when it cannot go on."""
+        opts = self.opts
+        self._log_start()
         if opts.monitoring_port:
-            server = HttpServer(
-                "metrics", metrics_app(), opts.monitoring_bind_address, opts.monitoring_port
-            )
-            try:
-                await server.start()
-                self._servers.append(server)
-            except OSError as err:
-                # The reference operator logs this and carries on.
-                log.error("monitoring endpoint setup failure", error=str(err))
+            await self._serve_metrics()
         try:
             config = await load_client_config(
                 opts.kubeconfig, master=opts.master, environ=self.environ
