@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1.types import ENV_KUBEFLOW_NAMESPACE
 from mpi_operator.client.leaderelection import JITTER_FACTOR, LeaderElectionConfig
-from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller import ControllerOptions
 from mpi_operator.server.flags import (
     KLOG_FLAGS,
     OURS,
