@@ -8,6 +8,7 @@ at work, with a warning saying what is missing.
 from __future__ import annotations
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from mpi_operator.client import ApiError, EventRecorder, KubeClient
 from mpi_operator.client.informer import namespace_scopes
@@ -35,7 +36,11 @@ async def may_list(client: KubeClient, options: ControllerOptions) -> bool:
 
 
 async def t9k_controller_if_served(
-    client: KubeClient, options: ControllerOptions, *, recorder: EventRecorder | None = None
+    client: KubeClient,
+    options: ControllerOptions,
+    *,
+    recorder: EventRecorder | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> T9kMPIJobController | None:
     """The T9k controller (sharing ``recorder``) when its CRD is served and RBAC allows;
     None, with the reason logged, otherwise. Other API errors of the RBAC probe raise."""
@@ -52,4 +57,4 @@ async def t9k_controller_if_served(
     if not await may_list(client, options):
         return None
     log.info("serving T9k MPIJobs (batch.tensorstack.dev/v1beta1) too")
-    return T9kMPIJobController(client, options, recorder=recorder)
+    return T9kMPIJobController(client, options, recorder=recorder, registry=registry)
