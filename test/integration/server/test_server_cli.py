@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -87,13 +88,34 @@ def test_version_from_a_checkout_names_its_commit() -> None:
 
 
 def test_a_built_wheel_carries_the_commit(tmp_path: Path) -> None:
+    # Built from what the image's build context holds (no .git), in a copy, so that
+    # setuptools' build/ directory stays out of the checkout.
+    context = tmp_path / "context"
+    context.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(ROOT / name, context / name)
+    shutil.copytree(
+        ROOT / "mpi_operator",
+        context / "mpi_operator",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     env = {
         **os.environ,
         "MPI_OPERATOR_GIT_COMMIT": "0123456789abcdef0123456789abcdef01234567",
         "SOURCE_DATE_EPOCH": "1700000000",
     }
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "-w",
+            str(tmp_path),
+            str(context),
+        ],
         env=env,
         check=True,
         timeout=300,
