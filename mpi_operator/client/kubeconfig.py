@@ -120,7 +120,10 @@ def check_kubeconfig(path: str, origin: str, context: str | None = None) -> None
     chosen = context or doc.get("current-context")
     if not chosen:
         raise KubeconfigError(f"{where} sets no current-context")
-    names = [c.get("name") for c in doc.get("contexts") or [] if isinstance(c, dict)]
+    contexts = doc.get("contexts") or []
+    if not isinstance(contexts, list):
+        raise KubeconfigError(f"{where}: contexts is a YAML {type(contexts).__name__}, not a list")
+    names = [c.get("name") for c in contexts if isinstance(c, dict)]
     if chosen not in names:
         known = ", ".join(map(str, names)) or "none"
         raise KubeconfigError(f"{where}: context {chosen!r} is not in its contexts ({known})")

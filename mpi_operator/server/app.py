@@ -29,7 +29,6 @@ from mpi_operator.client import (
     ClientConfig,
     HealthzAdaptor,
     KubeClient,
-    KubeconfigError,
     LeaderCallbacks,
     LeaderElector,
     LeadershipFence,
@@ -164,7 +163,7 @@ class Operator:
             config = await load_client_config(
                 opts.kubeconfig, master=opts.master, environ=self.environ
             )
-        except KubeconfigError as err:
+        except Exception as err:  # KubeconfigError says what is wrong; anything else too
             log.error(f"error building kube config: {err}")
             return EXIT_FAILURE
         # One configuration (one exec plugin run, one token refresh) for both clients.

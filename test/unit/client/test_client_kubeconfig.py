@@ -63,6 +63,7 @@ def test_the_default_path_comes_from_the_injected_home() -> None:
         ("apiVersion: v1\nkind: Config\n", "sets no current-context"),
         ("current-context: x\ncontexts: [{name: y}]\n", "context 'x' is not in its contexts (y)"),
         (b"\xff\xfe", "is not UTF-8 text"),
+        ("current-context: x\ncontexts: 3\n", "contexts is a YAML int, not a list"),
     ],
 )
 def test_a_bad_kubeconfig_is_named_with_what_is_wrong(
