@@ -16,7 +16,7 @@ from mpi_operator.server.app import EXIT_FAILURE
 from mpi_operator.server.app import run as run_operator
 from mpi_operator.server.logging import configure_logging
 from mpi_operator.server.options import parse_args
-from mpi_operator.server.version import build_info, version_lines
+from mpi_operator.server.version import version_lines
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -30,7 +30,6 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         print("\n".join(version_lines()))
         return 0
     configure_logging(opts.log_format, opts.log_level)
-    build_info()  # asks git, when run from a checkout, before the event loop starts
     try:
         return asyncio.run(run_operator(opts, env))
     except KeyboardInterrupt:

@@ -46,7 +46,7 @@ from mpi_operator.server.http import (
 )
 from mpi_operator.server.options import LOCK_NAME, ServerOptions, leader_election_config
 from mpi_operator.server.preflight import Preflight, PreflightError
-from mpi_operator.server.version import version_lines
+from mpi_operator.server.version import build_info, version_lines
 
 log = structlog.get_logger(__name__)
 
@@ -156,6 +156,7 @@ class Operator:
     async def _setup(self) -> int | None:
         """Everything before the election; an exit code when it cannot go on."""
         opts = self.opts
+        await asyncio.to_thread(build_info)  # may ask git once; cached for version_lines()
         self._log_start()
         if opts.monitoring_port:
             await self._serve_metrics()
