@@ -69,6 +69,8 @@ class Sizes:
     raw_reps: dict[str, int] = field(default_factory=dict)
     configs: list[QpsConfig] = field(default_factory=list)
     timeout: float = 900.0
+    #: Record a py-spy flame graph of ours in every run (next to the results file).
+    profile: bool = False
     #: The scenarios the reference runs in (the others: ours and the raw client only).
     reference_scenarios: tuple[str, ...] = ("fanout", "throughput")
 
@@ -228,6 +230,7 @@ class Runner:
             qps=config.qps if config.pass_flags else None,
             burst=config.burst if config.pass_flags else None,
             extra_args=config.extra_args,
+            profile_to=self._flame_graph(kind, scenario, config, rep),
         )
         record: dict[str, Any] = {
             "scenario": scenario,
@@ -258,6 +261,13 @@ class Runner:
         record["audit_log_offsets"] = [audit_start, audit_end]
         self._add(record)
         _log(f"{scenario}/{config.name}/rep{rep}/{kind}: " + _brief(record))
+
+    def _flame_graph(self, kind: str, scenario: str, config: QpsConfig, rep: int) -> Path | None:
+        if not self.sizes.profile or kind != OURS:
+            return None
+        where = self.out.parent if self.out is not None else self.workdir
+        stem = self.out.stem if self.out is not None else "sidebyside"
+        return where / f"{stem}-flame-{scenario}-{config.name}-rep{rep}.svg"
 
     def _control_plane_cpu(self) -> float:
         procs = self.cluster.processes.values()
