@@ -40,6 +40,7 @@ from mpi_operator.controller.conditions import (
     CREATED_REASON,
     TRUE,
     format_time,
+    has_true_condition,
     is_finished,
     is_succeeded,
     refresh_state,
@@ -288,7 +289,11 @@ class MPIJobSyncer:
         old_status = shared.get("status") or {}
         if new_status != old_status:
             key = f"{job.namespace}/{job.name}"
-            progress = not outcome.events and _counts_only(old_status, new_status)
+            progress = (
+                not outcome.events
+                and _fanning_out(job.status)
+                and _counts_only(old_status, new_status)
+            )
             if progress and self.ctx.progress.defer("status", key, self.ctx.requeue_after):
                 return
             body = {**shared, "status": new_status}
@@ -327,10 +332,27 @@ class MPIJobSyncer:
 
 
 def _counts_only(old: Obj, new: Obj) -> bool:
-    """Only the replica counts moved (progress): the conditions, times and the rest are
-    as written."""
+    """Only more replicas became active (progress): the conditions, times, the other
+    counts and the rest are as written."""
     if not old.get("conditions"):
         return False
-    return {k: v for k, v in old.items() if k != "replicaStatuses"} == {
+    if {k: v for k, v in old.items() if k != "replicaStatuses"} != {
         k: v for k, v in new.items() if k != "replicaStatuses"
-    }
+    }:
+        return False
+    before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
+    if before.keys() != after.keys():
+        return False
+    for kind, was in before.items():
+        now = after[kind]
+        others_same = {k: v for k, v in was.items() if k != "active"} == {
+            k: v for k, v in now.items() if k != "active"
+        }
+        if not others_same or int(now.get("active") or 0) < int(was.get("active") or 0):
+            return False
+    return True
+
+
+def _fanning_out(status: JobStatus) -> bool:
+    """Started but not yet Running, nor finished: the phase whose progress is spaced."""
+    return not is_finished(status) and not has_true_condition(status, ConditionType.RUNNING)
