@@ -55,6 +55,8 @@ LABELS = {
     "create_to_pods_ready_p99_s": "create to all its pods Ready p99 (s)",
     "cpu_s": "operator CPU (s)",
     "peak_rss_kib": "peak RSS (MiB)",
+    "ready_rss_kib": "RSS once ready, before any work (MiB)",
+    "status_config_writes": "status and discover_hosts.sh writes",
     "api_total": "API requests (run)",
     "api_per_job": "API requests per MPIJob",
     "api_writes_per_job": "API writes per MPIJob",
@@ -145,7 +147,7 @@ def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
             for metric, entry in sc.items():
                 if not isinstance(entry, dict) or "ratio_ours_reference" not in entry:
                     continue
-                k = 1 / 1024 if metric == "peak_rss_kib" else 1.0
+                k = 1 / 1024 if metric.endswith("_kib") else 1.0
                 digits = 0 if metric in COUNTS else 2
 
                 def cell(

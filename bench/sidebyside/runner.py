@@ -245,6 +245,8 @@ class Runner:
         try:
             op.start()
             record["startup_s"] = op.start_seconds
+            # Peak RSS once ready, before any work: the process's own floor.
+            record["ready_rss_kib"] = op.stats().hwm_kib
             record.update(body(op, ns))
         except Exception as e:
             record["error"] = f"{type(e).__name__}: {e}"

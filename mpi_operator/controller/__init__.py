@@ -7,3 +7,8 @@
 * the queue machinery both controllers run on: :mod:`.queue_controller`,
   :mod:`.runner`, :mod:`.handlers`, :mod:`.failures` and :mod:`.options`.
 """
+
+from mpi_operator.controller.kubeflow.controller import MPIJobController
+from mpi_operator.controller.options import ControllerOptions
+
+__all__ = ["ControllerOptions", "MPIJobController"]

@@ -28,9 +28,10 @@ from rbac_support import (
 )
 
 from devcluster.sample_jobs import pi_mpijob
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.builders.kubeflow.config import new_config_map
 from mpi_operator.builders.kubeflow.launcher import new_launcher_job
-from mpi_operator.builders.kubeflow.podgroup import GangScheduling, new_pod_group
+from mpi_operator.builders.kubeflow.podgroup import new_pod_group
 from mpi_operator.builders.kubeflow.secret import new_ssh_auth_secret
 from mpi_operator.builders.kubeflow.service import new_job_service
 from mpi_operator.builders.kubeflow.worker import new_worker

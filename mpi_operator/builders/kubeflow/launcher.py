@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mpi_operator.api.object_model import Obj
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1 import (
     REPLICA_INDEX_LABEL,
     MPIImplementation,
@@ -30,7 +31,7 @@ from mpi_operator.builders.kubeflow.common import (
     set_restart_policy,
     setup_ssh,
 )
-from mpi_operator.builders.kubeflow.podgroup import GangScheduling, decorate_pod_template
+from mpi_operator.builders.kubeflow.podgroup import decorate_pod_template
 from mpi_operator.builders.meta import deep_copy
 
 POD_TEMPLATE_RESTART_POLICY_REASON = "SetPodTemplateRestartPolicy"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mpi_operator.api.object_model import Obj
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1 import REPLICA_INDEX_LABEL, MPIJob, ReplicaType
 from mpi_operator.builders.kubeflow.common import (
     WORKER,
@@ -16,7 +17,7 @@ from mpi_operator.builders.kubeflow.common import (
     setup_ssh,
     worker_name,
 )
-from mpi_operator.builders.kubeflow.podgroup import GangScheduling, decorate_pod_template
+from mpi_operator.builders.kubeflow.podgroup import decorate_pod_template
 from mpi_operator.builders.meta import deep_copy
 
 SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]

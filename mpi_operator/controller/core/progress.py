@@ -3,12 +3,13 @@
 While thousands of workers start, each sync sees a few more Running: the hostfile's
 ``discover_hosts.sh`` gains lines and ``status.replicaStatuses`` counts go up. Writing
 each of those (a sync per second) makes the writes per job grow with the worker count.
-A write that only reports such progress is booked here per job and kind: the first goes
-at once, the next after 1 s, then 2, 4, ... up to 30 s, so a fan-out of any size costs a
-handful of them. Anything else is written at once and starts the spacing over: a
-condition that changes (Running, Succeeded, Failed, Restarting ...), an event, the
-complete set of workers, a host that goes away. A deferred write is not lost: the sync
-asks to be run again when the wait is over.
+A write that only reports such progress waits here, per job and kind: the first 15 s
+after the first progress seen, the next 15 s after that, then 30, 60, 60 ... s, so a
+fan-out costs one or two of them where it used to cost one a second. Anything else
+is written at once and starts the spacing over: a condition that changes (Running,
+Succeeded, Failed, Restarting ...), an event, the complete set of workers, a host
+that goes away. A deferred write is not lost: the sync asks to be run again when the
+wait is over.
 
 Ours only; the reference writes on every sync, and its 10/s event bucket spaces the
 syncs instead.
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 
 from mpi_operator.client.clock import Clock
 
-FIRST_GAP = 1.0
-MAX_GAP = 30.0
+FIRST_GAP = 15.0
+MAX_GAP = 60.0
 
 
 @dataclass
@@ -40,20 +41,20 @@ class ProgressWrites:
 
     def due(self, kind: str, key: str) -> float:
         """Seconds until a progress-only write of ``kind`` for ``key`` may go (0.0: now)."""
-        schedule = self._schedules.get((kind, key))
-        if schedule is None:
-            return 0.0
-        return max(schedule.next_at - self._clock.monotonic(), 0.0)
-
-    def wrote(self, kind: str, key: str) -> None:
-        """A progress-only write went: the next waits twice as long as this one did."""
         now = self._clock.monotonic()
         schedule = self._schedules.get((kind, key))
         if schedule is None:
-            self._schedules[(kind, key)] = _Schedule(now + self._first_gap, self._first_gap)
-            return
-        schedule.gap = min(schedule.gap * 2, self._max_gap)
-        schedule.next_at = now + schedule.gap
+            # The first progress seen starts the clock: it is written ``first_gap`` later.
+            schedule = self._schedules[(kind, key)] = _Schedule(now + self._first_gap, 0.0)
+        return max(schedule.next_at - now, 0.0)
+
+    def wrote(self, kind: str, key: str) -> None:
+        """A progress-only write went: the next waits twice as long as the last did."""
+        now = self._clock.monotonic()
+        schedule = self._schedules.get((kind, key))
+        gap = self._first_gap if schedule is None or not schedule.gap else schedule.gap * 2
+        gap = min(gap, self._max_gap)
+        self._schedules[(kind, key)] = _Schedule(now + gap, gap)
 
     def defer(
         self, kind: str, key: str, requeue_after: Callable[[str, float], None] | None

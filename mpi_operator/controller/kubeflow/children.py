@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 
 from mpi_operator.api.object_model import Obj
+from mpi_operator.api.scheduling import GangKind, GangScheduling
 from mpi_operator.api.v2beta1 import MPIJob
 from mpi_operator.builders.kubeflow.common import DISCOVER_HOSTS_SCRIPT_NAME
 from mpi_operator.builders.kubeflow.config import new_config_map
 from mpi_operator.builders.kubeflow.podgroup import (
-    GangKind,
-    GangScheduling,
     new_pod_group,
     pod_group_specs_equal,
 )

@@ -46,6 +46,7 @@ from mpi_operator.controller.kubeflow import workers as worker_pods
 from mpi_operator.controller.kubeflow.conditions import (
     CREATED_REASON,
     TRUE,
+    has_true_condition,
     is_finished,
     is_succeeded,
     refresh_state,
@@ -308,7 +309,12 @@ class MPIJobSyncer(Syncer[SyncContext]):
         new_status = dump_status(job.status)
         old_status = owner.obj.get("status") or {}
         changed = new_status != old_status
-        progress = changed and not outcome.events and _counts_only(old_status, new_status)
+        progress = (
+            changed
+            and not outcome.events
+            and _fanning_out(job.status)
+            and _counts_only(old_status, new_status)
+        )
         if progress and self.ctx.progress.defer("status", owner.key, self.ctx.requeue_after):
             return
         await write_status(self.ctx, owner, MPIJOBS, new_status, outcome.events)
@@ -343,10 +349,27 @@ class MPIJobSyncer(Syncer[SyncContext]):
 
 
 def _counts_only(old: Obj, new: Obj) -> bool:
-    """Only the replica counts moved (progress): the conditions, times and the rest are
-    as written."""
+    """Only more replicas became active (progress): the conditions, times, the other
+    counts and the rest are as written."""
     if not old.get("conditions"):
         return False
-    return {k: v for k, v in old.items() if k != "replicaStatuses"} == {
+    if {k: v for k, v in old.items() if k != "replicaStatuses"} != {
         k: v for k, v in new.items() if k != "replicaStatuses"
-    }
+    }:
+        return False
+    before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
+    if before.keys() != after.keys():
+        return False
+    for kind, was in before.items():
+        now = after[kind]
+        others_same = {k: v for k, v in was.items() if k != "active"} == {
+            k: v for k, v in now.items() if k != "active"
+        }
+        if not others_same or int(now.get("active") or 0) < int(was.get("active") or 0):
+            return False
+    return True
+
+
+def _fanning_out(status: JobStatus) -> bool:
+    """Started but not yet Running, nor finished: the phase whose progress is spaced."""
+    return not is_finished(status) and not has_true_condition(status, ConditionType.RUNNING)

@@ -25,36 +25,42 @@ def allowed_times(writes: ProgressWrites, clock: FakeClock, seconds: int) -> lis
     return went
 
 
-def test_the_gaps_double_up_to_the_cap() -> None:
+def test_the_first_waits_then_the_gaps_double_up_to_the_cap() -> None:
     clock = FakeClock()
-    went = allowed_times(ProgressWrites(clock, max_gap=8.0), clock, 40)
-    assert went == [0.0, 1.0, 3.0, 7.0, 15.0, 23.0, 31.0, 39.0]
+    went = allowed_times(ProgressWrites(clock, first_gap=1.0, max_gap=8.0), clock, 40)
+    assert went == [1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0]
 
 
 def test_a_fanout_of_any_length_costs_a_handful_of_writes() -> None:
     clock = FakeClock()
     # Two minutes of workers starting: 1 write every 0.5 s would be 240.
-    assert len(allowed_times(ProgressWrites(clock), clock, 120)) == 8
+    assert allowed_times(ProgressWrites(clock), clock, 120) == [15.0, 30.0, 60.0]
 
 
 def test_a_milestone_starts_the_spacing_over() -> None:
     clock = FakeClock()
     writes = ProgressWrites(clock)
-    allowed_times(writes, clock, 10)
+    allowed_times(writes, clock, 40)
+    assert writes.due("status", KEY) > 0.0
     writes.reset(KEY)
-    assert writes.due("status", KEY) == 0.0
+    assert writes.due("status", KEY) == pytest.approx(15.0)  # as for a new job
 
 
 def test_kinds_and_jobs_are_spaced_independently() -> None:
-    writes = ProgressWrites(FakeClock())
-    writes.wrote("status", KEY)
-    assert writes.due("configmap", KEY) == 0.0
-    assert writes.due("status", "ns/other") == 0.0
-    assert writes.due("status", KEY) == pytest.approx(1.0)
+    clock = FakeClock()
+    writes = ProgressWrites(clock)
+    assert writes.due("status", KEY) == pytest.approx(15.0)
+    clock.step(10)
+    assert writes.due("configmap", KEY) == pytest.approx(15.0)
+    assert writes.due("status", "ns/other") == pytest.approx(15.0)
+    assert writes.due("status", KEY) == pytest.approx(5.0)
 
 
 def test_a_write_that_failed_books_nothing() -> None:
-    writes = ProgressWrites(FakeClock())
+    clock = FakeClock()
+    writes = ProgressWrites(clock)
+    writes.due("status", KEY)
+    clock.step(15)
     assert writes.due("status", KEY) == 0.0  # tried, and the write failed: no wrote()
     assert writes.due("status", KEY) == 0.0
 
@@ -62,10 +68,8 @@ def test_a_write_that_failed_books_nothing() -> None:
 def test_a_deferred_write_requeues_the_key_for_when_it_may_go() -> None:
     writes = ProgressWrites(FakeClock())
     requeued: list[tuple[str, float]] = []
-    assert writes.defer("status", KEY, lambda k, s: requeued.append((k, s))) is False
-    writes.wrote("status", KEY)
     assert writes.defer("status", KEY, lambda k, s: requeued.append((k, s))) is True
-    assert requeued == [(KEY, pytest.approx(1.0))]
+    assert requeued == [(KEY, pytest.approx(15.0))]
 
 
 def test_without_a_requeue_nothing_is_deferred() -> None:
@@ -124,7 +128,25 @@ RUNNING = [{"type": "Created", "status": "True"}, {"type": "Running", "status": 
     ],
     ids=["counts", "a condition", "first write", "start time"],
 )
-def test_only_moved_counts_are_progress(
+def test_only_moved_counts_are_progress_table(
     old: dict[str, object], new: dict[str, object], progress: bool
 ) -> None:
     assert _counts_only(old, new) is progress
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "progress"),
+    [
+        ({"Worker": {"active": 1}}, {"Worker": {"active": 2}}, True),
+        ({"Worker": {"active": 2}}, {"Worker": {"active": 1}}, False),
+        ({"Worker": {"active": 2}}, {"Worker": {"active": 2, "failed": 1}}, False),
+        ({"Worker": {}}, {"Worker": {}, "Launcher": {"active": 1}}, False),
+    ],
+    ids=["more active", "fewer active", "a failure", "a new replica type"],
+)
+def test_only_more_active_replicas_are_progress(
+    old: dict[str, object], new: dict[str, object], progress: bool
+) -> None:
+    conditions = [{"type": "Created", "status": "True"}]
+    before = {"conditions": conditions, "replicaStatuses": old}
+    assert _counts_only(before, {"conditions": conditions, "replicaStatuses": new}) is progress

@@ -22,7 +22,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from recording_client import Action, RecordingClient, merge_patch
 
-from mpi_operator.builders.kubeflow.podgroup import GangScheduling
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.builders.ssh import SSHKeyPair
 from mpi_operator.client import EventRecorder, FakeClock
 from mpi_operator.controller.kubeflow.controller import MPIJobController
