@@ -121,7 +121,8 @@ def _causes(body: dict[str, Any]) -> list[FieldCause]:
     details = body.get("details") or {}
     return [
         FieldCause(
-            field=str(c.get("field") or ""),
+            # The API server writes "<nil>" where no field applies (a CEL rule's note).
+            field=str(c.get("field") or "").replace("<nil>", ""),
             message=str(c.get("message") or ""),
             reason=str(c.get("reason") or ""),
         )

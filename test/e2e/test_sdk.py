@@ -242,15 +242,22 @@ def test_t9k_job_through_the_sdk(
 def test_invalid_names_the_field(api_cluster: LocalCluster, namespace: str) -> None:
     client = MPIJobClient(namespace, kubeconfig=api_cluster.kubeconfig)
     job: dict[str, Any] = pi_mpijob("bad")
-    job["spec"]["mpiReplicaSpecs"]["Launcher"]["replicas"] = 2
     job["spec"]["runPolicy"]["cleanPodPolicy"] = "Sometimes"
     with pytest.raises(InvalidError) as invalid:
         client.create(job)
     error = invalid.value
     assert error.status == 422 and error.reason == "Invalid"
-    print(error.causes)
-    assert "spec.runPolicy.cleanPodPolicy" in error.fields
-    assert any("Launcher" in f for f in error.fields), error.fields
+    assert error.fields == ["spec.runPolicy.cleanPodPolicy"]
+    assert 'Unsupported value: "Sometimes"' in error.causes[0].message
+    # A CEL rule of the CRD names its field too.
+    job = pi_mpijob("bad")
+    job["spec"]["mpiReplicaSpecs"]["Launcher"]["replicas"] = 2
+    with pytest.raises(InvalidError) as invalid:
+        client.create(job)
+    assert invalid.value.fields, invalid.value.causes
+    assert all("Launcher" in f or "mpiReplicaSpecs" in f for f in invalid.value.fields), (
+        invalid.value.causes
+    )
     with pytest.raises(NotFoundError):
         client.get("bad")
     dry = client.create(pi_mpijob("dry"), dry_run=True)
