@@ -18,6 +18,7 @@ import yaml
 from kubernetes import client as k8s
 
 from mpi_operator.api import t9k, v2beta1
+from mpi_operator.api.object_model import ApiObject
 
 from . import logs as _logs
 from . import waiting
@@ -83,7 +84,15 @@ class JobClient(Generic[JobT]):
 
     def _body(self, job: JobT | Mapping[str, Any]) -> dict[str, Any]:
         kind = self.kind
-        body = job.to_dict() if isinstance(job, kind.model) else dict(job)
+        if isinstance(job, ApiObject):
+            if not isinstance(job, kind.model):
+                raise ValueError(
+                    f"{self.__class__.__name__} creates {kind.api_version} {kind.kind}, "
+                    f"not a {type(job).__module__}.{type(job).__name__}"
+                )
+            body = job.to_dict()
+        else:
+            body = dict(job)
         given = (body.get("apiVersion"), body.get("kind"))
         if given[0] not in (None, kind.api_version) or given[1] not in (None, kind.kind):
             raise ValueError(

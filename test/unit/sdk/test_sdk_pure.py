@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes.client import ApiClient
 
 from mpi_operator.api import t9k, v2beta1
 from mpi_operator.sdk import (
@@ -15,7 +17,9 @@ from mpi_operator.sdk import (
     FieldCause,
     ForbiddenError,
     InvalidError,
+    MPIJobClient,
     NotFoundError,
+    T9kMPIJobClient,
     state,
 )
 from mpi_operator.sdk.errors import from_api_exception
@@ -128,3 +132,36 @@ def test_launcher_selectors() -> None:
     assert T9K.launcher_selector("pi") == (
         "batch.tensorstack.dev/job-name=pi,batch.tensorstack.dev/replica-type=launcher"
     )
+
+
+def _offline(kind: type[MPIJobClient] | type[T9kMPIJobClient]) -> Any:
+    """A client whose requests would go nowhere: only checks before any request run."""
+    return kind("ns", api_client=ApiClient())
+
+
+def test_a_client_refuses_the_other_kind_before_any_request(tmp_path: Path) -> None:
+    kubeflow, t9k_client = _offline(MPIJobClient), _offline(T9kMPIJobClient)
+    with pytest.raises(
+        ValueError, match=r"creates kubeflow\.org/v2beta1 MPIJob, not a mpi_operator"
+    ):
+        kubeflow.create(t9k.MPIJob(metadata={"name": "x"}))
+    with pytest.raises(ValueError, match=r"not kubeflow\.org/v2beta1 MPIJob"):
+        t9k_client.create({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"})
+    two = tmp_path / "two.yaml"
+    two.write_text("kind: MPIJob\n---\nkind: MPIJob\n")
+    with pytest.raises(ValueError, match="expected one MPIJob document, got 2"):
+        kubeflow.create_from_yaml(two)
+
+
+def test_a_model_is_sent_in_its_wire_form() -> None:
+    client = _offline(MPIJobClient)
+    job = v2beta1.MPIJob(
+        metadata={"name": "pi"},
+        spec=v2beta1.MPIJobSpec(slots_per_worker=2, run_launcher_as_worker=True),
+    )
+    assert client._body(job) == {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "pi"},
+        "spec": {"slotsPerWorker": 2, "runLauncherAsWorker": True},
+    }
