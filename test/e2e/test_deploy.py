@@ -647,6 +647,12 @@ def test_operator_serves_t9k_jobs_under_the_t9k_component(
         assert _t9k_job_names(full_cluster, ns, "mpij") == {"kubeflow.org/pi"}
         assert _t9k_job_names(full_cluster, ns, T9K_CRD_NAME) == {"batch.tensorstack.dev/pi-t9k"}
         assert _t9k_job_names(full_cluster, ns, "mpijobs.kubeflow.org") == {"kubeflow.org/pi"}
+        # The CRD's field descriptions, as the README shows them.
+        explain = full_cluster.kubectl(
+            "explain", "--api-version=batch.tensorstack.dev/v1beta1", "mpijobs.spec.worker"
+        ).stdout
+        assert "The worker pods and the MPI command the launcher runs on them." in explain
+        assert "Number of worker pods, 1 to 100000. Defaults to 1." in explain
         stop_operator(proc)
         assert _denials(proc) == []
         user = _user("mpi-operator")
