@@ -651,7 +651,7 @@ def test_operator_serves_t9k_jobs_under_the_t9k_component(
         explain = full_cluster.kubectl(
             "explain", "--api-version=batch.tensorstack.dev/v1beta1", "mpijobs.spec.worker"
         ).stdout
-        assert "The worker pods and the MPI command the launcher runs on them." in explain
+        assert "The workers and the MPI command. Required." in explain
         assert "Number of worker pods, 1 to 100000. Defaults to 1." in explain
         stop_operator(proc)
         assert _denials(proc) == []
