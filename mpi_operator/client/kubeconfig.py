@@ -18,13 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import load_kube_config
-from kubernetes_asyncio.config.incluster_config import (
-    SERVICE_CERT_FILENAME,
-    SERVICE_TOKEN_FILENAME,
-    InClusterConfigLoader,
-)
 
 from mpi_operator.client.credentials import (
     Credentials,
@@ -35,6 +28,13 @@ from mpi_operator.client.credentials import (
     Token,
     TokenSource,
     jwt_expiry,
+)
+from mpi_operator.client.lean_imports import (
+    SERVICE_CERT_FILENAME,
+    SERVICE_TOKEN_FILENAME,
+    Configuration,
+    InClusterConfigLoader,
+    load_kube_config,
 )
 
 log = structlog.get_logger()

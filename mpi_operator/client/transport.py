@@ -31,13 +31,13 @@ from typing import Any, Self
 import aiohttp
 import orjson
 import structlog
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.credentials import Credentials
 from mpi_operator.client.errors import ApiError
 from mpi_operator.client.fence import LeadershipFence
 from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
+from mpi_operator.client.lean_imports import ApiClient, Configuration
 from mpi_operator.client.ratelimit import FairTokenBucket
 
 log = structlog.get_logger()
