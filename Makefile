@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv binaries mpi node node-packages node-binaries node-images lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
+.PHONY: image lock venv binaries mpi node node-packages node-binaries node-images lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,19 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 venv: $(BIN)/.installed
+
+# The operator's image, with docker, podman or buildah (whichever is installed).
+IMG ?= mpi-operator-python:0.1.0
+image:
+	hack/build-image.sh $(IMG)
+
+# Regenerates the lockfiles the image installs from (pinned, with hashes), from
+# pyproject.toml's dependencies and build-system requirements.
+UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes
+lock: venv
+	$(UV_COMPILE) --output-file requirements.lock pyproject.toml
+	$(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")' \
+	  | $(UV_COMPILE) --output-file requirements-build.lock -
 
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
 # kwok and kwokctl from their Go modules, only when missing from the cache.
@@ -67,9 +80,11 @@ deploy-manifests: venv
 demo: venv binaries node
 	@$(BIN)/python -m devcluster.demo $(DEMO_ARGS)
 
-# Regenerates crd/kubeflow.org_mpijobs.yaml from the models and a local kube-apiserver.
+# Regenerates crd/kubeflow.org_mpijobs.yaml from the models and a local kube-apiserver,
+# and crd/t9k/ from the T9k models.
 crd: venv binaries
 	$(BIN)/python hack/generate_crd.py
+	$(BIN)/python hack/generate_crd.py --t9k
 
 bench: venv binaries
 	$(BIN)/python -m bench $(BENCH_ARGS)
