@@ -102,13 +102,14 @@ async def test_an_ignored_worker_failure_recreates_only_that_pod(
         )
 
     await eventually(recreated, within=30, interval=0.2, what=f"{victim} recreated and running")
+    # Only the failed pod was made again: the other worker and the launcher run on.
+    assert (await _uids_by_name(full_cluster, ns, name, "worker"))[bystander] == workers[bystander]
+    assert await _uids_by_name(full_cluster, ns, name, "launcher") == launchers
+    assert not any(
+        ATTEMPT in p["metadata"]["labels"] for p in await job_pods(full_cluster, ns, name)
+    )
     succeeded = await wait_condition(full_cluster, ns, name, "Succeeded", within=60)
     assert succeeded["reason"] == "MPIJobSucceeded"
-    # Only the failed pod was made again: the other worker and the launcher ran on.
-    after = await _uids_by_name(full_cluster, ns, name, "worker")
-    assert after[bystander] == workers[bystander]
-    assert after[victim] != workers[victim]
-    assert ATTEMPT not in (await job_pods(full_cluster, ns, name))[0]["metadata"]["labels"]
     assert await _uids_by_name(full_cluster, ns, name, "launcher") == launchers
     again = await kubectl_json(full_cluster, "get", "job", f"{name}-launcher", "-n", ns)
     assert again["metadata"]["uid"] == launcher_job["metadata"]["uid"]
