@@ -1,15 +1,18 @@
 # The mpi-operator image: a wheel built in a throw-away stage, installed into a
 # slim Python runtime that runs as an unprivileged user.
-#   docker build -t mpi-operator-python:0.1.0 .
+#   docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD) -t mpi-operator-python:0.1.0 .
 # The Deployment (deploy/v2beta1/mpi-operator.yaml) runs it with a read-only
 # root filesystem; the process writes nothing to disk.
 
 FROM python:3.11-slim AS builder
 WORKDIR /src
 RUN pip install --no-cache-dir --upgrade pip build
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY mpi_operator ./mpi_operator
-RUN python -m build --wheel --outdir /wheels . \
+# The build context has no .git: the commit comes in as a build argument, and
+# setup.py's build hook writes it into the wheel (mpi-operator --version shows it).
+ARG GIT_COMMIT=""
+RUN MPI_OPERATOR_GIT_COMMIT="$GIT_COMMIT" python -m build --wheel --outdir /wheels . \
  && pip wheel --no-cache-dir --wheel-dir /wheels /wheels/mpi_operator-*.whl
 
 FROM python:3.11-slim

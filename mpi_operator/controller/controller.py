@@ -33,6 +33,7 @@ from mpi_operator.controller.context import (
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.pod_cache import slim_pod
 from mpi_operator.controller.queue_controller import QueueController
 from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.sync import MPIJobSyncer
@@ -96,6 +97,7 @@ class MPIJobController(QueueController):
                 PODS,
                 label_selector=OPERATOR_SELECTOR,
                 indexers={JOB_NAME_INDEX: job_name_index},
+                transform=slim_pod,
             ),
             "jobs": f.informer_for(JOBS, label_selector=OPERATOR_SELECTOR),
             "services": f.informer_for(SERVICES, label_selector=OPERATOR_SELECTOR),
