@@ -156,8 +156,7 @@ class LocalCluster(ClusterAccess):
 
     def _start_node(self) -> None:
         inputs = preflight()
-        kubelet, kubelet_healthz, coredns_ready = free_ports(3)
-        ports = (kubelet, kubelet_healthz, coredns_ready)
+        ports = tuple(free_ports(5))  # kubelet, its healthz, CoreDNS ready, kube-proxy's two
         self.node = RealNode(self.workdir, ports, self.kubeconfig)
         self.node.start(inputs, self.pki.ca_crt, self._run, self._wait)
         self._wait("the real node Ready", self._nodes_ready)
@@ -390,6 +389,7 @@ class LocalCluster(ClusterAccess):
             self._layout(),
             full=self.shape != API,
             kubelet_client=self.shape == REAL,
+            pod_reachable_at=RealNode.gateway_of(self.workdir) if self.shape == REAL else None,
             watch_cache=self.watch_cache,
             admission_plugins=self.admission_plugins,
             extra=extra,
