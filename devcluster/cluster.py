@@ -32,7 +32,8 @@ STAGES_DIR = Path(__file__).parent / "stages"
 class LocalCluster(ClusterAccess):
     """etcd + kube-apiserver (shape ``api``), plus kube-controller-manager, kube-scheduler
     and a KWOK controller with fake nodes (shape ``full``), all on 127.0.0.1; plus one
-    real node, containerd + kubelet + bridge CNI + CoreDNS (shape ``real``, root only).
+    real node, containerd + kubelet + bridge CNI + CoreDNS + kube-proxy (shape ``real``, root
+    only).
 
     ``detached=True`` lets the processes outlive this Python process (``up``/``down``);
     otherwise they are killed when it dies, even by SIGKILL.

@@ -1,5 +1,5 @@
-"""The ``real`` shape's node on this host: containerd, the bridge CNI, CoreDNS and the
-kubelet, started and stopped by :class:`~devcluster.cluster.LocalCluster`,
+"""The ``real`` shape's node on this host: containerd, the bridge CNI, CoreDNS, the
+kubelet and kube-proxy, started and stopped by :class:`~devcluster.cluster.LocalCluster`,
 and every artefact they leave (container processes, shims, mounts, network namespaces,
 the bridge, log links) removed at stop, even after a failure."""
 

@@ -35,7 +35,7 @@ fi
 [[ -x "$BIN_DIR/kubelet" && -x "$BIN_DIR/kube-proxy" && -x "$BIN_DIR/coredns" ]] && exit 0
 
 die() { echo "build-node-binaries: error: $*" >&2; exit 1; }
-command -v go >/dev/null 2>&1 || die "Go toolchain not found in PATH: install Go >= 1.26 (https://go.dev/dl/) to build the kubelet and CoreDNS"
+command -v go >/dev/null 2>&1 || die "Go toolchain not found in PATH: install Go >= 1.26 (https://go.dev/dl/) to build the kubelet, kube-proxy and CoreDNS"
 mkdir -p "$BIN_DIR"
 LOG="$BIN_DIR/build.log"
 export GOTOOLCHAIN=local CGO_ENABLED=0
