@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: image lock venv binaries mpi node node-packages node-binaries node-images lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
+.PHONY: image lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,8 +38,8 @@ mpi:
 
 # The real node of the `real` cluster shape (make demo, the real-node e2e tests):
 # containerd, runc, CNI plugins, debootstrap and umoci from Debian's packages (root);
-# the kubelet and CoreDNS from Go modules; the MPI, busybox and pause images from
-# debootstrap. Each only when missing, into the cache next to the binaries.
+# the kubelet, kube-proxy and CoreDNS from Go modules; the MPI, busybox and pause images
+# from debootstrap. Each only when missing, into the cache next to the binaries.
 node-packages:
 	hack/install-node-packages.sh
 
@@ -48,6 +48,12 @@ node-binaries:
 
 node-images: node-packages
 	hack/build-node-images.sh
+
+# The operator's image from the project's wheel on a debootstrap base, for the test that
+# deploys deploy/v2beta1/mpi-operator.yaml on the real node (hack/build-operator-image.sh;
+# only `make test` needs it).
+operator-image: venv node-packages
+	hack/build-operator-image.sh
 
 node: node-packages node-binaries node-images
 
@@ -60,7 +66,7 @@ typecheck: venv
 test-unit: venv
 	$(BIN)/pytest test/unit
 
-test: venv binaries mpi node lint typecheck
+test: venv binaries mpi node operator-image lint typecheck
 	$(BIN)/pytest
 
 cluster-up: venv binaries
