@@ -19,7 +19,7 @@ from devcluster import LocalCluster
 from devcluster.demo import load_mpijob
 from devcluster.sample_jobs import with_kwok_behaviour
 from devcluster.testing import OperatorProcess, wait_until
-from mpi_operator.builders.podgroup import GangScheduling
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.client import KubeClient
 from mpi_operator.controller.kubeflow.controller import MPIJobController
 from mpi_operator.controller.options import ControllerOptions

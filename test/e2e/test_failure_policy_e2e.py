@@ -28,8 +28,8 @@ from failure_support import (
 from devcluster import COMPLETE_AFTER, EXIT_CODE, REASON
 from devcluster.polling import eventually
 from devcluster.sample_jobs import pi_mpijob
-from mpi_operator.builders.podgroup import GangScheduling
-from mpi_operator.controller.controller import MPIJobController
+from mpi_operator.api.scheduling import GangScheduling
+from mpi_operator.controller.kubeflow.controller import MPIJobController
 
 Obj = dict[str, Any]
 ATTEMPT = "training.kubeflow.org/restart-attempt"

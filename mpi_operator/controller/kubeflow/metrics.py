@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
-from mpi_operator.builders.common import LAUNCHER_SUFFIX
+from mpi_operator.builders.kubeflow.common import LAUNCHER_SUFFIX
 
 
 @dataclass(frozen=True, slots=True)
