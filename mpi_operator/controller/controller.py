@@ -19,6 +19,7 @@ from mpi_operator.client import (
     EventRecorder,
     KubeClient,
     SharedInformer,
+    split_key,
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
 from mpi_operator.controller.children import pod_group_resource
@@ -86,6 +87,10 @@ class MPIJobController(QueueController):
             ),
             ignore=("priority_classes",),
         )
+
+    def forget_job_metrics(self, key: str) -> None:
+        namespace, name = split_key(key)
+        self.metrics.forget_job(namespace, name)
 
     def _informers(self) -> dict[str, SharedInformer]:
         f = self.factory
