@@ -53,6 +53,7 @@ from mpi_operator.controller.context import (
     with_operator_label,
 )
 from mpi_operator.controller.missing_crd import raise_if_not_served
+from mpi_operator.controller.progress import SPACED_FROM_WORKERS
 from mpi_operator.controller.status import pod_phase
 from mpi_operator.controller.workers import worker_pods
 
@@ -127,7 +128,11 @@ async def ensure_config_map(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
     data = current.get("data") or {}
     if data != desired["data"]:
         key = f"{job.namespace}/{job.name}"
-        progress = len(running) < replicas and _more_hosts_only(data, desired["data"])
+        progress = (
+            replicas >= SPACED_FROM_WORKERS
+            and len(running) < replicas
+            and _more_hosts_only(data, desired["data"])
+        )
         if progress and ctx.progress.defer("configmap", key, ctx.requeue_after):
             return current
         updated = {**current, "data": desired["data"]}

@@ -29,6 +29,7 @@ from mpi_operator.api.v2beta1 import (
     validate,
 )
 from mpi_operator.builders.common import is_suspended
+from mpi_operator.builders.worker import worker_replicas
 from mpi_operator.client import MPIJOBS, WARNING, split_key
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.kubeapi import ApiError
@@ -50,6 +51,7 @@ from mpi_operator.controller.context import SyncContext, job_reference
 from mpi_operator.controller.failure_policy import Decision
 from mpi_operator.controller.invalid import report_invalid
 from mpi_operator.controller.parallel import run_all
+from mpi_operator.controller.progress import SPACED_FROM_WORKERS
 from mpi_operator.controller.status import (
     Event,
     StatusOutcome,
@@ -291,6 +293,7 @@ class MPIJobSyncer:
             key = f"{job.namespace}/{job.name}"
             progress = (
                 not outcome.events
+                and worker_replicas(job) >= SPACED_FROM_WORKERS
                 and _fanning_out(job.status)
                 and _counts_only(old_status, new_status)
             )
