@@ -70,10 +70,24 @@ def _launcher_log(cluster: LocalCluster, ns: str, job: str) -> str:
 
 
 def _explain(cluster: LocalCluster, ns: str) -> str:
-    """The pods and events of ``ns``, for a failure's message."""
+    """The pods, the end of their containers' logs and the events of ``ns``, for a
+    failure's message."""
     pods = cluster.kubectl("get", "pods", "-n", ns, "-o", "wide", check=False).stdout
+    logs = [
+        cluster.kubectl(
+            "logs",
+            "-n",
+            ns,
+            pod["metadata"]["name"],
+            "--all-containers",
+            "--prefix",
+            "--tail=30",
+            check=False,
+        ).stdout
+        for pod in items(cluster, f"/api/v1/namespaces/{ns}/pods")
+    ]
     events = cluster.kubectl("get", "events", "-n", ns, check=False).stdout
-    return f"{pods}\n{events}"
+    return "\n".join([pods, *logs, events])
 
 
 def _run_kubeflow(
@@ -91,17 +105,8 @@ def _run_kubeflow(
     return done, _launcher_log(cluster, ns, name)
 
 
-# Not working yet (seen on this machine: MPICH's launcher prints nothing and never
-# ends; a worker's sshd readiness probe can stay unready for 40 s); strict, so that
-# a fix shows as XPASS and the mark must go.
-MPICH_NOT_YET = pytest.mark.xfail(
-    strict=True, reason="MPICH on the real node hangs in the launcher (unresolved)"
-)
-
-
 @pytest.mark.parametrize(
-    ("example", "implementation"),
-    [("pi.yaml", "Open MPI"), pytest.param("pi-mpich.yaml", "MPICH", marks=MPICH_NOT_YET)],
+    ("example", "implementation"), [("pi.yaml", "Open MPI"), ("pi-mpich.yaml", "MPICH")]
 )
 def test_pi_example_computes_pi_across_two_workers(
     real_cluster: LocalCluster,
