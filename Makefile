@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: venv binaries mpi node node-packages node-binaries node-images lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
+.PHONY: image lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,19 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 venv: $(BIN)/.installed
+
+# The operator's image, with docker, podman or buildah (whichever is installed).
+IMG ?= mpi-operator-python:0.1.0
+image:
+	hack/build-image.sh $(IMG)
+
+# Regenerates the lockfiles the image installs from (pinned, with hashes), from
+# pyproject.toml's dependencies and build-system requirements.
+UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes
+lock: venv
+	$(UV_COMPILE) --output-file requirements.lock pyproject.toml
+	$(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")' \
+	  | $(UV_COMPILE) --output-file requirements-build.lock -
 
 # Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
 # kwok and kwokctl from their Go modules, only when missing from the cache.
@@ -25,8 +38,8 @@ mpi:
 
 # The real node of the `real` cluster shape (make demo, the real-node e2e tests):
 # containerd, runc, CNI plugins, debootstrap and umoci from Debian's packages (root);
-# the kubelet and CoreDNS from Go modules; the MPI, busybox and pause images from
-# debootstrap. Each only when missing, into the cache next to the binaries.
+# the kubelet, kube-proxy and CoreDNS from Go modules; the MPI, busybox and pause images
+# from debootstrap. Each only when missing, into the cache next to the binaries.
 node-packages:
 	hack/install-node-packages.sh
 
@@ -35,6 +48,12 @@ node-binaries:
 
 node-images: node-packages
 	hack/build-node-images.sh
+
+# The operator's image from the project's wheel on a debootstrap base, for the test that
+# deploys deploy/v2beta1/mpi-operator.yaml on the real node (hack/build-operator-image.sh;
+# only `make test` needs it).
+operator-image: venv node-packages
+	hack/build-operator-image.sh
 
 node: node-packages node-binaries node-images
 
@@ -47,7 +66,7 @@ typecheck: venv
 test-unit: venv
 	$(BIN)/pytest test/unit
 
-test: venv binaries mpi node lint typecheck
+test: venv binaries mpi node operator-image lint typecheck
 	$(BIN)/pytest
 
 cluster-up: venv binaries
@@ -67,9 +86,11 @@ deploy-manifests: venv
 demo: venv binaries node
 	@$(BIN)/python -m devcluster.demo $(DEMO_ARGS)
 
-# Regenerates crd/kubeflow.org_mpijobs.yaml from the models and a local kube-apiserver.
+# Regenerates crd/kubeflow.org_mpijobs.yaml from the models and a local kube-apiserver,
+# and crd/t9k/ from the T9k models.
 crd: venv binaries
 	$(BIN)/python hack/generate_crd.py
+	$(BIN)/python hack/generate_crd.py --t9k
 
 bench: venv binaries
 	$(BIN)/python -m bench $(BENCH_ARGS)

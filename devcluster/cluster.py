@@ -32,7 +32,8 @@ STAGES_DIR = Path(__file__).parent / "stages"
 class LocalCluster(ClusterAccess):
     """etcd + kube-apiserver (shape ``api``), plus kube-controller-manager, kube-scheduler
     and a KWOK controller with fake nodes (shape ``full``), all on 127.0.0.1; plus one
-    real node, containerd + kubelet + bridge CNI + CoreDNS (shape ``real``, root only).
+    real node, containerd + kubelet + bridge CNI + CoreDNS + kube-proxy (shape ``real``, root
+    only).
 
     ``detached=True`` lets the processes outlive this Python process (``up``/``down``);
     otherwise they are killed when it dies, even by SIGKILL.
@@ -156,8 +157,7 @@ class LocalCluster(ClusterAccess):
 
     def _start_node(self) -> None:
         inputs = preflight()
-        kubelet, kubelet_healthz, coredns_ready = free_ports(3)
-        ports = (kubelet, kubelet_healthz, coredns_ready)
+        ports = tuple(free_ports(5))  # kubelet, its healthz, CoreDNS ready, kube-proxy's two
         self.node = RealNode(self.workdir, ports, self.kubeconfig)
         self.node.start(inputs, self.pki.ca_crt, self._run, self._wait)
         self._wait("the real node Ready", self._nodes_ready)
@@ -390,6 +390,7 @@ class LocalCluster(ClusterAccess):
             self._layout(),
             full=self.shape != API,
             kubelet_client=self.shape == REAL,
+            pod_reachable_at=RealNode.gateway_of(self.workdir) if self.shape == REAL else None,
             watch_cache=self.watch_cache,
             admission_plugins=self.admission_plugins,
             extra=extra,

@@ -71,18 +71,23 @@ def apiserver_args(
     full: bool,
     watch_cache: bool,
     kubelet_client: bool = False,
+    pod_reachable_at: str | None = None,
     admission_plugins: list[str],
     extra: list[str],
 ) -> list[str]:
     """kube-apiserver's flags; ``full``: the shape with controller manager and nodes;
     ``kubelet_client``: a real kubelet serves logs and exec, reached at the node's
-    InternalIP (its name resolves nowhere) with the admin's client certificate."""
+    InternalIP (its name resolves nowhere) with the admin's client certificate;
+    ``pod_reachable_at``: an address of this host that pods reach (the real node's
+    bridge gateway), advertised as the ``kubernetes`` Service's endpoint (which
+    kube-proxy forwards 10.96.0.1:443 to) and listened on, as on every address."""
     pki = layout.pki
+    bind, advertise = ("0.0.0.0", pod_reachable_at) if pod_reachable_at else ("127.0.0.1",) * 2
     args = [
         str(binary),
         f"--etcd-servers=http://127.0.0.1:{layout.ports['etcd']}",
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
+        f"--bind-address={bind}",
+        f"--advertise-address={advertise}",
         f"--secure-port={layout.ports['kube-apiserver']}",
         f"--cert-dir={layout.workdir / 'apiserver-certs'}",
         f"--tls-cert-file={pki.serving_crt}",
@@ -95,7 +100,9 @@ def apiserver_args(
         "--authorization-mode=Node,RBAC",
         "--allow-privileged=true",
         "--enable-priority-and-fairness=false",
-        "--endpoint-reconciler-type=none",
+        # The `kubernetes` Service's endpoint: none on loopback (an Endpoints address may
+        # not be 127.0.0.1), the advertised address where pods reach it.
+        f"--endpoint-reconciler-type={'lease' if pod_reachable_at else 'none'}",
         "--profiling=false",
     ]
     if not watch_cache:

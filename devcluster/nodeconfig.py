@@ -38,9 +38,11 @@ class NodeLayout:
     kubelet_port: int
     kubelet_healthz_port: int
     coredns_ready_port: int
+    kube_proxy_healthz_port: int = 0
+    kube_proxy_metrics_port: int = 0
 
     @classmethod
-    def for_cluster(cls, workdir: Path, ports: tuple[int, int, int]) -> NodeLayout:
+    def for_cluster(cls, workdir: Path, ports: tuple[int, ...]) -> NodeLayout:
         """A bridge name and /24 derived from the cluster's directory: two clusters
         of this machine get different ones."""
         digest = hashlib.sha256(str(workdir).encode()).hexdigest()
@@ -218,6 +220,37 @@ def corefile(node: NodeLayout, kubeconfig: Path) -> str:
             "",
         ]
     )
+
+
+def kube_proxy_config(node: NodeLayout, kubeconfig: Path) -> dict[str, Any]:
+    """KubeProxyConfiguration, iptables mode: ClusterIP Services (the ``kubernetes``
+    one for in-cluster clients) DNATed to their endpoints. The node's pod subnet is the
+    cluster CIDR (pods' own traffic is not masqueraded), NodePorts only on the gateway
+    (no ``route_localnet``), conntrack sysctls left alone (no CAP_SYS_RESOURCE here)."""
+    return {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "mode": "iptables",
+        "clientConnection": {"kubeconfig": str(kubeconfig)},
+        "hostnameOverride": REAL_NODE_NAME,
+        "bindAddress": node.gateway,
+        "healthzBindAddress": f"127.0.0.1:{node.kube_proxy_healthz_port}",
+        "metricsBindAddress": f"127.0.0.1:{node.kube_proxy_metrics_port}",
+        "clusterCIDR": node.subnet,
+        "detectLocalMode": "ClusterCIDR",
+        "nodePortAddresses": [f"{node.gateway}/32"],
+        "iptables": {"localhostNodePorts": False, "syncPeriod": "30s", "minSyncPeriod": "1s"},
+        "conntrack": {
+            "maxPerCore": 0,
+            "min": 0,
+            "tcpEstablishedTimeout": "0s",
+            "tcpCloseWaitTimeout": "0s",
+        },
+    }
+
+
+def kube_proxy_args(binary: Path, config: Path) -> list[str]:
+    return [str(binary), f"--config={config}", "--v=1"]
 
 
 def containerd_args(binary: Path, config: Path) -> list[str]:

@@ -1,5 +1,5 @@
-"""The ``real`` shape's node on this host: containerd, the bridge CNI, CoreDNS and the
-kubelet, started and stopped by :class:`~devcluster.cluster.LocalCluster`,
+"""The ``real`` shape's node on this host: containerd, the bridge CNI, CoreDNS, the
+kubelet and kube-proxy, started and stopped by :class:`~devcluster.cluster.LocalCluster`,
 and every artefact they leave (container processes, shims, mounts, network namespaces,
 the bridge, log links) removed at stop, even after a failure."""
 
@@ -27,6 +27,7 @@ HOST_COMMANDS = {
     "ctr": "containerd",
     "runc": "runc",
     "ip": "iproute2",
+    "iptables": "iptables",
 }
 CNI_PLUGINS = ("bridge", "host-local", "loopback")
 _MNT_DETACH = 2
@@ -38,6 +39,7 @@ class NodeInputs:
 
     kubelet: Path
     coredns: Path
+    kube_proxy: Path
     mpi_images: Path
     pause_image: Path
 
@@ -73,12 +75,14 @@ def preflight() -> NodeInputs:
     inputs = NodeInputs(
         bins / "kubelet",
         bins / "coredns",
+        bins / "kube-proxy",
         images / "mpi-pi.tar",
         images / "pause.tar",
     )
     for path, make in [
         (inputs.kubelet, "node-binaries"),
         (inputs.coredns, "node-binaries"),
+        (inputs.kube_proxy, "node-binaries"),
         (inputs.mpi_images, "node-images"),
         (inputs.pause_image, "node-images"),
     ]:
@@ -90,9 +94,17 @@ def preflight() -> NodeInputs:
 class RealNode:
     """One node; ``run`` starts a named component process (the cluster's ``_run``)."""
 
-    def __init__(self, workdir: Path, ports: tuple[int, int, int], kubeconfig: Path) -> None:
+    def __init__(self, workdir: Path, ports: tuple[int, ...], kubeconfig: Path) -> None:
         self.layout = cfg.NodeLayout.for_cluster(workdir, ports)
         self.kubeconfig = kubeconfig
+        #: kube-proxy's binary once started: its iptables rules are removed at cleanup.
+        self._kube_proxy: Path | None = None
+
+    @staticmethod
+    def gateway_of(workdir: Path) -> str:
+        """The node's bridge gateway (node IP) for the cluster in ``workdir``, known
+        before the node starts: kube-apiserver advertises it to pods."""
+        return cfg.NodeLayout.for_cluster(workdir, (0, 0, 0)).gateway
 
     # -- start
 
@@ -128,6 +140,29 @@ class RealNode:
             "kubelet /healthz",
             lambda: _http_ok(f"http://127.0.0.1:{node.kubelet_healthz_port}/healthz"),
         )
+        self._start_kube_proxy(inputs.kube_proxy, run, wait)
+
+    def _start_kube_proxy(
+        self,
+        binary: Path,
+        run: Callable[[str, list[str]], None],
+        wait: Callable[[str, Callable[[], object]], object],
+    ) -> None:
+        """kube-proxy (iptables mode): pods reach the API server at the ``kubernetes``
+        Service's ClusterIP, as in-cluster clients do (KUBERNETES_SERVICE_HOST)."""
+        node = self.layout
+        config = node.dir / "kube-proxy.yaml"
+        config.write_text(cfg.dump_json(cfg.kube_proxy_config(node, self.kubeconfig)))
+        self._kube_proxy = binary
+        run("kube-proxy", cfg.kube_proxy_args(binary, config))
+        wait(
+            "kube-proxy /healthz",
+            lambda: _http_ok(f"http://127.0.0.1:{node.kube_proxy_healthz_port}/healthz"),
+        )
+
+    def import_image(self, archive: Path, base_name: str) -> None:
+        """Import an OCI archive into the node's containerd, named ``base_name:<tag>``."""
+        self._ctr("images", "import", "--base-name", base_name, str(archive))
 
     def _make_bridge(self) -> None:
         node = self.layout
@@ -169,6 +204,11 @@ class RealNode:
             with contextlib.suppress(ClusterError):
                 _ip("link", "del", node.bridge)
         _remove_log_links(node.pod_logs_dir)
+        if self._kube_proxy is not None:  # its KUBE-* chains in the host's iptables
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                subprocess.run(
+                    [str(self._kube_proxy), "--cleanup"], capture_output=True, timeout=60
+                )
 
 
 def _which(command: str) -> str:

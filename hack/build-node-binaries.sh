@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real node's Go binaries of the `real` local cluster shape, only when missing:
-#   kubelet  from the same k8s.io/kubernetes release as the control plane (hack/tools/kubelet)
+#   kubelet     from the same k8s.io/kubernetes release as the control plane (hack/tools/kubelet)
+#   kube-proxy  from that same module (iptables mode: the `kubernetes` Service for in-cluster pods)
 #   coredns  CoreDNS with the kubernetes, health, errors and cache plugins (hack/tools/coredns)
 # into ${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/node-bin/<key>/, outside the checkout,
 # under a key of their own (the control plane's binaries of hack/build-binaries.sh keep theirs).
@@ -31,10 +32,10 @@ if [[ "${1:-}" == "--print-dir" ]]; then
   echo "$BIN_DIR"
   exit 0
 fi
-[[ -x "$BIN_DIR/kubelet" && -x "$BIN_DIR/coredns" ]] && exit 0
+[[ -x "$BIN_DIR/kubelet" && -x "$BIN_DIR/kube-proxy" && -x "$BIN_DIR/coredns" ]] && exit 0
 
 die() { echo "build-node-binaries: error: $*" >&2; exit 1; }
-command -v go >/dev/null 2>&1 || die "Go toolchain not found in PATH: install Go >= 1.26 (https://go.dev/dl/) to build the kubelet and CoreDNS"
+command -v go >/dev/null 2>&1 || die "Go toolchain not found in PATH: install Go >= 1.26 (https://go.dev/dl/) to build the kubelet, kube-proxy and CoreDNS"
 mkdir -p "$BIN_DIR"
 LOG="$BIN_DIR/build.log"
 export GOTOOLCHAIN=local CGO_ENABLED=0
@@ -53,15 +54,16 @@ run_go() { # run_go WHAT CMD...: logs; on failure prints one line
   fi
 }
 
-if [[ ! -x "$BIN_DIR/kubelet" ]]; then
-  echo "build-node-binaries: building kubelet from k8s.io/kubernetes@$K8S_VERSION into $BIN_DIR" >&2
-  minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
-  ld="-s -w"
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-  done
-  (cd "$TOOLS/kubelet" && run_go "kubelet (k8s.io/kubernetes@$K8S_VERSION)" go build -trimpath -ldflags "$ld" -o "$tmp/kubelet" k8s.io/kubernetes/cmd/kubelet)
-fi
+minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+ld="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+done
+for cmd in kubelet kube-proxy; do
+  [[ -x "$BIN_DIR/$cmd" ]] && continue
+  echo "build-node-binaries: building $cmd from k8s.io/kubernetes@$K8S_VERSION into $BIN_DIR" >&2
+  (cd "$TOOLS/kubelet" && run_go "$cmd (k8s.io/kubernetes@$K8S_VERSION)" go build -trimpath -ldflags "$ld" -o "$tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd")
+done
 if [[ ! -x "$BIN_DIR/coredns" ]]; then
   echo "build-node-binaries: building coredns from github.com/coredns/coredns@$COREDNS_VERSION" >&2
   (cd "$TOOLS/coredns" && run_go "coredns@$COREDNS_VERSION" go build -trimpath -ldflags "-s -w" -o "$tmp/coredns" .)

@@ -2,7 +2,8 @@
 """Writes the install manifests that are derived from other files.
 
 * ``manifests/base/kubeflow.org_mpijobs.yaml``: ``crd/kubeflow.org_mpijobs.yaml``, copied so
-  that kustomize (which loads files only from inside a kustomization) finds them.
+  that kustomize (which loads files only from inside a kustomization) finds them;
+  ``manifests/components/t9k/batch.tensorstack.dev_mpijobs.yaml`` likewise from ``crd/t9k/``.
 * ``deploy/v2beta1/mpi-operator.yaml``: the ``standalone`` overlay in one file
   (Namespace, CRD, ServiceAccount, RBAC, Deployment) for ``kubectl apply -f``.
   The base files already name namespace ``mpi-operator``, the standalone
@@ -24,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CRD_SOURCES = (Path("crd/kubeflow.org_mpijobs.yaml"),)
 CRD_COPY = Path("manifests/base/kubeflow.org_mpijobs.yaml")
+T9K_CRD_SOURCE = Path("crd/t9k/batch.tensorstack.dev_mpijobs.yaml")
+T9K_CRD_COPY = Path("manifests/components/t9k/batch.tensorstack.dev_mpijobs.yaml")
 DEPLOY_FILE = Path("deploy/v2beta1/mpi-operator.yaml")
 
 # The single file's parts, in apply order: the Namespace and the CRD before
@@ -75,7 +78,8 @@ def render(root: Path = ROOT) -> dict[Path, str]:
     sources = crd_sources(root)
     crd = CRD_HEADER.format(sources=", ".join(str(p.relative_to(root)) for p in sources))
     crd += "---\n".join(_body(p.read_text()) for p in sources)
-    out = {CRD_COPY: crd}
+    t9k = CRD_HEADER.format(sources=T9K_CRD_SOURCE) + _body((root / T9K_CRD_SOURCE).read_text())
+    out = {CRD_COPY: crd, T9K_CRD_COPY: t9k}
     parts = []
     for part in DEPLOY_PARTS:
         text = crd if part == CRD_COPY else (root / part).read_text()

@@ -1,24 +1,28 @@
 """Console entry point of the ``mpi-operator`` command (also ``python -m mpi_operator.cmd``).
 
 Parses the flags, configures logging and runs :mod:`mpi_operator.server.app`
-on an asyncio event loop; the return value is the process's exit status.
+on an asyncio event loop; the return value is the process's exit status: 0,
+1 when the operator cannot start or stops on an error, 2 on a usage error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from mpi_operator.server.app import EXIT_FAILURE
 from mpi_operator.server.app import run as run_operator
 from mpi_operator.server.logging import configure_logging
-from mpi_operator.server.options import parse_args, version_lines
+from mpi_operator.server.options import parse_args
+from mpi_operator.server.version import version_lines
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    env = os.environ if environ is None else environ
     try:
-        opts = parse_args(argv)
+        opts = parse_args(sys.argv[1:] if argv is None else argv, env)
     except SystemExit as exit_:  # --help or a usage error
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 2)
@@ -27,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     configure_logging(opts.log_format, opts.log_level)
     try:
-        return asyncio.run(run_operator(opts))
+        return asyncio.run(run_operator(opts, env))
     except KeyboardInterrupt:
         return EXIT_FAILURE
 

@@ -5,7 +5,7 @@
   its API server audits every ServiceAccount's requests (``.audit_events()``), and
   nobody else's: the tests' operators under a ServiceAccount token, not the admin.
 * ``real_cluster`` (session): + one real node running containers (containerd, kubelet,
-  bridge CNI, CoreDNS), tainted and labelled ``type=real``; root only, built by
+  bridge CNI, CoreDNS, kube-proxy), tainted and labelled ``type=real``; root only, built by
   ``make node``. Pods go there through ``sample_jobs.on_real_node``.
 * ``namespace`` / ``full_namespace`` (function): a fresh namespace in one of them,
   deleted afterwards.

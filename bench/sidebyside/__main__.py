@@ -28,6 +28,16 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, help="results JSON (default bench/results/sidebyside-<preset>.json)"
     )
     p.add_argument("--workdir", type=Path, help="keep cluster and operator logs here")
+    p.add_argument(
+        "--ours-only",
+        action="store_true",
+        help="run neither the reference nor its ratios (profiling, quick checks)",
+    )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="record a py-spy flame graph of ours in every run, next to the results",
+    )
     args = p.parse_args(argv)
     sizes = preset(args.preset)
     if args.reps is not None:
@@ -47,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         sizes.timeout = args.timeout
     if args.no_raw:
         sizes.raw_ceiling = False
+    sizes.profile = args.profile
+    if args.ours_only:
+        sizes.reference_scenarios = ()
     out = args.out or RESULTS / f"sidebyside-{args.preset}.json"
     run(sizes, out, workdir=args.workdir)
     print(format_summary(json.loads(out.read_text())))

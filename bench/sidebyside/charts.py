@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .report import OURS, RAW, REFERENCE, busiest_first
+from .summary import OURS, RAW, REFERENCE, busiest_first
 
 
 def write_charts(result: dict[str, Any], stem: Path) -> list[Path]:

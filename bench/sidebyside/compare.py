@@ -1,10 +1,11 @@
 """``python -m bench.sidebyside.compare FIRST.json SECOND.json``: do two runs agree?
 
-Issue #7's reproducibility check: every ratio of the first run's summary (ours over
-the reference, and ours over the raw ceiling) is compared with the same ratio of the
-second run. A ratio is reproduced when the second is within ``--tolerance`` (20%) of
-the first, relative to the first. Prints a Markdown table; exits 1 when a ratio that
-both runs measured is not reproduced, 0 otherwise.
+The reproducibility check: every ratio of the first run's summary (ours over the
+reference, and ours over the raw ceiling: medians of paired per-repetition ratios) is
+compared with the same ratio of the second run. A ratio is reproduced when the
+second's median lies inside the first's bootstrap 90% interval; for results without
+an interval, when it is within ``--tolerance`` (20%) of the first. Prints a Markdown
+table; exits 1 when a ratio that both runs measured is not reproduced, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class Row:
     ratio: str
     first: float | None
     second: float | None
+    #: The first run's 90% interval of this ratio, when it has one.
+    interval: tuple[float, float] | None = None
 
     @property
     def change(self) -> float | None:
@@ -38,12 +41,17 @@ class Row:
 
     def reproduced(self, tolerance: float = TOLERANCE) -> bool | None:
         """None when either run lacks the ratio."""
+        if self.interval is not None and self.second is not None:
+            return self.interval[0] <= self.second <= self.interval[1]
         change = self.change
         return None if change is None else abs(change) <= tolerance
 
 
-def _ratios(summary: dict[str, Any]) -> dict[tuple[str, str, str, str], float | None]:
-    out: dict[tuple[str, str, str, str], float | None] = {}
+Key = tuple[str, str, str, str]
+
+
+def _ratios(summary: dict[str, Any]) -> dict[Key, tuple[float | None, tuple[float, float] | None]]:
+    out: dict[Key, tuple[float | None, tuple[float, float] | None]] = {}
     for config, scenarios in summary.items():
         if config == "targets" or not isinstance(scenarios, dict):
             continue
@@ -55,7 +63,9 @@ def _ratios(summary: dict[str, Any]) -> dict[tuple[str, str, str, str], float | 
                     continue
                 for ratio in RATIOS:
                     if ratio in entry:
-                        out[(config, scenario, metric, ratio)] = entry[ratio]
+                        ci = entry.get(f"{ratio}_ci90")
+                        interval = (float(ci[0]), float(ci[1])) if ci else None
+                        out[(config, scenario, metric, ratio)] = (entry[ratio], interval)
     return out
 
 
@@ -63,23 +73,30 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> list[Row]:
     """One row per ratio found in either run's summary, in the first run's order."""
     a, b = _ratios(first["summary"]), _ratios(second["summary"])
     keys = list(a) + [k for k in b if k not in a]
-    return [Row(*k, a.get(k), b.get(k)) for k in keys]
+    none: tuple[float | None, tuple[float, float] | None] = (None, None)
+    return [Row(*k, a.get(k, none)[0], b.get(k, none)[0], a.get(k, none)[1]) for k in keys]
 
 
 def _fmt(v: float | None, pattern: str = "{:.2f}") -> str:
     return "n/a" if v is None else pattern.format(v)
 
 
+def _interval(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f" [{interval[0]:.2f}-{interval[1]:.2f}]"
+
+
 def format_markdown(rows: list[Row], tolerance: float = TOLERANCE) -> str:
     lines = [
-        "| config | scenario | metric | ratio | first | second | change | reproduced |",
+        "| config | scenario | metric | ratio | first [90% interval] | second | change"
+        " | reproduced |",
         "|---|---|---|---|---:|---:|---:|---|",
     ]
     verdict = {True: "yes", False: "**NO**", None: "n/a"}
     for r in rows:
         lines.append(
             f"| {r.config} | {r.scenario} | {r.metric} | {r.ratio.removeprefix('ratio_')} "
-            f"| {_fmt(r.first)} | {_fmt(r.second)} | {_fmt(r.change, '{:+.0%}')} "
+            f"| {_fmt(r.first)}{_interval(r.interval)} | {_fmt(r.second)} "
+            f"| {_fmt(r.change, '{:+.0%}')} "
             f"| {verdict[r.reproduced(tolerance)]} |"
         )
     return "\n".join(lines)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .report import COUNTS, OURS, RAW, REFERENCE, busiest_first
+from .summary import COUNTS, OURS, RAW, REFERENCE, busiest_first
 
 
 def format_summary(result: dict[str, Any]) -> str:
@@ -55,6 +55,8 @@ LABELS = {
     "create_to_pods_ready_p99_s": "create to all its pods Ready p99 (s)",
     "cpu_s": "operator CPU (s)",
     "peak_rss_kib": "peak RSS (MiB)",
+    "ready_rss_kib": "RSS once ready, before any work (MiB)",
+    "status_config_writes": "status and discover_hosts.sh writes",
     "api_total": "API requests (run)",
     "api_per_job": "API requests per MPIJob",
     "api_writes_per_job": "API writes per MPIJob",
@@ -97,7 +99,8 @@ def _machine_lines(machine: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
-    """The summary as Markdown tables (medians over repetitions, ratios of medians),
+    """The summary as Markdown tables (medians over repetitions; ratios are the median
+    of the paired per-repetition ratios, with their bootstrap 90% interval),
     then links to ``charts`` (the PNG files drawn, next to the Markdown file)."""
     summary = result["summary"]
     sizes = result.get("sizes", {})
@@ -137,13 +140,14 @@ def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
             lines += [
                 f"### {scenario} - {config} ({n} {unit})",
                 "",
-                "| metric | ours | reference | raw client | ours/reference | per-rep ratios |",
+                "| metric | ours | reference | raw client | ours/reference [90% interval]"
+                " | per-rep ratios |",
                 "|---|---:|---:|---:|---:|---|",
             ]
             for metric, entry in sc.items():
                 if not isinstance(entry, dict) or "ratio_ours_reference" not in entry:
                     continue
-                k = 1 / 1024 if metric == "peak_rss_kib" else 1.0
+                k = 1 / 1024 if metric.endswith("_kib") else 1.0
                 digits = 0 if metric in COUNTS else 2
 
                 def cell(
@@ -161,6 +165,9 @@ def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
                     )
                 raw = entry.get("ratio_ours_raw")
                 rtxt = "" if r is None else f"**{r:.2f}**"
+                interval = entry.get("ratio_ours_reference_ci90")
+                if r is not None and interval:
+                    rtxt += f" [{interval[0]:.2f}-{interval[1]:.2f}]"
                 if raw is not None:
                     rtxt += f" (ours/raw {raw:.2f})"
                 lines.append(

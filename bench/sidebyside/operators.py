@@ -12,6 +12,7 @@ reference always serves its health check on :8080 (hard-coded); ours gets a free
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -95,8 +96,12 @@ class RunningOperator:
         qps: int | None = None,
         burst: int | None = None,
         extra_args: tuple[str, ...] = (),
+        profile_to: Path | None = None,
     ) -> None:
         self.kind = kind
+        #: A py-spy flame graph of the run goes here (ours only: py-spy reads Python).
+        self.profile_to = profile_to
+        self._profiler: subprocess.Popen[bytes] | None = None
         self.cluster = cluster
         args = [str(binary), "--kubeConfig", str(cluster.operator_kubeconfig)]
         if qps is not None:
@@ -144,6 +149,24 @@ class RunningOperator:
             self.stop()
             raise
         self.start_seconds = time.monotonic() - t0
+        if self.profile_to is not None:
+            self.profile_to.parent.mkdir(parents=True, exist_ok=True)
+            py_spy = str(Path(sys.executable).with_name("py-spy"))
+            self._profiler = subprocess.Popen(
+                [
+                    py_spy,
+                    "record",
+                    "--pid",
+                    str(self.pid),
+                    "--rate",
+                    "100",
+                    "--nonblocking",
+                    "--output",
+                    str(self.profile_to),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
 
     def stats(self) -> ProcStats:
         return proc_stats(self.pid)
@@ -153,6 +176,14 @@ class RunningOperator:
             raise RuntimeError(f"{self.kind} operator exited:\n{self.proc.tail(30)}")
 
     def stop(self) -> None:
+        if self._profiler is not None:
+            # py-spy writes its flame graph when interrupted.
+            self._profiler.send_signal(signal.SIGINT)
+            try:
+                self._profiler.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._profiler.kill()
+            self._profiler = None
         self.proc.stop(timeout=10.0)
         self.cluster.delete_lease()
 

@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from .cluster import BenchCluster, audit_counts
+from .formatting import format_markdown
 from .machine import CpuTimes, cpu_probe_ms, host_cpu, total_cpu_seconds
 from .operators import OPERATORS, OURS, REFERENCE, RunningOperator, ours_binary, reference_binary
 from .scenarios import create_unrelated_pods, delete_namespace, fanout, raw_ceiling, throughput
+from .summary import summarize
 
 
 @dataclass(frozen=True)
@@ -67,17 +69,25 @@ class Sizes:
     raw_reps: dict[str, int] = field(default_factory=dict)
     configs: list[QpsConfig] = field(default_factory=list)
     timeout: float = 900.0
+    #: Record a py-spy flame graph of ours in every run (next to the results file).
+    profile: bool = False
+    #: The scenarios the reference runs in (the others: ours and the raw client only).
+    reference_scenarios: tuple[str, ...] = ("fanout", "throughput")
 
     @property
     def fanout_repetitions(self) -> int:
         return self.reps if self.fanout_reps is None else self.fanout_reps
 
 
-PRESETS = ("full", "reduced", "queue", "fanout-unthrottled", "smoke")
+PRESETS = ("full", "scale", "shipped", "reduced", "queue", "fanout-unthrottled", "smoke")
+
+#: Equal client limits for both operators: what the issue's targets compare.
+EQUAL = QpsConfig("equal-100-200", 100, 200, pass_flags=True)
+#: The same limits, for the 2,000-worker fan-out (each config has one fan-out size).
+EQUAL_2K = QpsConfig("equal-100-200-2k", 100, 200, pass_flags=True)
 
 
 def preset(name: str) -> Sizes:
-    equal = QpsConfig("equal-100-200", 100, 200, pass_flags=True)
     if name == "smoke":
         return Sizes(
             reps=1,
@@ -102,42 +112,66 @@ def preset(name: str) -> Sizes:
     # concurrently, the reference one request at a time) on the same server.
     unthrottled = QpsConfig("equal-1000-2000", 1000, 2000, pass_flags=True)
     if name == "full":
-        # Issue #7's sizes: fan-out 500 workers and throughput 200 MPIJobs, at the
-        # shipped defaults and at equal 100/200, 3 repetitions, 5,000 unrelated pods;
-        # then the fan-out again at equal 1000/2000 (at 100/200 both operators sit on
-        # the token bucket's floor, (500 - 200) / 100 = 3 s, so only the limiter is
-        # compared). The raw ceiling runs at equal QPS only (at the shipped defaults
-        # the two operators' client limits differ). Over an hour here: the reference
-        # moves ~10 events/s through its work queue and, at 5 QPS, 200 MPIJobs take
-        # it ~10 min.
+        # The comparison the targets are about, sized to finish in about 45 minutes
+        # here: at equal 100/200, fan-outs of 500 and 2,000 workers and a throughput
+        # of 100 MPIJobs, 3 repetitions each, among 5,000 unrelated pods. The
+        # reference needs ~2.5 s per MPIJob of throughput at this size (its 10/s work
+        # queue), which is most of the time.
         return Sizes(
-            fanout_workers={SHIPPED.name: 500, equal.name: 500, unthrottled.name: 500},
-            throughput_jobs={SHIPPED.name: 200, equal.name: 200},
+            reps=3,
+            nodes=10,
+            fanout_workers={EQUAL.name: 500, EQUAL_2K.name: 2000},
+            throughput_jobs={EQUAL.name: 100},
+            configs=[EQUAL, EQUAL_2K],
+        )
+    if name == "scale":
+        # Ten times the scale, ours against the raw ceiling (and the reference on the
+        # fan-out only: at its 10/s queue, 1,000 MPIJobs would take it over 40 min):
+        # a 5,000-worker fan-out, 1,000 MPIJobs of 4 workers, 50,000 unrelated pods.
+        return Sizes(
+            reps=1,
+            nodes=24,
+            unrelated_pods=50000,
+            fanout_workers={EQUAL.name: 5000},
+            throughput_jobs={EQUAL.name: 1000},
+            configs=[EQUAL],
+            reference_scenarios=("fanout",),
+            timeout=1800.0,
+        )
+    if name == "shipped":
+        # Each operator at its shipped client limits (ours 100/200, the reference 5/10).
+        return Sizes(
+            reps=3,
+            fanout_workers={SHIPPED.name: 500},
+            throughput_jobs={SHIPPED.name: 100},
             raw_reps={SHIPPED.name: 0},
-            configs=[equal, SHIPPED, unthrottled],
-            fanout_reps=5,
+            configs=[SHIPPED],
         )
     if name == "reduced":
-        # The committed sidebyside-reduced.json run.
         return Sizes(
             fanout_workers={SHIPPED.name: 200},
-            throughput_jobs={SHIPPED.name: 10, equal.name: 50},
+            throughput_jobs={SHIPPED.name: 10, EQUAL.name: 50},
             raw_reps={SHIPPED.name: 1},
-            configs=[equal, SHIPPED],
+            configs=[EQUAL, SHIPPED],
             timeout=180.0,
         )
     if name == "fanout-unthrottled":
-        # The last part of "full" alone.
         return Sizes(fanout_workers={unthrottled.name: 500}, configs=[unthrottled])
     if name == "queue":
         # Throughput with the controller work queue's token bucket opened up, to show
-        # what bounds the throughput scenario (sidebyside-queue*.json, with --jobs).
+        # what bounds the throughput scenario.
         return Sizes(
             throughput_jobs={queue.name: 50},
             configs=[queue],
             timeout=180.0,
         )
     raise ValueError(f"unknown preset {name!r}")
+
+
+def running_order(rep: int) -> tuple[str, ...]:
+    """A B in even repetitions, B A in odd ones: neither operator always runs first,
+    on the cluster the other has just loaded."""
+    return OPERATORS if rep % 2 == 0 else tuple(reversed(OPERATORS))
 
 
 def _log(msg: str) -> None:
@@ -196,6 +230,7 @@ class Runner:
             qps=config.qps if config.pass_flags else None,
             burst=config.burst if config.pass_flags else None,
             extra_args=config.extra_args,
+            profile_to=self._flame_graph(kind, scenario, config, rep),
         )
         record: dict[str, Any] = {
             "scenario": scenario,
@@ -210,6 +245,8 @@ class Runner:
         try:
             op.start()
             record["startup_s"] = op.start_seconds
+            # Peak RSS once ready, before any work: the process's own floor.
+            record["ready_rss_kib"] = op.stats().hwm_kib
             record.update(body(op, ns))
         except Exception as e:
             record["error"] = f"{type(e).__name__}: {e}"
@@ -227,6 +264,13 @@ class Runner:
         self._add(record)
         _log(f"{scenario}/{config.name}/rep{rep}/{kind}: " + _brief(record))
 
+    def _flame_graph(self, kind: str, scenario: str, config: QpsConfig, rep: int) -> Path | None:
+        if not self.sizes.profile or kind != OURS:
+            return None
+        where = self.out.parent if self.out is not None else self.workdir
+        stem = self.out.stem if self.out is not None else "sidebyside"
+        return where / f"{stem}-flame-{scenario}-{config.name}-rep{rep}.svg"
+
     def _control_plane_cpu(self) -> float:
         procs = self.cluster.processes.values()
         return total_cpu_seconds(p.pid for p in procs if p.pid is not None)
@@ -240,11 +284,18 @@ class Runner:
             tmp.write_text(json.dumps(self.result(partial=True), indent=1) + "\n")
             tmp.replace(self.out)
 
+    def _operators(self, scenario: str, rep: int) -> list[str]:
+        return [
+            kind
+            for kind in running_order(rep)
+            if kind == OURS or scenario in self.sizes.reference_scenarios
+        ]
+
     def _fanout_rep(self, config: QpsConfig, rep: int) -> None:
         workers = self.sizes.fanout_workers.get(config.name)
         if not workers:
             return
-        for kind in OPERATORS:
+        for kind in self._operators("fanout", rep):
             self._with_operator(
                 kind,
                 config,
@@ -281,7 +332,7 @@ class Runner:
         if not jobs:
             return
         s = self.sizes
-        for kind in OPERATORS:
+        for kind in self._operators("throughput", rep):
             self._with_operator(
                 kind,
                 config,
@@ -304,8 +355,6 @@ class Runner:
             )
 
     def result(self, partial: bool = False) -> dict[str, Any]:
-        from .report import summarize
-
         sizes = asdict(self.sizes)
         return {
             "generated": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -350,8 +399,7 @@ def run(sizes: Sizes, out: Path, workdir: Path | None = None, charts: bool = Tru
     Logs and the cluster live in ``workdir`` (kept), or in a temporary directory
     removed afterwards.
     """
-    from .charts import write_charts
-    from .formatting import format_markdown
+    from .charts import write_charts  # matplotlib: only when drawing
 
     ours = ours_binary()
     _log("installing/locating the reference operator (hack/install-reference-operator.sh)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1 import (
     REPLICA_INDEX_LABEL,
     MPIImplementation,
@@ -31,7 +32,7 @@ from mpi_operator.builders.common import (
     set_restart_policy,
     setup_ssh,
 )
-from mpi_operator.builders.podgroup import GangScheduling, decorate_pod_template
+from mpi_operator.builders.podgroup import decorate_pod_template
 
 POD_TEMPLATE_RESTART_POLICY_REASON = "SetPodTemplateRestartPolicy"
 POD_TEMPLATE_RESTART_POLICY_MESSAGE = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1 import REPLICA_INDEX_LABEL, MPIJob, ReplicaType
 from mpi_operator.builders.common import (
     WORKER,
@@ -17,7 +18,7 @@ from mpi_operator.builders.common import (
     setup_ssh,
     worker_name,
 )
-from mpi_operator.builders.podgroup import GangScheduling, decorate_pod_template
+from mpi_operator.builders.podgroup import decorate_pod_template
 
 SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]
 

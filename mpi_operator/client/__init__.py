@@ -16,6 +16,7 @@ Everything is single-event-loop code: no threads, no locks.
 
 from mpi_operator.client.clock import Clock, FakeClock, RealClock
 from mpi_operator.client.events import NORMAL, WARNING, EventRecorder, EventSink, KubeEventSink
+from mpi_operator.client.fence import LeadershipFence
 from mpi_operator.client.informer import (
     EventHandler,
     SharedInformer,
@@ -39,11 +40,13 @@ from mpi_operator.client.kubeapi import (
     is_gone,
     is_not_found,
 )
+from mpi_operator.client.kubeconfig import ClientConfig, KubeconfigError, load_client_config
 from mpi_operator.client.leaderelection import (
     HealthzAdaptor,
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaderElector,
+    default_identity,
 )
 from mpi_operator.client.ratelimit import (
     BucketRateLimiter,
@@ -87,6 +90,7 @@ __all__ = [
     "WARNING",
     "ApiError",
     "BucketRateLimiter",
+    "ClientConfig",
     "Clock",
     "DelayingQueue",
     "DeletedFinalStateUnknown",
@@ -99,9 +103,11 @@ __all__ = [
     "ItemExponentialFailureRateLimiter",
     "KubeClient",
     "KubeEventSink",
+    "KubeconfigError",
     "LeaderCallbacks",
     "LeaderElectionConfig",
     "LeaderElector",
+    "LeadershipFence",
     "Lister",
     "MaxOfRateLimiter",
     "RateLimiter",
@@ -115,11 +121,13 @@ __all__ = [
     "WorkQueue",
     "controller_of",
     "default_controller_rate_limiter",
+    "default_identity",
     "is_already_exists",
     "is_conflict",
     "is_controlled_by",
     "is_gone",
     "is_not_found",
+    "load_client_config",
     "meta_namespace_key",
     "parse_selector",
     "selector_from_label_selector",

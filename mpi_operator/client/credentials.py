@@ -39,11 +39,10 @@ from typing import Any, Protocol
 
 import orjson
 import structlog
-from kubernetes_asyncio.config.dateutil import parse_rfc3339
-from kubernetes_asyncio.config.exec_provider import ExecProvider
 
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.errors import ApiError
+from mpi_operator.client.lean_imports import ExecProvider, parse_rfc3339
 
 log = structlog.get_logger()
 

@@ -59,11 +59,14 @@ class SharedInformerFactory:
         label_selector: str | Selector | None = None,
         field_selector: str | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
+        transform: Transform | None = None,
     ) -> SharedInformer:
         """The shared informer for this resource/selector, created on first use.
 
         ``namespace`` (one, or a list) defaults to the factory's (None: all namespaces);
-        cluster-scoped resources are always listed cluster-wide."""
+        cluster-scoped resources are always listed cluster-wide. ``transform`` replaces
+        the factory's for this informer; the first caller's choice holds for the
+        informer's life (client-go's SetTransform, which must precede the start)."""
         ns = namespace_scopes(namespace) if namespace is not None else self.namespace
         if not resource.namespaced:
             ns = (None,)
@@ -81,7 +84,7 @@ class SharedInformerFactory:
                 namespace=ns,
                 label_selector=key.label_selector,
                 field_selector=field_selector,
-                transform=self.transform,
+                transform=transform if transform is not None else self.transform,
                 resync_period=self.resync_period,
                 indexers=indexers,
                 clock=self._clock,

@@ -11,6 +11,7 @@ token source) so that exec plugins and OIDC providers can be asked again.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,13 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import load_kube_config
-from kubernetes_asyncio.config.incluster_config import (
-    SERVICE_CERT_FILENAME,
-    SERVICE_TOKEN_FILENAME,
-    InClusterConfigLoader,
-)
+import yaml
 
 from mpi_operator.client.credentials import (
     Credentials,
@@ -36,10 +31,22 @@ from mpi_operator.client.credentials import (
     TokenSource,
     jwt_expiry,
 )
+from mpi_operator.client.lean_imports import (
+    SERVICE_CERT_FILENAME,
+    SERVICE_TOKEN_FILENAME,
+    Configuration,
+    InClusterConfigLoader,
+    load_kube_config,
+)
 
 log = structlog.get_logger()
 
 IN_CLUSTER = "in-cluster"
+
+
+class KubeconfigError(Exception):
+    """The client configuration cannot be loaded; the message names the file (or the
+    in-cluster files) and what is wrong with it."""
 
 
 @dataclass
@@ -48,59 +55,131 @@ class ClientConfig:
     credentials: Credentials
 
 
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    where: str
+    """A kubeconfig path, :data:`IN_CLUSTER`, or "" (``--master`` alone)."""
+    origin: str
+    """Why: the flag, the variable or the default that chose it."""
+
+
 def resolve(
     explicit: str | os.PathLike[str] | None, master: str, environ: Mapping[str, str]
-) -> str:
-    """The kubeconfig path to load, or :data:`IN_CLUSTER`, or "" (``master`` alone)."""
+) -> Resolved:
+    """Where the configuration comes from, with the reference operator's precedence."""
     env = environ.get("KUBECONFIG", "")
     flag = str(explicit) if explicit else ""
     if env and flag and env != flag:
         log.info("$KUBECONFIG takes precedence over --kubeConfig", kubeconfig=env)
-    chosen = env or flag
-    if chosen:
+    if env or flag:
+        chosen = env or flag
         # Like the reference (one explicit path), the first of a path list.
-        return next((p for p in chosen.split(os.pathsep) if p), chosen)
+        path = next((p for p in chosen.split(os.pathsep) if p), chosen)
+        return Resolved(path, "from $KUBECONFIG" if env else "from --kubeConfig")
     if master:
-        return ""
+        return Resolved("", "--master alone")
     if environ.get("KUBERNETES_SERVICE_HOST"):
-        return IN_CLUSTER
-    return str(Path.home() / ".kube" / "config")
+        return Resolved(IN_CLUSTER, "$KUBERNETES_SERVICE_HOST is set")
+    home = Path(environ["HOME"]) if environ.get("HOME") else Path.home()
+    return Resolved(
+        str(home / ".kube" / "config"),
+        "the default: none of --kubeConfig, $KUBECONFIG, --master or an in-cluster "
+        "$KUBERNETES_SERVICE_HOST is set",
+    )
+
+
+def check_kubeconfig(path: str, origin: str, context: str | None = None) -> None:
+    """Reads the file and checks its shape; raises :class:`KubeconfigError` saying
+    what is wrong. Blocking: run it in a thread."""
+    where = f"kubeconfig {path} ({origin})"
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KubeconfigError(f"{where} does not exist") from None
+    except IsADirectoryError:
+        raise KubeconfigError(f"{where} is a directory, not a file") from None
+    except PermissionError:
+        raise KubeconfigError(f"{where} cannot be read: permission denied") from None
+    except UnicodeDecodeError:
+        raise KubeconfigError(f"{where} is not UTF-8 text") from None
+    except OSError as err:
+        raise KubeconfigError(f"{where} cannot be read: {err.strerror or err}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise KubeconfigError(f"{where} is not valid YAML{at}: {problem}") from None
+    if not isinstance(doc, dict):
+        got = "empty" if doc is None else f"a YAML {type(doc).__name__}"
+        raise KubeconfigError(
+            f"{where} is {got}, not a kubeconfig (a mapping with clusters, users, "
+            "contexts and current-context)"
+        )
+    chosen = context or doc.get("current-context")
+    if not chosen:
+        raise KubeconfigError(f"{where} sets no current-context")
+    contexts = doc.get("contexts") or []
+    if not isinstance(contexts, list):
+        raise KubeconfigError(f"{where}: contexts is a YAML {type(contexts).__name__}, not a list")
+    names = [c.get("name") for c in contexts if isinstance(c, dict)]
+    if chosen not in names:
+        known = ", ".join(map(str, names)) or "none"
+        raise KubeconfigError(f"{where}: context {chosen!r} is not in its contexts ({known})")
 
 
 async def load_client_config(
-    kubeconfig: str | os.PathLike[str] | None = None,
+    kubeconfig: str | os.PathLike[str] | None,
     *,
+    environ: Mapping[str, str],
     master: str = "",
     context: str | None = None,
-    environ: Mapping[str, str] | None = None,
     token_file: str = SERVICE_TOKEN_FILENAME,
     cert_file: str = SERVICE_CERT_FILENAME,
 ) -> ClientConfig:
     """Configuration and credentials as :func:`resolve` chooses; ``master`` overrides
-    the server of whatever was loaded."""
-    env = os.environ if environ is None else environ
-    where = resolve(kubeconfig, master, env)
+    the server of whatever was loaded. The one place the configuration is found;
+    raises :class:`KubeconfigError`."""
+    resolved = resolve(kubeconfig, master, environ)
     config = Configuration()
-    if where == IN_CLUSTER:
-        loader = InClusterConfigLoader(
-            token_filename=token_file,
-            cert_filename=cert_file,
-            try_refresh_token=False,
-            environ=dict(env),
-        )
-        loader.load_and_set(config)
-        source: TokenSource = FileSource(token_file)
-        initial = Token(config.api_key.get("BearerToken"))
-    elif where:
-        kube_loader = await load_kube_config(
-            config_file=where, context=context, client_configuration=config
-        )
+    if resolved.where == IN_CLUSTER:
+        source, initial = _in_cluster(config, environ, token_file, cert_file)
+    elif resolved.where:
+        await asyncio.to_thread(check_kubeconfig, resolved.where, resolved.origin, context)
+        try:
+            kube_loader = await load_kube_config(
+                config_file=resolved.where, context=context, client_configuration=config
+            )
+        except Exception as err:
+            raise KubeconfigError(
+                f"kubeconfig {resolved.where} ({resolved.origin}) cannot be used: {err}"
+            ) from err
         source, initial = _kubeconfig_source(kube_loader, config)
     else:
         source, initial = StaticSource(None), Token(None)
     if master:
         config.host = master
     return ClientConfig(config, Credentials(source, initial))
+
+
+def _in_cluster(
+    config: Configuration, environ: Mapping[str, str], token_file: str, cert_file: str
+) -> tuple[TokenSource, Token]:
+    loader = InClusterConfigLoader(
+        token_filename=token_file,
+        cert_filename=cert_file,
+        try_refresh_token=False,
+        environ=dict(environ),
+    )
+    try:
+        loader.load_and_set(config)
+    except Exception as err:
+        raise KubeconfigError(
+            f"in-cluster configuration ($KUBERNETES_SERVICE_HOST is set; token {token_file}, "
+            f"CA {cert_file}) cannot be used: {err}"
+        ) from err
+    return FileSource(token_file), Token(config.api_key.get("BearerToken"))
 
 
 def _kubeconfig_source(loader: Any, config: Configuration) -> tuple[TokenSource, Token]:

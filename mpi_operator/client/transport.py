@@ -31,13 +31,13 @@ from typing import Any, Self
 import aiohttp
 import orjson
 import structlog
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.credentials import Credentials
 from mpi_operator.client.errors import ApiError
 from mpi_operator.client.fence import LeadershipFence
 from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
+from mpi_operator.client.lean_imports import ApiClient, Configuration
 from mpi_operator.client.ratelimit import FairTokenBucket
 
 log = structlog.get_logger()
@@ -107,30 +107,16 @@ class ApiTransport:
     @classmethod
     async def from_kubeconfig(
         cls,
-        path: str | os.PathLike[str] | None = None,
+        path: str | os.PathLike[str],
         *,
         context: str | None = None,
         qps: float = DEFAULT_QPS,
         burst: int = DEFAULT_BURST,
         clock: Clock | None = None,
     ) -> Self:
-        # An explicit path is used as given; None means $KUBECONFIG or ~/.kube/config.
-        env = {} if path is not None else {"KUBECONFIG": os.environ.get("KUBECONFIG", "")}
-        config = await load_client_config(path, context=context, environ=env)
-        return cls.from_config(config, qps=qps, burst=burst, clock=clock)
-
-    @classmethod
-    async def from_environment(
-        cls,
-        kubeconfig: str | os.PathLike[str] | None = None,
-        *,
-        qps: float = DEFAULT_QPS,
-        burst: int = DEFAULT_BURST,
-        clock: Clock | None = None,
-    ) -> Self:
-        """As :func:`~mpi_operator.client.kubeconfig.resolve` chooses: $KUBECONFIG,
-        else ``kubeconfig``, else in-cluster, else ~/.kube/config."""
-        config = await load_client_config(kubeconfig)
+        """A transport on the kubeconfig at ``path``, used as given (the process resolves
+        its configuration with :func:`~mpi_operator.client.kubeconfig.load_client_config`)."""
+        config = await load_client_config(path, context=context, environ={})
         return cls.from_config(config, qps=qps, burst=burst, clock=clock)
 
     async def close(self) -> None:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from mpi_operator.api.scheduling import GangKind, GangScheduling
 from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.builders.common import SSH_PRIVATE_KEY, SSH_PUBLIC_KEY
+from mpi_operator.builders.common import (
+    DISCOVER_HOSTS_SCRIPT_NAME,
+    SSH_PRIVATE_KEY,
+    SSH_PUBLIC_KEY,
+)
 from mpi_operator.builders.config import new_config_map
 from mpi_operator.builders.podgroup import (
-    GangKind,
-    GangScheduling,
     new_pod_group,
     pod_group_specs_equal,
 )
@@ -115,20 +118,35 @@ def running_workers(ctx: SyncContext, job: MPIJob) -> list[Obj]:
 
 
 async def ensure_config_map(ctx: SyncContext, shared: Obj, job: MPIJob) -> Obj:
-    desired = new_config_map(
-        job, worker_replicas(job), running_workers(ctx, job), ctx.options.cluster_domain
-    )
+    replicas, running = worker_replicas(job), running_workers(ctx, job)
+    desired = new_config_map(job, replicas, running, ctx.options.cluster_domain)
     current = cached(ctx.listers.configmaps, job, desired["metadata"]["name"])
     if current is None:
         return await create_or_adopt(ctx, shared, job, CONFIGMAPS, desired, _NO_KIND)
     ensure_controlled(ctx, shared, job, current, _NO_KIND)
-    if (current.get("data") or {}) != desired["data"]:
+    data = current.get("data") or {}
+    if data != desired["data"]:
+        key = f"{job.namespace}/{job.name}"
+        progress = len(running) < replicas and _more_hosts_only(data, desired["data"])
+        if progress and ctx.progress.defer("configmap", key, ctx.requeue_after):
+            return current
         updated = {**current, "data": desired["data"]}
         result: Obj = await ctx.client.replace(
             CONFIGMAPS, job.namespace, current["metadata"]["name"], updated
         )
+        if progress:
+            ctx.progress.wrote("configmap", key)
         return result
     return current
+
+
+def _more_hosts_only(current: Obj, desired: Obj) -> bool:
+    """Only ``discover_hosts.sh`` changed, and only by gaining hosts."""
+    others = {k: v for k, v in desired.items() if k != DISCOVER_HOSTS_SCRIPT_NAME}
+    if {k: v for k, v in current.items() if k != DISCOVER_HOSTS_SCRIPT_NAME} != others:
+        return False
+    had = set(str(current.get(DISCOVER_HOSTS_SCRIPT_NAME) or "").splitlines())
+    return had < set(str(desired.get(DISCOVER_HOSTS_SCRIPT_NAME) or "").splitlines())
 
 
 async def _new_secret(ctx: SyncContext, job: MPIJob) -> Obj:

@@ -24,6 +24,7 @@ from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister
 from mpi_operator.controller.expectations import CreationExpectations
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.progress import ProgressWrites
 
 Obj = dict[str, Any]
 
@@ -64,10 +65,13 @@ class SyncContext:
     """Adds a key back at the end of the queue (a sync that left pods for later)."""
     # Syncs the key again after that many seconds (a TTL running out); None in tests.
     requeue_after: Callable[[str, float], None] | None = None
+    #: Spaces out progress-only writes (hostfile, replica counts) while a job fans out.
+    progress: ProgressWrites = field(init=False)
 
     def __post_init__(self) -> None:
         if self.expectations is None:
             self.expectations = CreationExpectations(self.clock)
+        self.progress = ProgressWrites(self.clock)
 
 
 #: Pods by "<namespace>/<job-name label>": a job's pods without scanning its namespace.

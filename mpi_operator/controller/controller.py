@@ -19,6 +19,7 @@ from mpi_operator.client import (
     EventRecorder,
     KubeClient,
     SharedInformer,
+    split_key,
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
 from mpi_operator.controller.children import pod_group_resource
@@ -33,6 +34,7 @@ from mpi_operator.controller.context import (
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.pod_cache import slim_pod
 from mpi_operator.controller.queue_controller import QueueController
 from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.sync import MPIJobSyncer
@@ -86,6 +88,10 @@ class MPIJobController(QueueController):
             ignore=("priority_classes",),
         )
 
+    def forget_job_metrics(self, key: str) -> None:
+        namespace, name = split_key(key)
+        self.metrics.forget_job(namespace, name)
+
     def _informers(self) -> dict[str, SharedInformer]:
         f = self.factory
         # Children carry the operator label; caching only those keeps memory
@@ -96,6 +102,7 @@ class MPIJobController(QueueController):
                 PODS,
                 label_selector=OPERATOR_SELECTOR,
                 indexers={JOB_NAME_INDEX: job_name_index},
+                transform=slim_pod,
             ),
             "jobs": f.informer_for(JOBS, label_selector=OPERATOR_SELECTOR),
             "services": f.informer_for(SERVICES, label_selector=OPERATOR_SELECTOR),

@@ -6,9 +6,12 @@ that tests can run several controllers without name clashes.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+from mpi_operator.builders.common import LAUNCHER_SUFFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +61,9 @@ class ControllerMetrics:
                 buckets=(10, 30, 60, 300, 600, 1800, 3600, 7200, 21600, 86400),
             ),
         )
+
+    def forget_job(self, namespace: str, name: str) -> None:
+        """Removes the deleted MPIJob's ``mpi_operator_job_info`` series (labelled with its
+        launcher Job's name), so the gauge holds only existing jobs."""
+        with contextlib.suppress(KeyError):  # KeyError: the job never had a launcher
+            self.job_info.remove(name + LAUNCHER_SUFFIX, namespace)

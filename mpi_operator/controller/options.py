@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpi_operator.builders.podgroup import GangScheduling
+from mpi_operator.api.scheduling import GangScheduling
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,6 +96,7 @@ class QueueController:
                 namespace, _, name = key.partition("/")
                 if self.informers["mpijobs"].lister.get(namespace, name) is None:
                     self.expectations.forget(key)
+                    self.forget_job_metrics(key)
 
         return run
 
@@ -126,10 +127,15 @@ class QueueController:
         return SyncFailures(report, self.clock)
 
     def _job_deleted(self, key: str) -> None:
-        """A deleted MPIJob's creation expectations and sync-failure record go with it."""
+        """A deleted MPIJob's creation expectations, sync-failure record and per-job
+        metric series go with it."""
         self.expectations.forget(key)
+        self.forget_job_metrics(key)
         if self.runner.failures is not None:
             self.runner.failures.forget(key)
+
+    def forget_job_metrics(self, key: str) -> None:
+        """Drops the metric series labelled with the MPIJob ``key`` (none by default)."""
 
     def connect_handlers(self, children: ChildHandlers, ignore: tuple[str, ...] = ()) -> None:
         """MPIJob changes are enqueued at once, children's changes batched; the

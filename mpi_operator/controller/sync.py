@@ -40,6 +40,7 @@ from mpi_operator.controller.conditions import (
     CREATED_REASON,
     TRUE,
     format_time,
+    has_true_condition,
     is_finished,
     is_succeeded,
     refresh_state,
@@ -76,6 +77,7 @@ class MPIJobSyncer:
         shared = self.ctx.listers.mpijobs.get(namespace, name)
         if shared is None:
             log.debug("mpijob deleted", mpijob=key)
+            self.ctx.progress.forget(key)
             return
         job = self._parse(shared, key)
         if job is None:
@@ -284,9 +286,22 @@ class MPIJobSyncer:
         assert job.status is not None
         refresh_state(job.status)
         new_status = job.status.model_dump(by_alias=True, exclude_unset=True, mode="json")
-        if new_status != (shared.get("status") or {}):
+        old_status = shared.get("status") or {}
+        if new_status != old_status:
+            key = f"{job.namespace}/{job.name}"
+            progress = (
+                not outcome.events
+                and _fanning_out(job.status)
+                and _counts_only(old_status, new_status)
+            )
+            if progress and self.ctx.progress.defer("status", key, self.ctx.requeue_after):
+                return
             body = {**shared, "status": new_status}
             await self.ctx.client.replace_status(MPIJOBS, job.namespace, job.name, body)
+            if progress:
+                self.ctx.progress.wrote("status", key)
+            else:
+                self.ctx.progress.reset(key)
         ref = job_reference(shared)
         for event in outcome.events:
             self.ctx.recorder.event(ref, event.type, event.reason, event.message)
@@ -314,3 +329,30 @@ class MPIJobSyncer:
         result = "succeeded" if is_succeeded(status) else "failed"
         seconds = max(time.mktime(end) - time.mktime(start), 0.0)
         self.ctx.metrics.job_duration.labels(result).observe(seconds)
+
+
+def _counts_only(old: Obj, new: Obj) -> bool:
+    """Only more replicas became active (progress): the conditions, times, the other
+    counts and the rest are as written."""
+    if not old.get("conditions"):
+        return False
+    if {k: v for k, v in old.items() if k != "replicaStatuses"} != {
+        k: v for k, v in new.items() if k != "replicaStatuses"
+    }:
+        return False
+    before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
+    if before.keys() != after.keys():
+        return False
+    for kind, was in before.items():
+        now = after[kind]
+        others_same = {k: v for k, v in was.items() if k != "active"} == {
+            k: v for k, v in now.items() if k != "active"
+        }
+        if not others_same or int(now.get("active") or 0) < int(was.get("active") or 0):
+            return False
+    return True
+
+
+def _fanning_out(status: JobStatus) -> bool:
+    """Started but not yet Running, nor finished: the phase whose progress is spaced."""
+    return not is_finished(status) and not has_true_condition(status, ConditionType.RUNNING)

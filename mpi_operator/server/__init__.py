@@ -1,8 +1,10 @@
 """The ``mpi-operator`` process: flags, logging, HTTP endpoints, leader election.
 
-* :mod:`.options` - command-line flags parsed into a frozen :class:`ServerOptions`.
+* :mod:`.flags` - one declaration per flag; the parser, ``--help`` and README's table.
+* :mod:`.options` - the flags' declarations, parsed into a frozen :class:`ServerOptions`.
+* :mod:`.version` - what ``--version`` prints (the git commit, from git or the wheel).
 * :mod:`.logging` - structlog set-up (JSON lines or a console renderer).
 * :mod:`.http` - ``/healthz`` and ``/metrics`` servers on aiohttp.
 * :mod:`.preflight` - start-up checks: API server reachable, CRD present, RBAC.
-* :mod:`.app` - the lifecycle: preflight, leader election, controller, signals.
+* :mod:`.app` - the lifecycle: preflight, leader election, the controllers, signals.
 """

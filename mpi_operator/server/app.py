@@ -20,22 +20,23 @@ import dataclasses
 import os
 import signal
 from collections.abc import Mapping
+from typing import Protocol
 
 import structlog
 
-from mpi_operator.client.errors import ApiError
-from mpi_operator.client.fence import LeadershipFence
-from mpi_operator.client.kubeapi import LEASES, KubeClient
-from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
-from mpi_operator.client.leaderelection import (
+from mpi_operator.client import (
+    LEASES,
+    ClientConfig,
     HealthzAdaptor,
+    KubeClient,
     LeaderCallbacks,
     LeaderElector,
+    LeadershipFence,
     default_identity,
+    load_client_config,
 )
-from mpi_operator.controller.controller import MPIJobController
-from mpi_operator.controller.t9k import T9kMPIJobController, crd_installed
-from mpi_operator.controller.t9k.context import T9K_MPIJOBS
+from mpi_operator.controller import MPIJobController
+from mpi_operator.controller.t9k import t9k_controller_if_served
 from mpi_operator.server.http import (
     HealthCheck,
     HttpServer,
@@ -43,13 +44,9 @@ from mpi_operator.server.http import (
     healthz_app,
     metrics_app,
 )
-from mpi_operator.server.options import (
-    LOCK_NAME,
-    ServerOptions,
-    leader_election_config,
-    version_lines,
-)
+from mpi_operator.server.options import LOCK_NAME, ServerOptions, leader_election_config
 from mpi_operator.server.preflight import Preflight, PreflightError
+from mpi_operator.server.version import build_info, version_lines
 
 log = structlog.get_logger(__name__)
 
@@ -61,20 +58,16 @@ LEADER_HEALTHZ_TOLERANCE = 20.0
 SHUTDOWN_SLACK = 5.0
 
 
-async def build_client(
-    opts: ServerOptions,
-    environ: Mapping[str, str],
-    *,
-    user_agent: str,
-    config: ClientConfig | None = None,
-) -> KubeClient:
-    """A client with the reference operator's precedence (see
-    :func:`~mpi_operator.client.kubeconfig.resolve`); ``config``, when given, is
-    shared (one exec plugin run, one token refresh, for every client)."""
-    if config is None:
-        config = await load_client_config(opts.kubeconfig, master=opts.master, environ=environ)
-    qps, burst = float(opts.kube_api_qps), opts.kube_api_burst
-    return KubeClient.from_config(config, qps=qps, burst=burst, user_agent=user_agent)
+class Controller(Protocol):
+    """What the process needs of a controller (the Kubeflow one, the T9k one)."""
+
+    async def start(self, sync_timeout: float | None = ...) -> None: ...
+
+    async def stop(self, drain_seconds: float = ...) -> None: ...
+
+    def informer_failures(self) -> list[str]: ...
+
+    async def wait_for_informer_failure(self) -> str: ...
 
 
 class Operator:
@@ -95,8 +88,8 @@ class Operator:
         self.client: KubeClient | None = None
         self.election_client: KubeClient | None = None
         self.elector: LeaderElector | None = None
-        self.controller: MPIJobController | None = None
-        self.t9k_controller: T9kMPIJobController | None = None
+        self.controllers: list[Controller] = []
+        """Started in this order when leading, stopped in the reverse order."""
 
     # -- entry point -----------------------------------------------------------
     async def run(self) -> int:
@@ -137,8 +130,7 @@ class Operator:
             self._fatal.set()
 
     # -- start-up --------------------------------------------------------------
-    async def _setup(self) -> int | None:
-        """Everything before the election; an exit code when it cannot go on."""
+    def _log_start(self) -> None:
         opts = self.opts
         log.info("starting mpi-operator", version=version_lines(), identity=self.identity)
         log.info("server options", **dataclasses.asdict(opts))
@@ -148,25 +140,36 @@ class Operator:
             log.info("scoping operator to one namespace", namespace=opts.namespace)
         else:
             log.info("using cluster scoped operator")
+
+    async def _serve_metrics(self) -> None:
+        opts = self.opts
+        server = HttpServer(
+            "metrics", metrics_app(), opts.monitoring_bind_address, opts.monitoring_port
+        )
+        try:
+            await server.start()
+            self._servers.append(server)
+        except OSError as err:
+            # The reference operator logs this and carries on.
+            log.error("monitoring endpoint setup failure", error=str(err))
+
+    async def _setup(self) -> int | None:
+        """Everything before the election; an exit code when it cannot go on."""
+        opts = self.opts
+        await asyncio.to_thread(build_info)  # may ask git once; cached for version_lines()
+        self._log_start()
         if opts.monitoring_port:
-            server = HttpServer(
-                "metrics", metrics_app(), opts.monitoring_bind_address, opts.monitoring_port
-            )
-            try:
-                await server.start()
-                self._servers.append(server)
-            except OSError as err:
-                # The reference operator logs this and carries on.
-                log.error("monitoring endpoint setup failure", error=str(err))
+            await self._serve_metrics()
         try:
             config = await load_client_config(
                 opts.kubeconfig, master=opts.master, environ=self.environ
             )
-            self.client = await self._new_client("mpi-operator", config)
-            self.election_client = await self._new_client("mpi-operator/leader-election", config)
-        except Exception as err:
+        except Exception as err:  # KubeconfigError says what is wrong; anything else too
             log.error(f"error building kube config: {err}")
             return EXIT_FAILURE
+        # One configuration (one exec plugin run, one token refresh) for both clients.
+        self.client = self._new_client("mpi-operator", config)
+        self.election_client = self._new_client("mpi-operator/leader-election", config)
         # Only the Lease may be written once leadership is not fresh (the election
         # client writes nothing else; access reviews of the checks go through it).
         self.client.fence = self.fence
@@ -185,10 +188,9 @@ class Operator:
             log.error(str(err))
             return EXIT_FAILURE
         try:
-            # Built now (started only when leading) so that its metrics are
+            # Built now (started only when leading) so that their metrics are
             # exported by followers too.
-            self.controller = MPIJobController(self.client, opts.controller_options())
-            self.t9k_controller = await self._new_t9k_controller(self.controller)
+            self.controllers = await self._new_controllers(self.client)
         except Exception as err:
             log.exception("controller set-up failed")
             log.error(f"error setting up the controller: {err}")
@@ -205,42 +207,20 @@ class Operator:
         self._servers.append(healthz)
         return None
 
-    async def _new_t9k_controller(self, kubeflow: MPIJobController) -> T9kMPIJobController | None:
-        """The T9k controller, sharing the Event recorder, when it is on and its CRD is served."""
-        assert self.client is not None
-        if not self.opts.enable_t9k_controller:
-            return None
-        try:
-            installed = await crd_installed(self.client)
-        except ApiError as err:
-            log.warning(
-                "cannot tell whether the T9k MPIJob CRD is installed; not serving it",
-                error=str(err),
-            )
-            return None
-        if not installed:
-            log.info("T9k MPIJob CRD not installed; serving kubeflow.org MPIJobs only")
-            return None
-        try:
-            for namespace in self.opts.namespaces or (None,):
-                await self.client.list(T9K_MPIJOBS, namespace, limit=1)
-        except ApiError as err:
-            if err.status != 403:
-                raise
-            # Installing the CRD alone must not crash-loop an operator whose
-            # RBAC predates it: serve Kubeflow MPIJobs and say what is missing.
-            log.warning(
-                "T9k MPIJob CRD installed but RBAC forbids listing its MPIJobs; not serving them",
-                error=err.message,
-            )
-            return None
-        log.info("serving T9k MPIJobs (batch.tensorstack.dev/v1beta1) too")
-        return T9kMPIJobController(
-            self.client, self.opts.controller_options(), recorder=kubeflow.recorder
-        )
+    async def _new_controllers(self, client: KubeClient) -> list[Controller]:
+        options = self.opts.controller_options()
+        kubeflow = MPIJobController(client, options)
+        controllers: list[Controller] = [kubeflow]
+        if self.opts.enable_t9k_controller:
+            # The T9k controller shares the Kubeflow one's Event recorder.
+            t9k = await t9k_controller_if_served(client, options, recorder=kubeflow.recorder)
+            if t9k is not None:
+                controllers.append(t9k)
+        return controllers
 
-    async def _new_client(self, user_agent: str, config: ClientConfig) -> KubeClient:
-        client = await build_client(self.opts, self.environ, user_agent=user_agent, config=config)
+    def _new_client(self, user_agent: str, config: ClientConfig) -> KubeClient:
+        qps, burst = float(self.opts.kube_api_qps), self.opts.kube_api_burst
+        client = KubeClient.from_config(config, qps=qps, burst=burst, user_agent=user_agent)
         self._clients.append(client)
         return client
 
@@ -292,14 +272,12 @@ class Operator:
             log.info("new leader elected", leader=identity)
 
     async def _lead(self) -> None:
-        controller = self.controller
-        assert controller is not None
         log.info("leading started", identity=self.identity)
-        t9k = self.t9k_controller
+        started: list[Controller] = []
         try:
-            await controller.start(self.opts.cache_sync_timeout)
-            if t9k is not None:
-                await t9k.start(self.opts.cache_sync_timeout)
+            for controller in self.controllers:
+                started.append(controller)
+                await controller.start(self.opts.cache_sync_timeout)
             # Until leadership ends, we shut down, or an informer dies (logged there).
             died = await self._first_informer_failure()
             self._fail(f"an informer died; exiting so that a restart rebuilds it: {died}")
@@ -309,19 +287,15 @@ class Operator:
             log.exception("controller failed")
             self._fail(f"error running controller: {err}")
         finally:
-            # The T9k controller first: the Kubeflow one owns the shared recorder.
-            if t9k is not None:
-                await self._stop_controller(t9k)
-            await self._stop_controller(controller)
-
-    def _controllers(self) -> list[MPIJobController | T9kMPIJobController]:
-        return [c for c in (self.controller, self.t9k_controller) if c is not None]
+            # The reverse order: the Kubeflow controller, first, owns the shared recorder.
+            for controller in reversed(started):
+                await self._stop_controller(controller)
 
     def informer_failures(self) -> list[str]:
-        return [f for c in self._controllers() for f in c.informer_failures()]
+        return [f for c in self.controllers for f in c.informer_failures()]
 
     async def _first_informer_failure(self) -> str:
-        waits = [asyncio.ensure_future(c.wait_for_informer_failure()) for c in self._controllers()]
+        waits = [asyncio.ensure_future(c.wait_for_informer_failure()) for c in self.controllers]
         try:
             done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -329,7 +303,7 @@ class Operator:
                 w.cancel()
         return next(iter(done)).result()
 
-    async def _stop_controller(self, controller: MPIJobController | T9kMPIJobController) -> None:
+    async def _stop_controller(self, controller: Controller) -> None:
         log.info("stopping controller", drain_seconds=self.opts.shutdown_drain_seconds)
         try:
             await controller.stop(self.opts.shutdown_drain_seconds)

@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from mpi_operator.builders.podgroup import GangScheduling
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.client.errors import NETWORK_ERRORS, ApiError
 from mpi_operator.client.informer import namespace_scopes
 from mpi_operator.client.kubeapi import KubeClient

@@ -19,6 +19,7 @@ from devcluster import LocalCluster
 from devcluster.demo import load_mpijob
 from devcluster.sample_jobs import with_kwok_behaviour
 from devcluster.testing import OperatorProcess, wait_until
+from mpi_operator.builders.podgroup import GangScheduling
 from mpi_operator.client import KubeClient
 from mpi_operator.controller.controller import MPIJobController
 from mpi_operator.controller.options import ControllerOptions
@@ -158,8 +159,13 @@ class VolcanoStandIn:
     def __init__(self, cluster: LocalCluster, namespace: str, node: str = "kwok-node-0") -> None:
         self.cluster, self.namespace, self.node = cluster, namespace, node
         self.bound: list[str] = []
+        """The names of the pods bound, in order (a pod recreated under the same name, as
+        after a restart, is bound again and listed again)."""
+        self._bound_uids: set[str] = set()
         self.groups: dict[str, Obj] = {}
         """The PodGroups seen (the operator deletes them when the job ends)."""
+        self.group_uids: dict[str, set[str]] = {}
+        """Every uid seen under each PodGroup's name (one, unless it was recreated)."""
 
     def __call__(self) -> None:
         ns = self.namespace
@@ -174,6 +180,7 @@ class VolcanoStandIn:
         for group in groups:
             name = group["metadata"]["name"]
             self.groups[name] = group
+            self.group_uids.setdefault(name, set()).add(group["metadata"]["uid"])
             members = [
                 p
                 for p in waiting
@@ -182,7 +189,7 @@ class VolcanoStandIn:
             ]
             if not members or len(members) < int(group["spec"].get("minMember") or 0):
                 continue
-            if any(p["metadata"]["name"] in self.bound for p in members):
+            if any(p["metadata"]["uid"] in self._bound_uids for p in members):
                 continue
             for pod in members:
                 binding = {
@@ -198,17 +205,18 @@ class VolcanoStandIn:
                 )
                 assert status in (200, 201), body
                 self.bound.append(pod["metadata"]["name"])
+                self._bound_uids.add(pod["metadata"]["uid"])
 
 
 @asynccontextmanager
 async def in_process_operator(
-    cluster: LocalCluster, namespace: str
+    cluster: LocalCluster, namespace: str, gang: GangScheduling | None = None
 ) -> AsyncIterator[MPIJobController]:
-    """The controller in this event loop, watching ``namespace``; stopped on exit."""
+    """The controller in this event loop, watching ``namespace`` (with ``gang``
+    scheduling, as ``--gang-scheduling`` gives it); stopped on exit."""
     client = await KubeClient.from_kubeconfig(cluster.kubeconfig, qps=50, burst=100)
-    controller = MPIJobController(
-        client, ControllerOptions(namespace=namespace), registry=CollectorRegistry()
-    )
+    options = ControllerOptions(namespace=namespace, gang=gang)
+    controller = MPIJobController(client, options, registry=CollectorRegistry())
     await controller.start(sync_timeout=30)
     try:
         yield controller

@@ -1,8 +1,12 @@
 """The install manifests against real API servers.
 
-* deploy/v2beta1/mpi-operator.yaml and every kustomize overlay pass a server-side
-  dry run; the standalone overlay builds to exactly the single file.
+* deploy/v2beta1/mpi-operator.yaml and every kustomize overlay (standalone, kubeflow,
+  namespaced, t9k, monitoring; the t9k component on the namespaced overlay; an image
+  set by a user's kustomization) pass a server-side dry run, the PodMonitor against a
+  minimal CRD of its own; the standalone overlay builds to exactly the single file;
+  so do deploy/monitoring's kube-state-metrics RBAC and ConfigMap.
 * RBAC is sufficient: the operator runs under the manifests' own ServiceAccount
+  (also with the t9k component's rules, running a T9k MPIJob)
   (a token minted with ``kubectl create token``), cluster-wide as the Deployment
   runs it, with the namespaced overlay's Role, and with gang scheduling, and runs
   the pi example to Succeeded with no authorization failure in its log nor in the
@@ -41,6 +45,40 @@ from devcluster.audit import audit_code, audit_user
 from devcluster.testing import OperatorProcess, wait_until
 
 OVERLAYS = ROOT / "manifests" / "overlays"
+COMPONENTS = ROOT / "manifests" / "components"
+MONITORING = ROOT / "deploy" / "monitoring"
+T9K_CRD_NAME = "mpijobs.batch.tensorstack.dev"
+T9K_GROUPS = {"batch.tensorstack.dev", "scheduler.tensorstack.dev"}
+# The Prometheus Operator's PodMonitor, reduced to a structural schema that keeps
+# everything: enough for the API server to serve (and dry-run) the monitoring overlay.
+POD_MONITOR_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "podmonitors.monitoring.coreos.com"},
+    "spec": {
+        "group": "monitoring.coreos.com",
+        "names": {
+            "kind": "PodMonitor",
+            "listKind": "PodMonitorList",
+            "plural": "podmonitors",
+            "singular": "podmonitor",
+        },
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
 RBAC_KINDS = {
     "Namespace",
     "ServiceAccount",
@@ -66,6 +104,74 @@ def _kustomize(cluster: LocalCluster, path: Path) -> list[dict[str, Any]]:
 
 def _ensure_namespace(cluster: LocalCluster, name: str) -> None:
     cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+def _wrapper(tmp_path: Path, **kustomization: Any) -> Path:
+    """A kustomization of a user's own in ``tmp_path`` (kustomize takes relative paths
+    only: absolute ones given here are made relative)."""
+    wrapper = tmp_path / "kustomize"
+    wrapper.mkdir(exist_ok=True)
+    for key in ("resources", "components"):
+        if key in kustomization:
+            kustomization[key] = [os.path.relpath(p, wrapper) for p in kustomization[key]]
+    (wrapper / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                **kustomization,
+            }
+        )
+    )
+    return wrapper
+
+
+def _server_dry_run(cluster: LocalCluster, objects: list[dict[str, Any]]) -> str:
+    return cluster.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        "-",
+        input=yaml.safe_dump_all(objects),
+    ).stdout
+
+
+def _t9k_grants(role: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        if group in T9K_GROUPS
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+T9K_GRANTS = {
+    ("batch.tensorstack.dev", "mpijobs", "list"),
+    ("batch.tensorstack.dev", "mpijobs", "watch"),
+    ("batch.tensorstack.dev", "mpijobs/status", "update"),
+    ("batch.tensorstack.dev", "mpijobs/finalizers", "update"),
+    ("scheduler.tensorstack.dev", "podgroups", "get"),
+    ("scheduler.tensorstack.dev", "podgroups", "create"),
+    ("scheduler.tensorstack.dev", "podgroups", "update"),
+    ("scheduler.tensorstack.dev", "podgroups", "patch"),
+}
+
+
+@pytest.fixture
+def pod_monitor_crd(api_cluster: LocalCluster) -> Iterator[None]:
+    name = POD_MONITOR_CRD["metadata"]["name"]  # type: ignore[index]
+    preinstalled = api_cluster.kubectl("get", "crd", name, check=False).returncode == 0
+    api_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(POD_MONITOR_CRD))
+    api_cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+    try:
+        yield
+    finally:
+        if not preinstalled:
+            api_cluster.kubectl("delete", "crd", name, "--ignore-not-found", "--wait=false")
 
 
 # -- the manifests on an API server ------------------------------------------------------
@@ -102,9 +208,9 @@ def test_client_side_apply(api_cluster: LocalCluster) -> None:
         assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("overlay", ["standalone", "kubeflow", "namespaced"])
+@pytest.mark.parametrize("overlay", ["standalone", "kubeflow", "namespaced", "t9k", "monitoring"])
 def test_overlay_builds_and_passes_a_server_dry_run(
-    api_cluster: LocalCluster, overlay: str
+    api_cluster: LocalCluster, pod_monitor_crd: None, overlay: str
 ) -> None:
     objects = _kustomize(api_cluster, OVERLAYS / overlay)
     namespace = "kubeflow" if overlay == "kubeflow" else "mpi-operator"
@@ -127,15 +233,93 @@ def test_overlay_builds_and_passes_a_server_dry_run(
     else:
         assert not any(a.startswith("--namespace") for a in args)
         assert "ClusterRoleBinding" in kinds
-    api_cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--dry-run=server",
-        "-f",
-        "-",
-        input=yaml.safe_dump_all(objects),
+    role = (
+        next(
+            o
+            for o in objects
+            if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "mpi-operator"
+        )
+        if overlay != "namespaced"
+        else None
     )
+    crds = {o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition"}
+    if overlay == "t9k":
+        assert crds == {"mpijobs.kubeflow.org", T9K_CRD_NAME}
+        assert role is not None and _t9k_grants(role) == T9K_GRANTS
+    else:
+        assert crds == {"mpijobs.kubeflow.org"}
+        assert role is None or _t9k_grants(role) == set()
+    monitors = [o for o in objects if o["kind"] in ("PodMonitor", "Service")]
+    if overlay == "monitoring":
+        assert {(o["kind"], o["metadata"]["namespace"]) for o in monitors} == {
+            ("PodMonitor", namespace),
+            ("Service", namespace),
+        }
+    else:
+        assert monitors == []
+    out = _server_dry_run(api_cluster, objects)
+    for kind, _, name in map(_key, objects):
+        assert name in out, f"{kind}/{name} missing from: {out}"
+
+
+def test_t9k_component_on_the_namespaced_overlay(api_cluster: LocalCluster, tmp_path: Path) -> None:
+    """The component's rules go to the operator's Role when there is no ClusterRole."""
+    wrapper = _wrapper(
+        tmp_path, resources=[OVERLAYS / "namespaced"], components=[COMPONENTS / "t9k"]
+    )
+    objects = _kustomize(api_cluster, wrapper)
+    role = next(
+        o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == "mpi-operator"
+    )
+    assert _t9k_grants(role) == T9K_GRANTS
+    assert not [
+        o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "mpi-operator"
+    ]
+    assert T9K_CRD_NAME in {o["metadata"]["name"] for o in objects}
+    _ensure_namespace(api_cluster, "mpi-operator")
+    _server_dry_run(api_cluster, objects)
+
+
+def test_users_kustomization_sets_the_image(api_cluster: LocalCluster, tmp_path: Path) -> None:
+    """The README's install: a kustomization of one's own with an `images:` entry."""
+    wrapper = _wrapper(
+        tmp_path,
+        resources=[OVERLAYS / "standalone"],
+        images=[
+            {
+                "name": "mpi-operator-python",
+                "newName": "registry.example.org/team/mpi-operator-python",
+                "newTag": "0.1.0",
+            }
+        ],
+    )
+    objects = _kustomize(api_cluster, wrapper)
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "registry.example.org/team/mpi-operator-python:0.1.0"
+    _ensure_namespace(api_cluster, "mpi-operator")
+    _server_dry_run(api_cluster, objects)
+
+
+def test_kube_state_metrics_files_pass_a_server_dry_run(api_cluster: LocalCluster) -> None:
+    """The README's commands for kube-state-metrics: its RBAC, and its configuration as a
+    ConfigMap (kube-system stands for the namespace kube-state-metrics runs in)."""
+    out = api_cluster.kubectl(
+        "apply", "--dry-run=server", "-f", str(MONITORING / "kube-state-metrics-rbac.yaml")
+    ).stdout
+    assert "clusterrole.rbac.authorization.k8s.io/kube-state-metrics-mpijobs" in out
+    out = api_cluster.kubectl(
+        "create",
+        "configmap",
+        "kube-state-metrics-mpijobs",
+        "--namespace=kube-system",
+        f"--from-file={MONITORING / 'kube-state-metrics.yaml'}",
+        "--dry-run=server",
+        "-o",
+        "yaml",
+    ).stdout
+    data = yaml.safe_load(out)["data"]
+    assert data["kube-state-metrics.yaml"] == (MONITORING / "kube-state-metrics.yaml").read_text()
 
 
 def test_standalone_overlay_is_the_single_file(api_cluster: LocalCluster) -> None:
@@ -385,15 +569,112 @@ def test_t9k_crd_without_t9k_rbac_leaves_kubeflow_jobs_served(
     finally:
         proc.kill()
         if not preinstalled:
-            full_cluster.kubectl("delete", "crd", name, "--ignore-not-found", "--wait=true")
-            # kubectl caches discovery; a bare `kubectl get mpijob` elsewhere must
-            # mean the Kubeflow kind again.
-            wait_until(
-                lambda: (
-                    not full_cluster.kubectl(
-                        "api-resources", "--api-group=batch.tensorstack.dev", "-o", "name"
-                    ).stdout.strip()
-                ),
-                30,
-                "kubectl discovery without batch.tensorstack.dev",
-            )
+            _remove_t9k_crd(full_cluster)
+
+
+def _remove_t9k_crd(cluster: LocalCluster) -> None:
+    cluster.kubectl("delete", "crd", T9K_CRD_NAME, "--ignore-not-found", "--wait=true")
+    # kubectl caches discovery; a bare `kubectl get mpijob` elsewhere must
+    # mean the Kubeflow kind again.
+    wait_until(
+        lambda: (
+            not cluster.kubectl(
+                "api-resources", "--api-group=batch.tensorstack.dev", "-o", "name"
+            ).stdout.strip()
+        ),
+        30,
+        "kubectl discovery without batch.tensorstack.dev",
+    )
+
+
+def _t9k_job_names(cluster: LocalCluster, namespace: str, resource: str) -> set[str]:
+    out = cluster.kubectl("get", resource, "-n", namespace, "-o", "json").stdout
+    return {
+        f"{o['apiVersion'].split('/')[0]}/{o['metadata']['name']}" for o in json.loads(out)["items"]
+    }
+
+
+def test_operator_serves_t9k_jobs_under_the_t9k_component(
+    full_cluster: LocalCluster, full_namespace: str, tmp_path: Path
+) -> None:
+    """The t9k overlay's CRD and RBAC, applied: the operator, under its ServiceAccount,
+    serves T9k MPIJobs (the pi example to Succeeded) with no denial in the audit log,
+    and `kubectl get tmj` / `mpij` name each kind without ambiguity."""
+    ns = full_namespace
+    preinstalled = full_cluster.kubectl("get", "crd", T9K_CRD_NAME, check=False).returncode == 0
+    objects = _kustomize(full_cluster, OVERLAYS / "t9k")
+    installed = [
+        o
+        for o in objects
+        if o["kind"] in RBAC_KINDS
+        or (o["kind"] == "CustomResourceDefinition" and o["metadata"]["name"] == T9K_CRD_NAME)
+    ]
+    full_cluster.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(installed))
+    full_cluster.kubectl(
+        "wait", "--for=condition=Established", f"crd/{T9K_CRD_NAME}", "--timeout=60s"
+    )
+    proc: OperatorProcess | None = None
+    try:
+        kubeconfig = service_account_kubeconfig(
+            full_cluster, "mpi-operator", "mpi-operator", tmp_path / "sa.kubeconfig"
+        )
+        audit_start = full_cluster.audit_offset()
+        proc = start_operator(tmp_path, kubeconfig, "--lock-namespace=mpi-operator")
+        full_cluster.kubectl("apply", "-n", ns, "-f", str(ROOT / "examples/t9k/pi.yaml"))
+        apply(full_cluster, ns, kwok_example(EXAMPLES / "pi" / "pi.yaml"))
+
+        def phase() -> str:
+            out = full_cluster.kubectl(
+                "get", T9K_CRD_NAME, "pi-t9k", "-n", ns, "-o", "jsonpath={.status.phase}"
+            ).stdout
+            return out.strip()
+
+        wait_until(lambda: phase() == "Running", 90, "pi-t9k Running")
+        full_cluster.kubectl(
+            "annotate",
+            "pod",
+            "pi-t9k-launcher",
+            "-n",
+            ns,
+            "kwok.mpi-operator.io/complete-after=1s",
+            "kwok.mpi-operator.io/exit-code=0",
+        )
+        wait_until(lambda: phase() == "Succeeded", 90, "pi-t9k Succeeded")
+        wait_for_condition(full_cluster, ns, "pi", "Succeeded", proc)
+        assert "serving T9k MPIJobs" in proc.output()
+        # Each kind by its own short name; the full names as the README gives them.
+        assert _t9k_job_names(full_cluster, ns, "tmj") == {"batch.tensorstack.dev/pi-t9k"}
+        assert _t9k_job_names(full_cluster, ns, "mpij") == {"kubeflow.org/pi"}
+        assert _t9k_job_names(full_cluster, ns, T9K_CRD_NAME) == {"batch.tensorstack.dev/pi-t9k"}
+        assert _t9k_job_names(full_cluster, ns, "mpijobs.kubeflow.org") == {"kubeflow.org/pi"}
+        # The CRD's field descriptions, as the README shows them.
+        explain = full_cluster.kubectl(
+            "explain", "--api-version=batch.tensorstack.dev/v1beta1", "mpijobs.spec.worker"
+        ).stdout
+        assert "The workers and the MPI command. Required." in explain
+        assert "Number of worker pods, 1 to 100000. Defaults to 1." in explain
+        stop_operator(proc)
+        assert _denials(proc) == []
+        user = _user("mpi-operator")
+        assert _audited(full_cluster, audit_start, user) > 0
+        assert _audit_denials(full_cluster, audit_start, user) == []
+    finally:
+        if proc is not None:
+            proc.kill()
+            print(f"--- operator log ---\n{proc.output()[-6000:]}")
+        full_cluster.kubectl(
+            "delete", T9K_CRD_NAME, "--all", "-n", ns, "--ignore-not-found", "--wait=true"
+        )
+        cluster_scoped = [
+            o for o in installed if o["kind"] in ("ClusterRole", "ClusterRoleBinding")
+        ]
+        full_cluster.kubectl(
+            "delete",
+            "--ignore-not-found",
+            "--wait=false",
+            "-f",
+            "-",
+            input=yaml.safe_dump_all(cluster_scoped),
+        )
+        if not preinstalled:
+            _remove_t9k_crd(full_cluster)

@@ -5,6 +5,7 @@ files themselves carry none)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -36,6 +37,20 @@ EXPECTED = {
     "pi/pi-failure-policy.yaml",
     "pi/pi-ttl-mpijob.yaml",
     "tensorflow-benchmarks/tensorflow-benchmarks.yaml",
+    "horovod/horovod.yaml",
+    "horovod/horovod-elastic.yaml",
+    "deepspeed/deepspeed.yaml",
+    "nccl-tests/nccl-tests.yaml",
+}
+# Every example folder builds its image; pi's MPICH and Intel MPI images have their own.
+DOCKERFILES = {
+    "pi/Dockerfile",
+    "pi/mpich.Dockerfile",
+    "pi/intel.Dockerfile",
+    "tensorflow-benchmarks/Dockerfile",
+    "horovod/Dockerfile",
+    "deepspeed/Dockerfile",
+    "nccl-tests/Dockerfile",
 }
 
 
@@ -46,7 +61,8 @@ def _id(path: Path) -> str:
 def test_the_examples_are_there() -> None:
     assert {_id(p) for p in EXAMPLE_FILES} == EXPECTED
     assert (EXAMPLES / "pi" / "pi.cc").is_file()
-    assert (EXAMPLES / "pi" / "Dockerfile").is_file()
+    found = {_id(p) for p in EXAMPLES.rglob("*Dockerfile")}
+    assert found == DOCKERFILES
 
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=_id)
@@ -134,3 +150,64 @@ def test_example_yaml_uses_the_pi_image_layout() -> None:
         command = [*(launcher.get("command") or []), *(launcher.get("args") or [])]
         assert "/home/mpiuser/pi" in command, path
         assert job["spec"]["sshAuthMountPath"] == "/home/mpiuser/.ssh"
+
+
+def _launcher_command(path: Path) -> list[str]:
+    (job,) = docs(path)
+    container = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    return [*(container.get("command") or []), *(container.get("args") or [])]
+
+
+@pytest.mark.parametrize(
+    ("example", "needs"),
+    [
+        ("horovod/horovod.yaml", ["/home/mpiuser/train.py"]),
+        ("horovod/horovod-elastic.yaml", ["/home/mpiuser/train.py"]),
+        ("deepspeed/deepspeed.yaml", ["/home/mpiuser/train.py"]),
+        ("nccl-tests/nccl-tests.yaml", ["/opt/nccl-tests/all_reduce_perf"]),
+    ],
+)
+def test_framework_examples_run_what_their_dockerfile_builds(
+    example: str, needs: list[str]
+) -> None:
+    """Each launcher runs a program its folder's Dockerfile puts in the image, and its
+    workers run that image's unprivileged sshd as the pi image does."""
+    path = EXAMPLES / example
+    folder = path.parent
+    dockerfile = (folder / "Dockerfile").read_text()
+    assert "Port 2222" in dockerfile and "/home/mpiuser/.sshd_config" in dockerfile
+    command = _launcher_command(path)
+    for program in needs:
+        assert program in command
+        name = program.rsplit("/", 1)[1]
+        if program.startswith("/home/mpiuser/"):
+            assert (folder / name).is_file() and name in dockerfile
+        else:
+            assert "/opt/nccl-tests/" in dockerfile and "MPI=1" in dockerfile
+    (job,) = docs(path)
+    assert job["spec"]["sshAuthMountPath"] == "/home/mpiuser/.ssh"
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["command"] == ["/usr/sbin/sshd"]
+    assert worker["args"] == ["-De", "-f", "/home/mpiuser/.sshd_config"]
+    images = {
+        c["image"]
+        for r in job["spec"]["mpiReplicaSpecs"].values()
+        for c in r["template"]["spec"]["containers"]
+    }
+    assert len(images) == 1
+
+
+def test_elastic_horovod_discovers_hosts_with_the_operators_script() -> None:
+    """horovodrun's discovery script is the one the operator's ConfigMap mounts (0555)
+    at /etc/mpi/discover_hosts.sh, which lists the running workers."""
+    command = _launcher_command(EXAMPLES / "horovod" / "horovod-elastic.yaml")
+    assert command[0] == "horovodrun"
+    at = command.index("--host-discovery-script")
+    assert command[at + 1] == "/etc/mpi/discover_hosts.sh"
+    assert "--elastic" in command and "--min-np" in command and "--max-np" in command
+
+
+def test_framework_programs_compile() -> None:
+    for program in ("horovod/train.py", "deepspeed/train.py"):
+        compile((EXAMPLES / program).read_text(), program, "exec")
+    json.loads((EXAMPLES / "deepspeed" / "ds_config.json").read_text())

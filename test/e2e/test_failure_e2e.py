@@ -11,67 +11,34 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import yaml
 from examples_support import in_process_operator, kubectl_json, kubectl_table
-from examples_support import kubectl_async as kubectl
+from failure_support import (
+    JOB_NAME,
+    apply_job,
+    condition,
+    job_events,
+    job_pods,
+    oom_job,
+    patch_suspend,
+    wait_condition,
+)
 
 from devcluster import (
     COMPLETE_AFTER,
     EVICT_AFTER,
     EXIT_CODE,
-    FAIL_FIRST_RUN_AFTER,
-    REASON,
 )
 from devcluster.polling import eventually
 from devcluster.sample_jobs import pi_mpijob
 from mpi_operator.controller.controller import MPIJobController
 
 Obj = dict[str, Any]
-JOB_NAME = "training.kubeflow.org/job-name"
 
 
 @pytest.fixture
 async def operator(full_cluster: Any, full_namespace: str) -> AsyncIterator[MPIJobController]:
     async with in_process_operator(full_cluster, full_namespace) as controller:
         yield controller
-
-
-async def _apply(cluster: Any, ns: str, obj: Obj) -> None:
-    await kubectl(cluster, "apply", "-n", ns, "-f", "-", input=yaml.safe_dump(obj))
-
-
-async def _condition(cluster: Any, ns: str, name: str, kind: str) -> Obj:
-    job = await kubectl_json(cluster, "get", "mpijob", name, "-n", ns)
-    for c in (job.get("status") or {}).get("conditions") or []:
-        if c["type"] == kind:
-            return dict(c)
-    return {}
-
-
-async def _wait_condition(cluster: Any, ns: str, name: str, kind: str, within: float) -> Obj:
-    async def true() -> bool:
-        return (await _condition(cluster, ns, name, kind)).get("status") == "True"
-
-    await eventually(true, within=within, interval=0.2, what=f"{name} {kind}")
-    return await _condition(cluster, ns, name, kind)
-
-
-async def _pods(cluster: Any, ns: str, name: str) -> list[Obj]:
-    pods = await kubectl_json(cluster, "get", "pods", "-n", ns, "-l", f"{JOB_NAME}={name}")
-    return list(pods["items"])
-
-
-async def _events(cluster: Any, ns: str, name: str) -> list[tuple[str, str, str]]:
-    items = (
-        await kubectl_json(
-            cluster, "get", "events", "-n", ns, "--field-selector", f"involvedObject.name={name}"
-        )
-    )["items"]
-    return [
-        (e["type"], e["reason"], e["message"])
-        for e in items
-        if e["involvedObject"]["kind"] == "MPIJob"
-    ]
 
 
 def _evicted_workers_job(name: str, policy: str) -> Obj:
@@ -90,9 +57,9 @@ async def test_evicted_workers_leave_nothing_running(
     full_cluster: Any, full_namespace: str, operator: MPIJobController, policy: str
 ) -> None:
     ns, name = full_namespace, f"evicted-{policy.lower()}"
-    await _apply(full_cluster, ns, _evicted_workers_job(name, policy))
-    await _wait_condition(full_cluster, ns, name, "Running", within=60)
-    failed = await _wait_condition(full_cluster, ns, name, "Failed", within=60)
+    await apply_job(full_cluster, ns, _evicted_workers_job(name, policy))
+    await wait_condition(full_cluster, ns, name, "Running", within=60)
+    failed = await wait_condition(full_cluster, ns, name, "Failed", within=60)
     seen_failed = time.monotonic()
     assert failed["reason"] == "MPIJobEvicted"
     assert re.fullmatch(r"[12]/2 workers are evicted", failed["message"])
@@ -105,7 +72,7 @@ async def test_evicted_workers_leave_nothing_running(
         return pod["status"].get("phase") in ("Pending", "Running")
 
     async def nothing_runs() -> bool:
-        return not any(alive(p) for p in await _pods(full_cluster, ns, name))
+        return not any(alive(p) for p in await job_pods(full_cluster, ns, name))
 
     await eventually(nothing_runs, within=30, interval=0.2, what="no launcher or worker running")
     assert time.monotonic() - seen_failed <= 5.0
@@ -114,29 +81,14 @@ async def test_evicted_workers_leave_nothing_running(
     assert launcher["spec"]["suspend"] is True
     job = await kubectl_json(full_cluster, "get", "mpijob", name, "-n", ns)
     assert job["status"]["completionTime"]
-    assert (await _condition(full_cluster, ns, name, "Failed"))["reason"] == "MPIJobEvicted"
-    assert ("Warning", "MPIJobEvicted", failed["message"]) in await _events(full_cluster, ns, name)
-    assert not any(alive(p) for p in await _pods(full_cluster, ns, name))
+    assert (await condition(full_cluster, ns, name, "Failed"))["reason"] == "MPIJobEvicted"
+    assert ("Warning", "MPIJobEvicted", failed["message"]) in await job_events(
+        full_cluster, ns, name
+    )
+    assert not any(alive(p) for p in await job_pods(full_cluster, ns, name))
 
 
 OOM = re.compile(r"worker (\S+-worker-[01]) container worker terminated: OOMKilled \(exit 137\)")
-
-
-def _oom_job(name: str, first_run_only: bool, clean_pod_policy: str) -> Obj:
-    """Workers OOMKilled 2s after they run (on the first run only, or on every run); a
-    launcher that succeeds 10s after it runs; restarts on OOM, at most two."""
-    fail = {FAIL_FIRST_RUN_AFTER: "2s"} if first_run_only else {COMPLETE_AFTER: "2s"}
-    worker = {
-        "metadata": {"annotations": {**fail, EXIT_CODE: "137", REASON: "OOMKilled"}},
-        "spec": {"containers": [{"name": "worker", "image": "mpi-pi"}]},
-    }
-    job = pi_mpijob(name, launcher_exit=0, complete_after="10s", worker_template=worker)
-    job["spec"]["runPolicy"]["cleanPodPolicy"] = clean_pod_policy
-    job["spec"]["runPolicy"]["failurePolicy"] = {
-        "maxRestarts": 2,
-        "rules": [{"name": "oom", "action": "RestartJob", "onTerminationReasons": ["OOMKilled"]}],
-    }
-    return job
 
 
 async def _uids(cluster: Any, ns: str, name: str) -> dict[str, str]:
@@ -154,8 +106,10 @@ async def test_a_worker_oomkilled_once_is_restarted_and_the_job_succeeds(
     full_cluster: Any, full_namespace: str, operator: MPIJobController
 ) -> None:
     ns, name = full_namespace, "oom-once"
-    await _apply(full_cluster, ns, _oom_job(name, first_run_only=True, clean_pod_policy="Running"))
-    await _wait_condition(full_cluster, ns, name, "Created", within=30)
+    await apply_job(
+        full_cluster, ns, oom_job(name, first_run_only=True, clean_pod_policy="Running")
+    )
+    await wait_condition(full_cluster, ns, name, "Created", within=30)
 
     async def children_made() -> bool:
         try:
@@ -166,7 +120,7 @@ async def test_a_worker_oomkilled_once_is_restarted_and_the_job_succeeds(
 
     await eventually(children_made, within=30, interval=0.3, what="service, config, secret")
     before = await _uids(full_cluster, ns, name)
-    await _wait_condition(full_cluster, ns, name, "Succeeded", within=120)
+    await wait_condition(full_cluster, ns, name, "Succeeded", within=120)
     job = await kubectl_json(full_cluster, "get", "mpijob", name, "-n", ns)
     status = job["status"]
     assert status["restartCount"] == 1
@@ -178,7 +132,7 @@ async def test_a_worker_oomkilled_once_is_restarted_and_the_job_succeeds(
     assert await _uids(full_cluster, ns, name) == before
     launcher = await kubectl_json(full_cluster, "get", "job", f"{name}-launcher", "-n", ns)
     assert launcher["metadata"]["labels"]["training.kubeflow.org/restart-attempt"] == "1"
-    restarts = [e for e in await _events(full_cluster, ns, name) if e[1] == "MPIJobRestarting"]
+    restarts = [e for e in await job_events(full_cluster, ns, name) if e[1] == "MPIJobRestarting"]
     assert len(restarts) == 1 and restarts[0][0] == "Warning"
     message = restarts[0][2]
     assert message.startswith("restart 1 of 2 (rule oom): ")
@@ -196,21 +150,21 @@ async def test_a_worker_oomkilled_every_run_fails_the_job_after_max_restarts(
     full_cluster: Any, full_namespace: str, operator: MPIJobController
 ) -> None:
     ns, name = full_namespace, "oom-always"
-    await _apply(full_cluster, ns, _oom_job(name, first_run_only=False, clean_pod_policy="All"))
-    failed = await _wait_condition(full_cluster, ns, name, "Failed", within=180)
+    await apply_job(full_cluster, ns, oom_job(name, first_run_only=False, clean_pod_policy="All"))
+    failed = await wait_condition(full_cluster, ns, name, "Failed", within=180)
     seen_failed = time.monotonic()
     assert failed["reason"] == "ReachedMaxRestarts"
     assert failed["message"].startswith("reached maxRestarts 2 (rule oom): ")
     assert OOM.fullmatch(failed["message"].removeprefix("reached maxRestarts 2 (rule oom): "))
 
     async def no_pods() -> bool:
-        return await _pods(full_cluster, ns, name) == []
+        return await job_pods(full_cluster, ns, name) == []
 
     await eventually(no_pods, within=30, interval=0.2, what="every pod gone")
     assert time.monotonic() - seen_failed <= 5.0
     job = await kubectl_json(full_cluster, "get", "mpijob", name, "-n", ns)
     assert job["status"]["restartCount"] == 2
-    events = await _events(full_cluster, ns, name)
+    events = await job_events(full_cluster, ns, name)
     restarts = sorted(e[2][:16] for e in events if e[1] == "MPIJobRestarting")
     assert restarts == ["restart 1 of 2 (", "restart 2 of 2 ("]
     assert ("Warning", "ReachedMaxRestarts", failed["message"]) in events
@@ -234,8 +188,8 @@ async def test_a_fail_job_rule_stops_the_launcher_at_once(
             }
         ]
     }
-    await _apply(full_cluster, ns, job)
-    failed = await _wait_condition(full_cluster, ns, name, "Failed", within=60)
+    await apply_job(full_cluster, ns, job)
+    failed = await wait_condition(full_cluster, ns, name, "Failed", within=60)
     seen_failed = time.monotonic()
     assert failed["reason"] == "PodFailurePolicy"
     assert re.fullmatch(
@@ -245,12 +199,12 @@ async def test_a_fail_job_rule_stops_the_launcher_at_once(
     )
 
     async def nothing_runs() -> bool:
-        pods = await _pods(full_cluster, ns, name)
+        pods = await job_pods(full_cluster, ns, name)
         return not any(p["status"].get("phase") in ("Pending", "Running") for p in pods)
 
     await eventually(nothing_runs, within=30, interval=0.2, what="no launcher or worker running")
     assert time.monotonic() - seen_failed <= 5.0
-    assert ("Warning", "PodFailurePolicy", failed["message"]) in await _events(
+    assert ("Warning", "PodFailurePolicy", failed["message"]) in await job_events(
         full_cluster, ns, name
     )
 
@@ -260,8 +214,8 @@ async def test_a_failed_launcher_is_named_without_changing_the_reference_events(
 ) -> None:
     """No failure policy: the reference's Failed condition and events, plus lastFailure."""
     ns, name = full_namespace, "broken"
-    await _apply(full_cluster, ns, pi_mpijob(name, launcher_exit=3))
-    failed = await _wait_condition(full_cluster, ns, name, "Failed", within=60)
+    await apply_job(full_cluster, ns, pi_mpijob(name, launcher_exit=3))
+    failed = await wait_condition(full_cluster, ns, name, "Failed", within=60)
     assert failed["reason"].startswith("BackoffLimitExceeded")
     job = await kubectl_json(full_cluster, "get", "mpijob", name, "-n", ns)
     failure = job["status"]["lastFailure"]
@@ -274,7 +228,7 @@ async def test_a_failed_launcher_is_named_without_changing_the_reference_events(
         "launcher",
         3,
     )
-    reasons = {e[1] for e in await _events(full_cluster, ns, name)}
+    reasons = {e[1] for e in await job_events(full_cluster, ns, name)}
     assert {"MPIJobCreated", failed["reason"]} <= reasons
     assert reasons <= {"MPIJobCreated", "MPIJobRunning", failed["reason"]}
     rows = await asyncio.to_thread(
@@ -298,10 +252,10 @@ async def test_ttl_policy_mpijob_deletes_the_finished_mpijob_and_its_children(
     )
     kept = pi_mpijob("kept", launcher_exit=0, complete_after="2s")
     kept["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 3
-    await _apply(full_cluster, ns, deleted)
-    await _apply(full_cluster, ns, kept)
-    await _wait_condition(full_cluster, ns, "short-lived", "Succeeded", within=60)
-    await _wait_condition(full_cluster, ns, "kept", "Succeeded", within=60)
+    await apply_job(full_cluster, ns, deleted)
+    await apply_job(full_cluster, ns, kept)
+    await wait_condition(full_cluster, ns, "short-lived", "Succeeded", within=60)
+    await wait_condition(full_cluster, ns, "kept", "Succeeded", within=60)
 
     await eventually(
         lambda: _gone(full_cluster, ns, "mpijob", "short-lived"),
@@ -327,11 +281,6 @@ async def test_ttl_policy_mpijob_deletes_the_finished_mpijob_and_its_children(
     assert job["metadata"]["name"] == "kept"
 
 
-async def _patch_suspend(cluster: Any, ns: str, name: str, suspend: bool) -> None:
-    body = '{"spec": {"runPolicy": {"suspend": %s}}}' % ("true" if suspend else "false")
-    await kubectl(cluster, "patch", "mpijob", name, "-n", ns, "--type=merge", "-p", body)
-
-
 async def test_a_resumed_launcher_waits_for_its_workers_to_be_ready(
     full_cluster: Any, full_namespace: str, operator: MPIJobController
 ) -> None:
@@ -345,18 +294,18 @@ async def test_a_resumed_launcher_waits_for_its_workers_to_be_ready(
     job = pi_mpijob(
         name, launcher_exit=None, creation_policy="WaitForWorkersReady", worker_template=worker
     )
-    await _apply(full_cluster, ns, job)
-    await _wait_condition(full_cluster, ns, name, "Running", within=60)
-    await _patch_suspend(full_cluster, ns, name, True)
-    await _wait_condition(full_cluster, ns, name, "Suspended", within=30)
+    await apply_job(full_cluster, ns, job)
+    await wait_condition(full_cluster, ns, name, "Running", within=60)
+    await patch_suspend(full_cluster, ns, name, True)
+    await wait_condition(full_cluster, ns, name, "Suspended", within=30)
 
     async def all_pods_gone() -> bool:
-        return await _pods(full_cluster, ns, name) == []
+        return await job_pods(full_cluster, ns, name) == []
 
     await eventually(all_pods_gone, within=30, interval=0.3, what="suspended: no pods")
-    await _patch_suspend(full_cluster, ns, name, False)
-    await _wait_condition(full_cluster, ns, name, "Running", within=60)
-    pods = await _pods(full_cluster, ns, name)
+    await patch_suspend(full_cluster, ns, name, False)
+    await wait_condition(full_cluster, ns, name, "Running", within=60)
+    pods = await job_pods(full_cluster, ns, name)
     role = "training.kubeflow.org/job-role"
     (launcher,) = [p for p in pods if p["metadata"]["labels"].get(role) == "launcher"]
     workers = [p for p in pods if p["metadata"]["labels"].get(role) == "worker"]
@@ -381,19 +330,19 @@ async def test_workers_not_ready_in_time_fail_the_job_naming_them(
     }
     job = pi_mpijob(name, launcher_exit=None, worker_template=worker)
     job["spec"]["runPolicy"]["workersReadyTimeoutSeconds"] = 3
-    await _apply(full_cluster, ns, job)
-    failed = await _wait_condition(full_cluster, ns, name, "Failed", within=30)
+    await apply_job(full_cluster, ns, job)
+    failed = await wait_condition(full_cluster, ns, name, "Failed", within=30)
     seen_failed = time.monotonic()
     assert failed["reason"] == "WorkersNotReady"
     assert failed["message"] == (
         f"2/2 workers were not Ready within 3s: {name}-worker-0, {name}-worker-1"
     )
-    assert ("Warning", "WorkersNotReady", failed["message"]) in await _events(
+    assert ("Warning", "WorkersNotReady", failed["message"]) in await job_events(
         full_cluster, ns, name
     )
 
     async def nothing_runs() -> bool:
-        pods = await _pods(full_cluster, ns, name)
+        pods = await job_pods(full_cluster, ns, name)
         return not any(p["status"].get("phase") in ("Pending", "Running") for p in pods)
 
     await eventually(nothing_runs, within=30, interval=0.2, what="no launcher or worker left")

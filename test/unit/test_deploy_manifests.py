@@ -172,3 +172,48 @@ def test_aggregated_user_roles() -> None:
     assert edit["metadata"]["labels"].items() >= selector.items()
     assert ("kubeflow.org", "mpijobs", "create") in _grants(edit["rules"])
     assert {v for _, _, v in _grants(view["rules"])} == {"get", "list", "watch"}
+
+
+def test_base_names_the_image_for_kustomize() -> None:
+    kustomization = yaml.safe_load((ROOT / "manifests/base/kustomization.yaml").read_text())
+    assert kustomization["images"] == [
+        {"name": "mpi-operator-python", "newTag": mpi_operator.__version__}
+    ]
+
+
+def test_t9k_component_rules() -> None:
+    """The rules the T9k controller's API calls need, added to the operator's role."""
+    ops = yaml.safe_load((ROOT / "manifests/components/t9k/rbac-rules.yaml").read_text())
+    assert {(op["op"], op["path"]) for op in ops} == {("add", "/rules/-")}
+    assert _grants([op["value"] for op in ops]) == {
+        ("batch.tensorstack.dev", "mpijobs", "list"),
+        ("batch.tensorstack.dev", "mpijobs", "watch"),
+        ("batch.tensorstack.dev", "mpijobs/status", "update"),
+        ("batch.tensorstack.dev", "mpijobs/finalizers", "update"),
+        ("scheduler.tensorstack.dev", "podgroups", "get"),
+        ("scheduler.tensorstack.dev", "podgroups", "create"),
+        ("scheduler.tensorstack.dev", "podgroups", "update"),
+        ("scheduler.tensorstack.dev", "podgroups", "patch"),
+    }
+    component = yaml.safe_load((ROOT / "manifests/components/t9k/kustomization.yaml").read_text())
+    assert {(p["target"]["kind"], p["target"]["name"]) for p in component["patches"]} == {
+        ("ClusterRole", "mpi-operator"),
+        ("Role", "mpi-operator"),
+    }
+
+
+def test_monitoring_component_selects_the_operator_pods() -> None:
+    deployment = _one(_docs(DEPLOY), "Deployment", "mpi-operator")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    metrics_port = next(p for p in container["ports"] if p["name"] == "metrics")
+    component = ROOT / "manifests/components/monitoring"
+    service = _one(_docs(component / "service.yaml"), "Service", "mpi-operator-metrics")
+    assert service["spec"]["selector"] == pod_labels
+    (port,) = service["spec"]["ports"]
+    assert port["targetPort"] == "metrics" and port["port"] == metrics_port["containerPort"]
+    monitor = _one(_docs(component / "pod-monitor.yaml"), "PodMonitor", "mpi-operator")
+    assert monitor["spec"]["selector"]["matchLabels"] == pod_labels
+    assert monitor["spec"]["podMetricsEndpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "30s"}
+    ]

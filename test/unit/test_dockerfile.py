@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import importlib.metadata
 import json
+import re
 import shlex
 import tomllib
 from pathlib import Path
@@ -42,7 +43,8 @@ def _stages(instructions: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     for ins in instructions:
         if ins[0] == "FROM":
             stages.append([])
-        stages[-1].append(ins)
+        if stages:  # an ARG before the first FROM belongs to no stage
+            stages[-1].append(ins)
     return stages
 
 
@@ -82,21 +84,65 @@ def test_runtime_stage_runs_as_a_non_root_user() -> None:
     )
 
 
+def _base_image() -> str:
+    args = [a for w, a in _instructions(DOCKERFILE) if w == "ARG" and a.startswith("PYTHON_IMAGE=")]
+    assert len(args) == 1
+    return args[0].partition("=")[2]
+
+
 def test_multi_stage_wheel_build_on_slim_python() -> None:
     stages = _stages(_instructions(DOCKERFILE))
     assert len(stages) == 2
     builder, runtime = stages
-    assert builder[0][1].split()[0] == "python:3.11-slim"
+    assert _base_image() == "python:3.11-slim"
+    assert builder[0][1].split()[0] == "${PYTHON_IMAGE}"
     alias = builder[0][1].split()[-1]
-    assert runtime[0][1] == "python:3.11-slim"
-    assert any("--wheel" in args or "pip wheel" in args for w, args in builder if w == "RUN")
+    assert runtime[0][1] == "${PYTHON_IMAGE}"
+    assert any("pip wheel" in args for w, args in builder if w == "RUN")
     copies = [shlex.split(args) for w, args in runtime if w == "COPY"]
     assert any(f"--from={alias}" in c for c in copies), "the runtime copies the built wheels"
-    # The source tree itself never reaches the runtime stage.
-    assert all(any(a.startswith("--from=") for a in c) for c in copies)
+    # Of the source tree, only the lockfile and the licence reach the runtime stage.
+    local = [c[-2] for c in copies if not any(a.startswith("--from=") for a in c)]
+    assert sorted(local) == ["LICENSE", "requirements.lock"]
 
 
-def test_build_context_holds_what_the_builder_copies() -> None:
+def _pip_installs(stage: list[tuple[str, str]]) -> list[list[str]]:
+    commands = []
+    for word, args in stage:
+        if word != "RUN":
+            continue
+        for part in re.split(r"&&|;", args):
+            argv = shlex.split(part)
+            if argv[:2] in (["pip", "install"], ["pip", "wheel"]):
+                commands.append(argv)
+    return commands
+
+
+def test_every_package_comes_from_a_lockfile_with_hashes() -> None:
+    """Nothing is resolved from the index at build time: each pip install is
+    --require-hashes from a lockfile, or the wheel itself with --no-deps."""
+    builder, runtime = _stages(_instructions(DOCKERFILE))
+    for stage, lock in ((builder, "requirements-build.lock"), (runtime, "/tmp/requirements.lock")):
+        installs = _pip_installs(stage)
+        assert installs
+        for argv in installs:
+            if "--require-hashes" in argv:
+                assert argv[argv.index("-r") + 1] == lock
+            else:
+                assert "--no-deps" in argv, argv
+    (wheel,) = [a for a in _pip_installs(runtime) if "--no-deps" in a]
+    assert wheel[-1] == "/wheels/mpi_operator-*.whl"
+    (build,) = [a for a in _pip_installs(builder) if a[1] == "wheel"]
+    assert {"--no-deps", "--no-build-isolation"} <= set(build)
+
+
+def test_license_is_in_the_image() -> None:
+    runtime = _stages(_instructions(DOCKERFILE))[-1]
+    copies = [shlex.split(args) for w, args in runtime if w == "COPY"]
+    assert ["LICENSE", "/usr/share/doc/mpi-operator/LICENSE"] in copies
+
+
+def test_build_context_holds_what_the_stages_copy() -> None:
     patterns = [
         line.strip()
         for line in (ROOT / ".dockerignore").read_text().splitlines()
@@ -112,9 +158,8 @@ def test_build_context_holds_what_the_builder_copies() -> None:
                 keep = negated
         return keep
 
-    builder = _stages(_instructions(DOCKERFILE))[0]
-    for word, args in builder:
-        if word != "COPY":
+    for word, args in _instructions(DOCKERFILE):
+        if word != "COPY" or "--from=" in args:
             continue
         sources = [a for a in shlex.split(args) if not a.startswith("--")][:-1]
         for src in sources:

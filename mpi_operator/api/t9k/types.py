@@ -79,20 +79,50 @@ class ConditionType(StrEnum):
 _Model = ApiModel
 
 
+def _doc(text: str) -> Any:
+    """An optional field with its description (the CRD's, for ``kubectl explain``)."""
+    return Field(default=None, description=text)
+
+
 class WorkerSpec(_Model):
-    replicas: int | None = None
-    extra_mpi_args: list[str] | None = Field(default=None, alias="extraMPIArgs")
-    cmd: list[str] | None = None
-    template: dict[str, Any] = Field(default_factory=dict)
+    """The worker pods and the MPI command the launcher runs on them."""
+
+    replicas: int | None = _doc("Number of worker pods, 1 to 100000. Defaults to 1.")
+    extra_mpi_args: list[str] | None = Field(
+        default=None,
+        alias="extraMPIArgs",
+        description="Extra arguments of mpirun, placed before cmd.",
+    )
+    cmd: list[str] | None = _doc(
+        "The command mpirun runs on every worker slot (the program and its arguments). Required."
+    )
+    template: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "Pod template of the workers (and of the launcher, which runs mpirun in its "
+            "first container); it must define at least one container."
+        ),
+    )
 
 
 class SSHConfig(_Model):
-    ssh_auth_mount_path: str | None = None
-    sshd_path: str | None = None
+    """Where the SSH keys and sshd are in the image."""
+
+    ssh_auth_mount_path: str | None = _doc(
+        "Absolute directory where the SSH keys are mounted. Defaults to /root/.ssh."
+    )
+    sshd_path: str | None = _doc(
+        "Absolute path of sshd in the workers' image. Defaults to /usr/sbin/sshd."
+    )
 
 
 class RunPolicy(_Model):
-    clean_up_workers: str | bool | None = None
+    """What happens to the pods once the job finished."""
+
+    clean_up_workers: str | bool | None = _doc(
+        "Worker pods deleted once the job finished: all, unfinished or none (any case), "
+        "or true (all) / false (none). Defaults to none."
+    )
 
     def clean_up_policy(self) -> str:
         """The normalised policy: ``all``, ``unfinished``, ``none`` (or the bad value)."""
@@ -105,30 +135,54 @@ class RunPolicy(_Model):
 
 
 class T9kScheduler(_Model):
-    queue: str | None = None
-    priority: int | None = None
+    """The T9k scheduler's queue and priority; the job gets a PodGroup of its own."""
+
+    queue: str | None = _doc("Queue of the T9k scheduler. Required.")
+    priority: int | None = _doc("Priority within the queue, 0 to 100. Defaults to 0.")
 
 
 class SchedulePolicy(_Model):
-    t9k_scheduler: T9kScheduler | None = Field(default=None, alias="t9kScheduler")
+    """The scheduler of the job's pods; unset: the default scheduler."""
+
+    t9k_scheduler: T9kScheduler | None = Field(
+        default=None,
+        alias="t9kScheduler",
+        description=(
+            "Schedule the pods with the T9k scheduler (a scheduler.tensorstack.dev PodGroup)."
+        ),
+    )
+
+
+_REPLICA_TYPE = "Replica type: launcher or worker; each at most once."
 
 
 class DebugReplicaSpec(_Model):
-    type: str
-    skip_init_container: bool | None = None
-    command: list[str] | None = None
+    """How the pods of one replica type start in debug mode."""
+
+    type: str = Field(description=_REPLICA_TYPE)
+    skip_init_container: bool | None = _doc(
+        "Start the launcher without waiting for the workers' sshd."
+    )
+    command: list[str] | None = _doc(
+        "Command of the pods' first container instead of their usual one "
+        "(default: the launcher runs sleep inf)."
+    )
 
 
 class ResumeSpec(_Model):
-    type: str
-    skip_init_container: bool | None = None
-    command: list[str] | None = None
-    args: list[str] | None = None
+    """How the pods of one replica type are recreated when the job resumes."""
+
+    type: str = Field(description=_REPLICA_TYPE)
+    skip_init_container: bool | None = _doc(
+        "Start the launcher without waiting for the workers' sshd."
+    )
+    command: list[str] | None = _doc("Command of the pods' first container on resume.")
+    args: list[str] | None = _doc("Arguments of the pods' first container on resume.")
 
 
 class _Switch(_Model):
-    enabled: bool | None = None
-    enable: bool | None = None
+    enabled: bool | None = _doc("Whether the mode is on.")
+    enable: bool | None = _doc("Whether the mode is on (another spelling of enabled).")
 
     @property
     def is_enabled(self) -> bool:
@@ -136,84 +190,130 @@ class _Switch(_Model):
 
 
 class DebugMode(_Switch):
-    replica_specs: list[DebugReplicaSpec] | None = None
+    """Debug mode: the pods come up and the launcher does not run mpirun."""
+
+    replica_specs: list[DebugReplicaSpec] | None = _doc(
+        "How each replica type starts in debug mode."
+    )
 
     def spec_for(self, replica_type: str) -> DebugReplicaSpec | None:
         return next((s for s in self.replica_specs or [] if s.type == replica_type), None)
 
 
 class PauseMode(_Switch):
-    resume_specs: list[ResumeSpec] | None = None
+    """Pause mode: the pods are deleted (the Secret, Service and ConfigMap stay) and
+    recreated when it is switched off."""
+
+    resume_specs: list[ResumeSpec] | None = _doc("How each replica type is recreated on resume.")
 
     def spec_for(self, replica_type: str) -> ResumeSpec | None:
         return next((s for s in self.resume_specs or [] if s.type == replica_type), None)
 
 
 class RunMode(_Model):
-    debug: DebugMode | None = None
-    pause: PauseMode | None = None
+    """Debug or pause the job instead of running it."""
+
+    debug: DebugMode | None = _doc("Bring the pods up without running the MPI program.")
+    pause: PauseMode | None = _doc("Delete the pods until pause is switched off.")
 
 
 class MPIJobSpec(_Model):
-    worker: WorkerSpec | None = None
-    mca: dict[str, str] | None = None
-    mpi_home: str | None = None
-    ssh: SSHConfig = Field(default_factory=SSHConfig)
-    run_policy: RunPolicy = Field(default_factory=RunPolicy)
-    scheduler: SchedulePolicy | None = None
-    run_mode: RunMode | None = None
+    """Desired state of the T9k MPIJob."""
+
+    worker: WorkerSpec | None = _doc("The workers and the MPI command. Required.")
+    mca: dict[str, str] | None = _doc("Open MPI MCA parameters, passed as --mca key value.")
+    mpi_home: str | None = _doc(
+        "Directory of the MPI installation in the image: mpirun is <mpiHome>/bin/mpirun, "
+        "run with --prefix <mpiHome>. Unset: mpirun from PATH."
+    )
+    ssh: SSHConfig = Field(
+        default_factory=SSHConfig, description="Where the SSH keys and sshd are in the image."
+    )
+    run_policy: RunPolicy = Field(
+        default_factory=RunPolicy, description="What happens to the pods once the job finished."
+    )
+    scheduler: SchedulePolicy | None = _doc("The scheduler of the job's pods.")
+    run_mode: RunMode | None = _doc("Debug or pause the job instead of running it.")
 
 
 class JobCondition(_Model):
-    type: str
-    status: str
-    reason: str | None = None
-    message: str | None = None
-    last_transition_time: str | None = None
+    """One condition of the job."""
+
+    type: str = Field(
+        description=(
+            "Initialized, Running, ReplicaFailure, Completed, Failed, Paused or Debugging."
+        )
+    )
+    status: str = Field(description="True, False or Unknown.")
+    reason: str | None = _doc("Machine-readable reason of the last transition.")
+    message: str | None = _doc("Human-readable details of the last transition.")
+    last_transition_time: str | None = _doc("When the condition last changed status.")
 
 
 class Aggregate(_Model):
-    creating: int = 0
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    unknown: int = 0
-    deleted: int = 0
+    """Pod counts of the job, by phase."""
+
+    creating: int = Field(default=0, description="Pods being created.")
+    pending: int = Field(default=0, description="Pending pods.")
+    running: int = Field(default=0, description="Running pods.")
+    succeeded: int = Field(default=0, description="Pods that succeeded.")
+    failed: int = Field(default=0, description="Pods that failed.")
+    unknown: int = Field(default=0, description="Pods in an unknown phase.")
+    deleted: int = Field(default=0, description="Pods deleted.")
 
 
 class ContainerStatus(_Model):
-    name: str | None = None
-    container_phase: str
-    exit_code: int | None = None
+    """One container of a pod."""
+
+    name: str | None = _doc("Name of the container.")
+    container_phase: str = Field(description="Waiting, Running or Terminated.")
+    exit_code: int | None = _doc("Exit code, once terminated.")
 
 
 class ReplicaStatus(_Model):
-    name: str
-    uid: str
-    phase: str
-    containers: list[ContainerStatus] = Field(default_factory=list)
+    """One pod of a task."""
+
+    name: str = Field(description="Name of the pod.")
+    uid: str = Field(description="UID of the pod.")
+    phase: str = Field(description="Phase of the pod.")
+    containers: list[ContainerStatus] = Field(
+        default_factory=list, description="The pod's containers."
+    )
 
 
 class Task(_Model):
-    replica_type: str
-    replica_index: int
-    replicas: list[ReplicaStatus] = Field(default_factory=list)
+    """The pods of one replica: the launcher or one worker."""
+
+    replica_type: str = Field(description="launcher or worker.")
+    replica_index: int = Field(description="Index of the replica (the worker's number).")
+    replicas: list[ReplicaStatus] = Field(default_factory=list, description="The replica's pods.")
 
 
 class MPIJobStatus(_Model):
-    phase: str | None = None
-    conditions: list[JobCondition] | None = None
-    aggregate: Aggregate | None = None
-    tasks: list[Task] | None = None
+    """Observed state of the T9k MPIJob, written by the operator."""
+
+    phase: str | None = _doc(
+        "Pending, Running, Debugging, Paused, Resuming, Succeeded, Failed or Unknown."
+    )
+    conditions: list[JobCondition] | None = _doc("Conditions of the job.")
+    aggregate: Aggregate | None = _doc("Pod counts of the job, by phase.")
+    tasks: list[Task] | None = _doc("Every replica's pods and containers.")
 
 
 class MPIJob(ApiObject):
-    api_version: str | None = API_VERSION
-    kind: str | None = KIND
+    """T9k MPIJob: worker pods and a launcher pod that runs mpirun on them."""
+
+    api_version: str | None = Field(
+        default=API_VERSION, description="Versioned schema of this object, " + API_VERSION + "."
+    )
+    kind: str | None = Field(
+        default=KIND, description="The REST resource this object represents, MPIJob."
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
-    spec: MPIJobSpec = Field(default_factory=MPIJobSpec)
-    status: MPIJobStatus | None = None
+    spec: MPIJobSpec = Field(
+        default_factory=MPIJobSpec, description="Desired state of the T9k MPIJob."
+    )
+    status: MPIJobStatus | None = _doc("Observed state of the T9k MPIJob, written by the operator.")
 
     @property
     def worker(self) -> WorkerSpec:

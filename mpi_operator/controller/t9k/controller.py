@@ -26,6 +26,7 @@ from mpi_operator.client import (
 )
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.pod_cache import slim_pod
 from mpi_operator.controller.queue_controller import QueueController
 from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.t9k.context import (
@@ -87,7 +88,7 @@ class T9kMPIJobController(QueueController):
         f = self.factory
         self.informers: dict[str, SharedInformer] = {
             "mpijobs": f.informer_for(T9K_MPIJOBS),
-            "pods": f.informer_for(PODS, label_selector=T9K_OPERATOR_SELECTOR),
+            "pods": f.informer_for(PODS, label_selector=T9K_OPERATOR_SELECTOR, transform=slim_pod),
             "services": f.informer_for(SERVICES, label_selector=T9K_OPERATOR_SELECTOR),
             "configmaps": f.informer_for(CONFIGMAPS, label_selector=T9K_OPERATOR_SELECTOR),
             "secrets": f.informer_for(SECRETS, label_selector=T9K_OPERATOR_SELECTOR),

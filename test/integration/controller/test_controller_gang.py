@@ -7,7 +7,7 @@ import uuid
 from controller_harness import Cluster, StartOperator, mpijob
 
 from devcluster.polling import eventually
-from mpi_operator.builders.podgroup import GangScheduling
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.client.kubeapi import (
     POD_GROUPS_SCHEDULER_PLUGINS,
     POD_GROUPS_VOLCANO,

@@ -68,3 +68,9 @@ def test_the_command_fails_when_a_ratio_is_not_reproduced(
     assert main([str(first), str(same)]) == 0
     assert main([str(first), str(other)]) == 1
     assert "**NO**" in capsys.readouterr().out
+
+
+def test_a_second_median_inside_the_first_interval_is_reproduced() -> None:
+    first = Row("c", "fanout", "cpu_s", "ratio_ours_reference", 1.0, 1.35, (0.8, 1.4))
+    assert first.reproduced() is True  # 35% away, but inside the interval
+    assert Row("c", "fanout", "cpu_s", "r", 1.0, 1.05, (0.9, 1.02)).reproduced() is False

@@ -20,7 +20,7 @@ from bench.sidebyside.machine import (
     total_cpu_seconds,
     write_latency_ms,
 )
-from bench.sidebyside.report import summarize
+from bench.sidebyside.summary import summarize
 
 
 def event(verb: str, received: str, completed: str | None) -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.sidebyside.report import busiest_first, targets
-from bench.sidebyside.runner import PRESETS, SHIPPED, preset
+from bench.sidebyside.runner import PRESETS, preset, running_order
+from bench.sidebyside.summary import busiest_first, targets
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -28,20 +28,29 @@ def test_unthrottled_fanout_runs_500_workers_where_the_limiter_never_binds() -> 
     assert sizes.raw_ceiling
 
 
-def test_full_preset_is_the_issue_sizes() -> None:
+def test_full_preset_compares_at_equal_qps_with_500_and_2000_worker_fanouts() -> None:
     sizes = preset("full")
-    assert sizes.reps == 3
-    assert sizes.fanout_reps == 5
+    assert sizes.reps == 3 and sizes.fanout_repetitions == 3
     assert sizes.unrelated_pods == 5000
-    assert [c.name for c in sizes.configs] == ["equal-100-200", SHIPPED.name, "equal-1000-2000"]
-    assert set(sizes.fanout_workers.values()) == {500}
-    assert sizes.throughput_jobs == {"equal-100-200": 200, SHIPPED.name: 200}
+    assert all(c.pass_flags and (c.qps, c.burst) == (100, 200) for c in sizes.configs)
+    assert sorted(sizes.fanout_workers.values()) == [500, 2000]
+    assert sum(sizes.throughput_jobs.values()) == 100
+    assert sizes.reference_scenarios == ("fanout", "throughput")
 
 
-def test_full_preset_ends_with_the_unthrottled_fanout() -> None:
-    full, alone = preset("full"), preset("fanout-unthrottled")
-    assert full.configs[-1] == alone.configs[0]
-    assert full.fanout_workers[alone.configs[0].name] == alone.fanout_workers[alone.configs[0].name]
+def test_scale_preset_is_ten_times_the_size_with_the_reference_on_the_fanout_only() -> None:
+    sizes = preset("scale")
+    assert sizes.fanout_workers == {"equal-100-200": 5000}
+    assert sizes.throughput_jobs == {"equal-100-200": 1000}
+    assert sizes.unrelated_pods == 50000
+    assert sizes.reference_scenarios == ("fanout",)
+    assert sizes.nodes * 250 >= 5000 + 1
+
+
+@pytest.mark.parametrize(("rep", "first"), [(0, "ours"), (1, "reference"), (2, "ours")])
+def test_repetitions_alternate_which_operator_runs_first(rep: int, first: str) -> None:
+    order = running_order(rep)
+    assert order[0] == first and sorted(order) == ["ours", "reference"]
 
 
 def test_unknown_preset_is_refused() -> None:
@@ -51,12 +60,19 @@ def test_unknown_preset_is_refused() -> None:
 
 def test_a_fanout_only_run_has_only_fanout_targets() -> None:
     created = {"ratio_ours_reference": 0.4, "ratio_ours_raw": 1.1}
-    summary = {"equal-1000-2000": {"fanout": {"all_pods_created_s": created}}}
+    cpu = {"ratio_ours_reference": 1.3}
+    summary = {"equal-100-200": {"fanout": {"all_pods_created_s": created, "cpu_s": cpu}}}
     rows = targets(summary)
     assert [(r["target"], r["met"]) for r in rows] == [
-        ("fan-out all pods created, ours/reference <= 0.7", True),
-        ("fan-out all pods created, ours/raw ceiling <= 1.5", True),
+        ("fan-out CPU seconds, ours/reference <= 1.0", False),
+        ("fan-out all pods created, ours/raw <= 1.2", True),
     ]
+
+
+def test_latency_targets_also_bound_the_interval_upper_end() -> None:
+    p50 = {"ratio_ours_reference": 0.6, "ratio_ours_reference_ci90": [0.5, 1.1]}
+    rows = targets({"equal-100-200": {"throughput": {"create_to_pods_ready_p50_s": p50}}})
+    assert [(r["value"], r["met"]) for r in rows] == [(0.6, True), (1.1, False)]
 
 
 def test_api_breakdown_is_ordered_busiest_first_then_by_name() -> None:

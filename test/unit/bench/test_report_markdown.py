@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bench.sidebyside.formatting import format_markdown
-from bench.sidebyside.report import summarize
+from bench.sidebyside.summary import summarize
 
 
 def _fanout_only_result() -> dict[str, Any]:
@@ -43,9 +43,7 @@ def test_links_only_the_charts_drawn(charts: tuple[Path, ...], links: list[str])
     md = format_markdown(_fanout_only_result(), charts)
     assert [line for line in md.splitlines() if line.startswith("![")] == links
     assert ("Charts:" in md) == bool(links)
-    assert (
-        "| fan-out all pods created, ours/reference <= 0.7 | equal-1000-2000 | 0.30 | yes |" in md
-    )
+    assert "**0.30** [0.30-0.30]" in md
 
 
 def _throughput_record(who: str, rep: int, never_running: int, p50: float | None) -> Any:

@@ -30,7 +30,7 @@ def sizes_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Sizes]:
 @pytest.mark.parametrize(
     ("args", "reps", "fanout_reps"),
     [
-        ([], 3, 5),
+        ([], 3, None),
         (["--reps", "2"], 2, None),
         (["--fanout-reps", "7"], 3, 7),
         (["--reps", "1", "--fanout-reps", "4"], 1, 4),

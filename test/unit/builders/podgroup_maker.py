@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.builders.podgroup import (
-    GangScheduling,
-)
 
 Obj = dict[str, Any]
 

@@ -17,10 +17,9 @@ from podgroup_maker import (
     volcano_pg,
 )
 
+from mpi_operator.api.scheduling import GangKind, GangScheduling
 from mpi_operator.api.v2beta1 import MPIJob
 from mpi_operator.builders.podgroup import (
-    GangKind,
-    GangScheduling,
     calculate_min_available,
     calculate_priority_class_name,
     decorate_pod_template,

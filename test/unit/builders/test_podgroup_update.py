@@ -15,8 +15,8 @@ from podgroup_maker import (
     volcano_pg,
 )
 
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.builders.podgroup import (
-    GangScheduling,
     new_pod_group,
     pod_group_specs_equal,
     updated_pod_group,

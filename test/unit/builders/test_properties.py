@@ -8,10 +8,11 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1 import MPIJob, set_defaults, validate
 from mpi_operator.builders.config import new_config_map
 from mpi_operator.builders.launcher import new_launcher_job
-from mpi_operator.builders.podgroup import GangScheduling, new_pod_group
+from mpi_operator.builders.podgroup import new_pod_group
 from mpi_operator.builders.service import new_job_service
 from mpi_operator.builders.worker import new_worker, worker_replicas
 

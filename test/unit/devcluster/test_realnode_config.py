@@ -88,3 +88,30 @@ def test_on_real_node_steers_every_pod_and_drops_cpu_only() -> None:
     assert worker["resources"] == {"limits": {"memory": "1Gi"}, "requests": {}}
     t9k = on_real_node({"spec": {"worker": {"template": {"spec": {"containers": []}}}}})
     assert t9k["spec"]["worker"]["template"]["spec"]["nodeSelector"] == {"type": "real"}
+
+
+def test_kube_proxy_in_iptables_mode_on_the_node_without_conntrack_sysctls() -> None:
+    node = cfg.NodeLayout.for_cluster(Path("/tmp/some-cluster"), (1, 2, 3, 4, 5))
+    conf = cfg.kube_proxy_config(node, Path("/kubeconfig"))
+    assert (conf["mode"], conf["hostnameOverride"]) == ("iptables", cfg.REAL_NODE_NAME)
+    assert (conf["clusterCIDR"], conf["detectLocalMode"]) == (node.subnet, "ClusterCIDR")
+    assert conf["healthzBindAddress"] == "127.0.0.1:4"
+    assert conf["metricsBindAddress"] == "127.0.0.1:5"
+    assert conf["nodePortAddresses"] == [f"{node.gateway}/32"]
+    assert conf["iptables"]["localhostNodePorts"] is False
+    assert conf["conntrack"]["maxPerCore"] == 0
+
+
+def test_the_api_server_is_advertised_to_pods_only_in_the_real_shape(tmp_path: Path) -> None:
+    from devcluster.pki import Pki
+
+    layout = components.Layout(
+        tmp_path, Pki(tmp_path), tmp_path / "kc", {"etcd": 2, "kube-apiserver": 3}
+    )
+    args = {"full": True, "watch_cache": True, "admission_plugins": [], "extra": []}
+    plain = components.apiserver_args(Path("a"), layout, **args)  # type: ignore[arg-type]
+    gateway = cfg.NodeLayout.for_cluster(tmp_path, (0, 0, 0)).gateway
+    real = components.apiserver_args(Path("a"), layout, pod_reachable_at=gateway, **args)  # type: ignore[arg-type]
+    assert {"--bind-address=127.0.0.1", "--endpoint-reconciler-type=none"} <= set(plain)
+    assert {"--bind-address=0.0.0.0", f"--advertise-address={gateway}"} <= set(real)
+    assert "--endpoint-reconciler-type=lease" in real

@@ -6,9 +6,10 @@ import dataclasses
 
 import pytest
 
-from mpi_operator.builders.podgroup import GangKind
+from mpi_operator.api.scheduling import GangKind
 from mpi_operator.cmd import main
-from mpi_operator.server.options import ServerOptions, go_style_argv, parse_args
+from mpi_operator.server.flags import go_style_argv
+from mpi_operator.server.options import ServerOptions, parse_args
 
 UPSTREAM_DEFAULTS = {
     "kubeconfig": "",

@@ -1,0 +1,77 @@
+"""Progress-only writes of a fanning-out job, spaced out.
+
+While thousands of workers start, each sync sees a few more Running: the hostfile's
+``discover_hosts.sh`` gains lines and ``status.replicaStatuses`` counts go up. Writing
+each of those (a sync per second) makes the writes per job grow with the worker count.
+A write that only reports such progress waits here, per job and kind: the first 15 s
+after the first progress seen, the next 15 s after that, then 30, 60, 60 ... s, so a
+fan-out costs one or two of them where it used to cost one a second. Anything else
+is written at once and starts the spacing over: a condition that changes (Running,
+Succeeded, Failed, Restarting ...), an event, the complete set of workers, a host
+that goes away. A deferred write is not lost: the sync asks to be run again when the
+wait is over.
+
+Ours only; the reference writes on every sync, and its 10/s event bucket spaces the
+syncs instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mpi_operator.client.clock import Clock
+
+FIRST_GAP = 15.0
+MAX_GAP = 60.0
+
+
+@dataclass
+class _Schedule:
+    next_at: float
+    gap: float
+
+
+class ProgressWrites:
+    def __init__(self, clock: Clock, first_gap: float = FIRST_GAP, max_gap: float = MAX_GAP):
+        self._clock = clock
+        self._first_gap = first_gap
+        self._max_gap = max_gap
+        self._schedules: dict[tuple[str, str], _Schedule] = {}
+
+    def due(self, kind: str, key: str) -> float:
+        """Seconds until a progress-only write of ``kind`` for ``key`` may go (0.0: now)."""
+        now = self._clock.monotonic()
+        schedule = self._schedules.get((kind, key))
+        if schedule is None:
+            # The first progress seen starts the clock: it is written ``first_gap`` later.
+            schedule = self._schedules[(kind, key)] = _Schedule(now + self._first_gap, 0.0)
+        return max(schedule.next_at - now, 0.0)
+
+    def wrote(self, kind: str, key: str) -> None:
+        """A progress-only write went: the next waits twice as long as the last did."""
+        now = self._clock.monotonic()
+        schedule = self._schedules.get((kind, key))
+        gap = self._first_gap if schedule is None or not schedule.gap else schedule.gap * 2
+        gap = min(gap, self._max_gap)
+        self._schedules[(kind, key)] = _Schedule(now + gap, gap)
+
+    def defer(
+        self, kind: str, key: str, requeue_after: Callable[[str, float], None] | None
+    ) -> bool:
+        """True when the write must wait: the key is queued again for when it may go.
+        Without a way to requeue (a bare syncer in tests), nothing is deferred."""
+        if requeue_after is None:
+            return False
+        wait = self.due(kind, key)
+        if wait <= 0.0:
+            return False
+        requeue_after(key, wait)
+        return True
+
+    def reset(self, key: str) -> None:
+        """A write that is not only progress went: the spacing starts over."""
+        for k in [k for k in self._schedules if k[1] == key]:
+            del self._schedules[k]
+
+    forget = reset

@@ -1,0 +1,46 @@
+"""Connecting to the API server: a kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``,
+and a context of it), else the pod's ServiceAccount in a cluster; and the namespace
+that goes with it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kubernetes.config as k8s_config
+from kubernetes import client as k8s
+
+from .errors import SDKError
+
+_SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _kubeconfig_namespace(config_file: str | None, context: str | None) -> str:
+    contexts, active = k8s_config.list_kube_config_contexts(config_file=config_file)
+    chosen: dict[str, Any] = active
+    if context:
+        chosen = next((c for c in contexts if c.get("name") == context), active)
+    return str((chosen.get("context") or {}).get("namespace") or "default")
+
+
+def connect(kubeconfig: str | Path | None, context: str | None) -> tuple[Any, str]:
+    """An ``ApiClient`` and the default namespace. A kubeconfig that was named (argument,
+    context or ``$KUBECONFIG``) must load; without one, the in-cluster config is tried."""
+    configuration = k8s.Configuration()
+    config_file = str(kubeconfig) if kubeconfig is not None else None
+    try:
+        k8s_config.load_kube_config(
+            config_file=config_file, context=context, client_configuration=configuration
+        )
+        namespace = _kubeconfig_namespace(config_file, context)
+    except (k8s_config.ConfigException, OSError) as kube_error:
+        if kubeconfig is not None or context is not None:
+            raise SDKError(f"cannot load kubeconfig {config_file or ''}: {kube_error}") from None
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except k8s_config.ConfigException as cluster_error:
+            raise SDKError(
+                f"no usable kubeconfig ({kube_error}) and not in a cluster ({cluster_error})"
+            ) from None
+        namespace = _SA_NAMESPACE.read_text().strip() if _SA_NAMESPACE.exists() else "default"
+    return k8s.ApiClient(configuration), namespace

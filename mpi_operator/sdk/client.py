@@ -1,0 +1,238 @@
+"""Synchronous clients of the two MPIJob kinds: create, get, list, wait, logs, delete.
+
+:class:`MPIJobClient` serves ``kubeflow.org/v2beta1`` MPIJobs and
+:class:`T9kMPIJobClient` ``batch.tensorstack.dev/v1beta1`` ones; both return the pydantic
+models of :mod:`mpi_operator.api`, so ``job.status`` is typed. They use the ``kubernetes``
+package's synchronous client; every error answer of the API server is raised as one of
+the typed errors of :mod:`mpi_operator.sdk.errors`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Generic, cast
+
+import yaml
+from kubernetes import client as k8s
+
+from mpi_operator.api import t9k, v2beta1
+from mpi_operator.api.object_model import ApiObject
+
+from . import logs as _logs
+from . import waiting
+from ._config import connect
+from ._errors import translated
+from .errors import NotFoundError, WaitTimeoutError
+from .kinds import KUBEFLOW, T9K, JobKind, JobT
+
+Progress = bool | Callable[[Any], None]
+
+
+class JobClient(Generic[JobT]):
+    """The operations on one MPIJob kind; use :class:`MPIJobClient` or
+    :class:`T9kMPIJobClient`."""
+
+    kind: JobKind[JobT]
+
+    def __init__(
+        self,
+        namespace: str | None = None,
+        *,
+        kubeconfig: str | Path | None = None,
+        context: str | None = None,
+        api_client: Any = None,
+    ) -> None:
+        """Connects with ``api_client`` (a ``kubernetes.client.ApiClient``) if given, else
+        with the kubeconfig (``kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``; its
+        ``context`` or the current one), else in cluster. ``namespace`` defaults to the
+        context's namespace (in cluster: the pod's), else ``default``."""
+        default_namespace = "default"
+        if api_client is None:
+            api_client, default_namespace = connect(kubeconfig, context)
+        self.api_client = api_client
+        self.namespace: str = namespace or default_namespace
+        self._custom = k8s.CustomObjectsApi(api_client)
+        self._core = k8s.CoreV1Api(api_client)
+
+    # -- create ------------------------------------------------------------------------
+
+    def create(
+        self, job: JobT | Mapping[str, Any], *, namespace: str | None = None, dry_run: bool = False
+    ) -> JobT:
+        """Creates the job (a model, or its wire form as a dict) in ``namespace``, else the
+        job's own ``metadata.namespace``, else the client's; returns it as created."""
+        body = self._body(job)
+        ns = namespace or body["metadata"].get("namespace") or self.namespace
+        body["metadata"]["namespace"] = ns
+        kind = self.kind
+        with translated():
+            created = self._custom.create_namespaced_custom_object(
+                kind.group, kind.version, ns, kind.plural, body, dry_run="All" if dry_run else None
+            )
+        return self._parse(created)
+
+    def create_from_yaml(
+        self, path: str | Path, *, namespace: str | None = None, dry_run: bool = False
+    ) -> JobT:
+        """Creates the one job of this kind that the YAML file holds."""
+        docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
+        if len(docs) != 1 or not isinstance(docs[0], dict):
+            raise ValueError(f"{path}: expected one {self.kind.kind} document, got {len(docs)}")
+        return self.create(docs[0], namespace=namespace, dry_run=dry_run)
+
+    def _body(self, job: JobT | Mapping[str, Any]) -> dict[str, Any]:
+        kind = self.kind
+        if isinstance(job, ApiObject):
+            if not isinstance(job, kind.model):
+                raise ValueError(
+                    f"{self.__class__.__name__} creates {kind.api_version} {kind.kind}, "
+                    f"not a {type(job).__module__}.{type(job).__name__}"
+                )
+            body = job.to_dict()
+        else:
+            body = dict(job)
+        given = (body.get("apiVersion"), body.get("kind"))
+        if given[0] not in (None, kind.api_version) or given[1] not in (None, kind.kind):
+            raise ValueError(
+                f"{self.__class__.__name__} creates {kind.api_version} {kind.kind}, "
+                f"not {given[0]} {given[1]}"
+            )
+        body["apiVersion"], body["kind"] = kind.api_version, kind.kind
+        body["metadata"] = dict(body.get("metadata") or {})
+        return body
+
+    def _parse(self, obj: Any) -> JobT:
+        return self.kind.model.from_dict(obj)
+
+    # -- read --------------------------------------------------------------------------
+
+    def get(self, name: str, namespace: str | None = None) -> JobT:
+        """The job as stored; :class:`NotFoundError` if there is none."""
+        kind = self.kind
+        with translated():
+            obj = self._custom.get_namespaced_custom_object(
+                kind.group, kind.version, namespace or self.namespace, kind.plural, name
+            )
+        return self._parse(obj)
+
+    def list(
+        self,
+        namespace: str | None = None,
+        *,
+        all_namespaces: bool = False,
+        label_selector: str | None = None,
+    ) -> list[JobT]:
+        """The jobs of ``namespace`` (else the client's), or of every namespace."""
+        kind = self.kind
+        with translated():
+            if all_namespaces:
+                result = self._custom.list_cluster_custom_object(
+                    kind.group, kind.version, kind.plural, label_selector=label_selector
+                )
+            else:
+                result = self._custom.list_namespaced_custom_object(
+                    kind.group,
+                    kind.version,
+                    namespace or self.namespace,
+                    kind.plural,
+                    label_selector=label_selector,
+                )
+        items: list[Any] = cast(dict[str, Any], result).get("items") or []
+        return [self._parse(item) for item in items]
+
+    # -- wait --------------------------------------------------------------------------
+
+    def wait(
+        self,
+        name: str,
+        condition: str = "Succeeded",
+        *,
+        namespace: str | None = None,
+        timeout: float = 600,
+        progress: Progress = False,
+    ) -> JobT:
+        """Waits until the job reaches ``condition`` (Kubeflow: a condition type that is
+        true, e.g. ``Running``, ``Succeeded``, ``Failed``; T9k: a phase or a true
+        condition) and returns it. Raises :class:`JobFailedError` if it fails meanwhile,
+        :class:`WaitTimeoutError` after ``timeout`` seconds, :class:`NotFoundError` if it
+        is (or gets) deleted. ``progress=True`` prints a line on each change of its
+        status (plain text, fine in a notebook); a callable gets each job version."""
+        return waiting.wait(self, name, condition, namespace or self.namespace, timeout, progress)
+
+    # -- logs --------------------------------------------------------------------------
+
+    def logs(
+        self,
+        name: str,
+        namespace: str | None = None,
+        *,
+        follow: bool = False,
+        container: str | None = None,
+        timeout: float = 300,
+    ) -> Iterator[str]:
+        """The lines of the launcher's log (its newest pod). With ``follow``, waits up to
+        ``timeout`` seconds for the launcher to start, then yields lines as they are
+        written until it ends; without, raises :class:`LogsUnavailableError` when it has
+        not started."""
+        return _logs.launcher_logs(
+            self, name, namespace or self.namespace, follow, container, timeout
+        )
+
+    # -- delete ------------------------------------------------------------------------
+
+    def delete(
+        self,
+        name: str,
+        namespace: str | None = None,
+        *,
+        wait: bool = False,
+        timeout: float = 120,
+        missing_ok: bool = False,
+    ) -> None:
+        """Deletes the job (its children follow, by the garbage collector). With ``wait``,
+        returns once it is gone. ``missing_ok``: no error if it does not exist."""
+        kind, ns = self.kind, namespace or self.namespace
+        try:
+            with translated():
+                self._custom.delete_namespaced_custom_object(
+                    kind.group, kind.version, ns, kind.plural, name
+                )
+        except NotFoundError:
+            if not missing_ok:
+                raise
+            return
+        deadline = time.monotonic() + timeout
+        while wait:
+            try:
+                job = self.get(name, ns)
+            except NotFoundError:
+                return
+            if time.monotonic() > deadline:
+                raise WaitTimeoutError(f"{kind.kind} {ns}/{name} still exists", job)
+            time.sleep(0.5)
+
+    # -- for the helpers ---------------------------------------------------------------
+
+    @property
+    def custom_objects(self) -> Any:
+        """The ``kubernetes.client.CustomObjectsApi`` this client uses."""
+        return self._custom
+
+    @property
+    def core(self) -> Any:
+        """The ``kubernetes.client.CoreV1Api`` this client uses."""
+        return self._core
+
+
+class MPIJobClient(JobClient[v2beta1.MPIJob]):
+    """Kubeflow MPIJobs (``kubeflow.org/v2beta1``)."""
+
+    kind = KUBEFLOW
+
+
+class T9kMPIJobClient(JobClient[t9k.MPIJob]):
+    """TensorStack T9k MPIJobs (``batch.tensorstack.dev/v1beta1``)."""
+
+    kind = T9K

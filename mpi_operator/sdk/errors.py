@@ -1,0 +1,148 @@
+"""Typed errors of the SDK: the API server's answers by kind, and the outcomes of a wait.
+
+Every error the SDK raises is an :class:`SDKError`. An answer of the API server that is
+not a success becomes an :class:`ApiError`, or one of its subclasses when its kind is one
+a caller acts on: :class:`NotFoundError` (404), :class:`AlreadyExistsError` (409
+``AlreadyExists``), :class:`ConflictError` (other 409s), :class:`ForbiddenError` (403)
+and :class:`InvalidError` (422, with the fields the API server named).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+class SDKError(Exception):
+    """Base of every error the SDK raises."""
+
+
+@dataclass(frozen=True)
+class FieldCause:
+    """One reason the API server gave for refusing an object (``details.causes[]``)."""
+
+    field: str
+    """The field's path, e.g. ``spec.mpiReplicaSpecs[Launcher].replicas``."""
+    message: str
+    reason: str = ""
+
+
+class ApiError(SDKError):
+    """The API server answered with an error status."""
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        *,
+        body: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
+        self.status = status
+        self.reason = reason
+        """The Status object's ``reason`` (``NotFound``, ``Invalid``...), else the HTTP reason."""
+        self.message = message
+        self.body = body or {}
+        """The Status object as the API server sent it (empty when it sent none)."""
+
+
+class NotFoundError(ApiError):
+    """404: the object (or its namespace, or its kind's CRD) does not exist."""
+
+
+class AlreadyExistsError(ApiError):
+    """409 AlreadyExists: an object of that name exists."""
+
+
+class ConflictError(ApiError):
+    """409 Conflict: the object changed since it was read."""
+
+
+class ForbiddenError(ApiError):
+    """403: RBAC (or an admission plugin) does not allow the request."""
+
+
+class InvalidError(ApiError):
+    """422: the object was refused; :attr:`causes` name the fields."""
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        *,
+        body: dict[str, Any] | None = None,
+        causes: list[FieldCause] | None = None,
+    ) -> None:
+        super().__init__(status, reason, message, body=body)
+        self.causes = causes or []
+
+    @property
+    def fields(self) -> list[str]:
+        """The paths of the refused fields, in the API server's order."""
+        return [c.field for c in self.causes if c.field]
+
+
+class WaitTimeoutError(SDKError, TimeoutError):
+    """The job did not reach the awaited condition in time; :attr:`job` is the last seen."""
+
+    def __init__(self, message: str, job: Any) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+class JobFailedError(SDKError):
+    """The job failed while another condition was awaited; :attr:`job` is the failed job."""
+
+    def __init__(self, message: str, job: Any) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+class LogsUnavailableError(SDKError):
+    """The launcher pod has no logs to give yet (not created, or never started)."""
+
+
+def _status_body(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    if not isinstance(raw, str) or not raw:
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return {"message": raw.strip()}
+    return body if isinstance(body, dict) else {}
+
+
+def _causes(body: dict[str, Any]) -> list[FieldCause]:
+    details = body.get("details") or {}
+    return [
+        FieldCause(
+            # The API server writes "<nil>" where no field applies (a CEL rule's note).
+            field=str(c.get("field") or "").replace("<nil>", ""),
+            message=str(c.get("message") or ""),
+            reason=str(c.get("reason") or ""),
+        )
+        for c in details.get("causes") or []
+        if isinstance(c, dict)
+    ]
+
+
+def from_api_exception(status: int, http_reason: str, raw_body: Any) -> ApiError:
+    """The typed error for an error answer (``kubernetes.client.ApiException``'s parts)."""
+    body = _status_body(raw_body)
+    reason = str(body.get("reason") or http_reason or "")
+    message = str(body.get("message") or http_reason or "")
+    if status == 404:
+        return NotFoundError(status, reason, message, body=body)
+    if status == 403:
+        return ForbiddenError(status, reason, message, body=body)
+    if status == 409:
+        kind = AlreadyExistsError if reason == "AlreadyExists" else ConflictError
+        return kind(status, reason, message, body=body)
+    if status == 422 or reason == "Invalid":
+        return InvalidError(status, reason, message, body=body, causes=_causes(body))
+    return ApiError(status, reason, message, body=body)

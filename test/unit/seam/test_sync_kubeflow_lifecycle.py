@@ -1,0 +1,215 @@
+"""The Kubeflow sync handler over a job's life, action by action: running, suspend and
+resume, completion with each cleanPodPolicy, and one status write per sync."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from seam_objects import MPIJobBuilder, PodBuilder, pod_status
+from sync_fixtures import SyncWorld, kubeflow_world
+
+STATUS = ("update", "mpijobs/status", "pi")
+LAUNCHER = "pi-launcher"
+
+
+def workers(n: int, verb: str) -> list[tuple[str, str, str]]:
+    return [(verb, "pods", f"pi-worker-{i}") for i in range(n)]
+
+
+async def running(builder: MPIJobBuilder, replicas: int = 2) -> SyncWorld:
+    """A job whose children exist, workers Ready and launcher pod running, Running
+    written: the steady state of a job at work."""
+    world = kubeflow_world(builder.workers(replicas).obj())
+    await world.converge()
+    for i in range(replicas):
+        world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
+    await world.converge()  # a launcher that waits for Ready workers comes now
+    launcher = world.cached("Job", LAUNCHER)
+    assert launcher is not None
+    world.change("Job", LAUNCHER, {"status": {"startTime": "2026-01-01T00:00:00Z", "active": 1}})
+    world.add(PodBuilder.of_job(launcher).running().obj())
+    await world.converge()
+    return world
+
+
+def suspend(world: SyncWorld, suspended: bool = True) -> None:
+    world.change("MPIJob", "pi", {"spec": {"runPolicy": {"suspend": suspended}}})
+
+
+def condition(world: SyncWorld, type_: str) -> tuple[str, str, str] | None:
+    return next((c for c in world.conditions() if c[0] == type_), None)
+
+
+async def test_a_job_whose_pods_all_run_is_written_running_once() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(2).obj())
+    await world.converge()
+    for i in range(2):
+        world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
+    launcher = world.cached("Job", LAUNCHER)
+    assert launcher is not None
+    world.add(PodBuilder.of_job(launcher).running().obj())
+    await world.sync()
+    # The hostfile script learns the running workers; then the one status write.
+    assert world.writes == [("update", "configmaps", "pi-config"), STATUS]
+    assert world.events == [("Normal", "MPIJobRunning")]
+    assert condition(world, "Running") == ("Running", "True", "MPIJobRunning")
+    assert world.status["replicaStatuses"] == {"Launcher": {"active": 1}, "Worker": {"active": 2}}
+
+
+async def test_suspending_a_running_job_suspends_the_launcher_and_deletes_the_workers() -> None:
+    world = await running(MPIJobBuilder("pi"))
+    suspend(world)
+    await world.sync()
+    assert world.writes == [("update", "jobs", LAUNCHER), *workers(2, "delete"), STATUS]
+    (update,) = world.recorded("update", "jobs", LAUNCHER)
+    assert update.body["spec"]["suspend"] is True
+    assert world.events == [("Normal", "MPIJobSuspended")]
+    assert condition(world, "Suspended") == ("Suspended", "True", "MPIJobSuspended")
+    assert condition(world, "Running") == ("Running", "False", "MPIJobSuspended")
+
+
+async def test_a_suspended_job_stays_quiet() -> None:
+    world = await running(MPIJobBuilder("pi"))
+    suspend(world)
+    await world.converge()
+    await world.sync()
+    assert world.actions == []
+    assert world.names("Pod") == ["pi-launcher-x7k2p"]
+
+
+async def test_resuming_creates_the_workers_then_resumes_the_launcher() -> None:
+    world = await running(MPIJobBuilder("pi"))
+    suspend(world)
+    await world.converge()
+    world.step(60)
+    suspend(world, False)
+    await world.sync()
+    assert world.writes == [
+        *workers(2, "create"),
+        # A started Job's template is immutable: startTime goes first, then the resume.
+        ("update", "jobs/status", LAUNCHER),
+        ("update", "jobs", LAUNCHER),
+        STATUS,
+    ]
+    (status_update,) = world.recorded("update", "jobs/status", LAUNCHER)
+    assert "startTime" not in status_update.body["status"]
+    (resume,) = world.recorded("update", "jobs", LAUNCHER)
+    assert resume.body["spec"]["suspend"] is False
+    assert world.events == [("Normal", "MPIJobResumed")]
+    assert condition(world, "Suspended") == ("Suspended", "False", "MPIJobResumed")
+    assert world.status["startTime"] == "2026-01-01T00:01:00Z"
+
+
+async def test_a_resumed_launcher_waits_for_ready_workers_when_told_to() -> None:
+    world = await running(MPIJobBuilder("pi").wait_for_workers_ready())
+    suspend(world)
+    await world.converge()
+    suspend(world, False)
+    await world.sync()
+    assert world.writes == [*workers(2, "create"), STATUS]
+    world.clear()
+    for i in range(2):
+        world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
+    await world.sync()
+    assert ("update", "jobs", LAUNCHER) in world.writes
+
+
+def complete_launcher(world: SyncWorld) -> None:
+    world.change(
+        "Job",
+        LAUNCHER,
+        {
+            "status": {
+                "conditions": [{"type": "Complete", "status": "True"}],
+                "succeeded": 1,
+                "completionTime": "2026-01-01T00:05:00Z",
+            }
+        },
+    )
+    world.change("Pod", "pi-launcher-x7k2p", {"status": {"phase": "Succeeded"}})
+
+
+@pytest.mark.parametrize(
+    ("policy", "deleted"),
+    [
+        ("All", ["pi-worker-0", "pi-worker-1"]),
+        ("Running", ["pi-worker-0"]),  # pi-worker-1 finished and stays
+        ("None", []),
+    ],
+)
+async def test_cleanup_on_completion_follows_the_clean_pod_policy(
+    policy: str, deleted: list[str]
+) -> None:
+    world = await running(MPIJobBuilder("pi").clean_pod_policy(policy))
+    world.change("Pod", "pi-worker-1", {"status": {"phase": "Succeeded"}})
+    complete_launcher(world)
+    await world.sync()
+    # Cleanup before the one status write: nothing runs on a finished job.
+    assert world.writes == [*[("delete", "pods", n) for n in deleted], STATUS]
+    assert world.events == [("Normal", "MPIJobSucceeded")]
+    assert condition(world, "Succeeded") == ("Succeeded", "True", "MPIJobSucceeded")
+    assert world.status["completionTime"] == "2026-01-01T00:05:00Z"
+    if deleted:
+        assert world.status["replicaStatuses"]["Worker"] == {}
+
+
+async def test_a_finished_job_is_cleaned_up_again_on_a_later_sync() -> None:
+    """The pods a failed delete left behind go on the next sync; no second status."""
+    world = await running(MPIJobBuilder("pi").clean_pod_policy("All"))
+    complete_launcher(world)
+    await world.converge()
+    world.add(PodBuilder.worker(world.cached("MPIJob", "pi") or {}, 0).running().obj())
+    await world.sync()
+    assert world.writes == [("delete", "pods", "pi-worker-0")]
+    assert world.events == []
+
+
+async def test_scaling_down_deletes_the_surplus_workers() -> None:
+    world = await running(MPIJobBuilder("pi"), replicas=3)
+    world.change("MPIJob", "pi", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    await world.sync()
+    assert world.writes == [
+        ("update", "configmaps", "pi-config"),  # the hostfile has one worker now
+        ("delete", "pods", "pi-worker-1"),
+        ("delete", "pods", "pi-worker-2"),
+        STATUS,
+    ]
+
+
+async def test_a_worker_pod_that_vanished_is_created_again() -> None:
+    world = await running(MPIJobBuilder("pi"))
+    world.remove("Pod", "pi-worker-1")
+    await world.sync()
+    assert ("create", "pods", "pi-worker-1") in world.writes
+    assert [w for w in world.writes if w[1] == "pods"] == [("create", "pods", "pi-worker-1")]
+
+
+def nothing(world: SyncWorld) -> None:
+    pass
+
+
+SCENARIOS: dict[str, Callable[[SyncWorld], None]] = {
+    "new": nothing,
+    "suspend": suspend,
+    "complete": complete_launcher,
+    "worker-failed": lambda w: w.change("Pod", "pi-worker-0", {"status": {"phase": "Failed"}}),
+    "worker-evicted": lambda w: w.change(
+        "Pod", "pi-worker-0", {"status": {"phase": "Failed", "reason": "Evicted"}}
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+async def test_status_is_written_once_per_sync(scenario: str) -> None:
+    if scenario == "new":
+        world = kubeflow_world(MPIJobBuilder("pi").workers(2).obj())
+    else:
+        world = await running(MPIJobBuilder("pi").clean_pod_policy("All"))
+    SCENARIOS[scenario](world)
+    await world.sync()
+    assert len(world.status_writes()) == 1
+    assert world.writes[-1] == STATUS  # and last: every child write comes before it
+    world.clear()
+    await world.sync()
+    assert world.status_writes() == []  # nothing changed: nothing written

@@ -1,0 +1,79 @@
+"""The Kubeflow sync handler's worker pods, action by action: creation expectations (no
+duplicate creates while the cache lags) and slow-start batches up to the per-sync cap."""
+
+from __future__ import annotations
+
+import pytest
+from recording_client import internal_error
+from seam_objects import MPIJobBuilder
+from sync_fixtures import MAX_CREATES_PER_SYNC, kubeflow_world, pod_names
+
+
+async def test_pods_in_flight_are_not_created_twice() -> None:
+    """Creation expectations: the cache has not shown the created pods yet."""
+    world = kubeflow_world(MPIJobBuilder("pi").workers(3).obj())
+    await world.sync()
+    assert pod_names(world) == ["pi-worker-0", "pi-worker-1", "pi-worker-2"]
+    created = world.client.actions[:]
+    world.client.clear()
+    world.add(*[a.body for a in created if a.resource != "pods"])  # all but the pods
+    await world.sync()
+    assert pod_names(world) == []
+    assert world.in_flight() == {"pi-worker-0", "pi-worker-1", "pi-worker-2"}
+
+
+async def test_a_pod_in_flight_too_long_is_created_again() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(1).obj())
+    await world.sync()
+    world.client.clear()
+    world.step(301)  # client-go's ExpectationsTimeout is 5 minutes
+    await world.sync()
+    assert pod_names(world) == ["pi-worker-0"]
+
+
+async def test_a_pod_seen_in_the_cache_is_expected_no_more() -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(2).obj())
+    await world.sync()
+    world.settle()
+    await world.sync()
+    assert world.in_flight() == set()
+
+
+@pytest.mark.parametrize(
+    ("replicas", "failing", "attempted"),
+    [
+        # Batches of 1, 2, 4, 8, ...: creation stops after the batch with the error.
+        (10, 0, 1),
+        (10, 1, 3),
+        (10, 2, 3),
+        (10, 3, 7),
+        (10, 6, 7),
+        (10, 7, 10),
+        (20, 7, 15),
+        (20, 15, 20),
+    ],
+)
+async def test_slow_start_stops_after_the_batch_that_failed(
+    replicas: int, failing: int, attempted: int
+) -> None:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(replicas).obj())
+    world.client.fail("create", "pods", internal_error(), name=f"pi-worker-{failing}")
+    await world.sync_error()
+    assert pod_names(world) == [f"pi-worker-{i}" for i in range(attempted)]
+    assert not world.recorded("create", "jobs")
+    # The batch's other pods were created and stay expected; the failed one does not.
+    assert world.in_flight() == {f"pi-worker-{i}" for i in range(attempted)} - {
+        f"pi-worker-{failing}"
+    }
+
+
+async def test_one_sync_creates_at_most_the_cap_and_requeues_for_the_rest() -> None:
+    replicas = MAX_CREATES_PER_SYNC + 3
+    world = kubeflow_world(MPIJobBuilder("pi").workers(replicas).obj())
+    await world.sync()
+    assert len(pod_names(world)) == MAX_CREATES_PER_SYNC
+    assert world.requeued == ["default/pi"]
+    world.clear()
+    await world.sync()
+    assert pod_names(world) == [f"pi-worker-{i}" for i in range(MAX_CREATES_PER_SYNC, replicas)]
+    assert world.requeued == []

@@ -1,0 +1,44 @@
+"""While a job's workers start, progress-only writes (more hosts in discover_hosts.sh,
+higher replica counts) are spaced out; the complete host set goes at once."""
+
+from __future__ import annotations
+
+from seam_objects import MPIJobBuilder, pod_status
+from sync_fixtures import SyncWorld, kubeflow_world
+
+CONFIG = ("update", "configmaps", "pi-config")
+STATUS = ("update", "mpijobs/status", "pi")
+
+
+async def fanning_out(replicas: int) -> SyncWorld:
+    world = kubeflow_world(MPIJobBuilder("pi").workers(replicas).obj())
+    await world.converge()
+    world.clear()
+    return world
+
+
+def start(world: SyncWorld, *indexes: int) -> None:
+    for i in indexes:
+        world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
+
+
+async def test_progress_waits_and_asks_for_the_key_again() -> None:
+    world = await fanning_out(4)
+    start(world, 0)
+    await world.sync()
+    assert CONFIG not in world.writes and STATUS not in world.writes
+    assert world.requeued_after and all(0 < s <= 15.0 for _, s in world.requeued_after)
+    start(world, 1)
+    world.step(15.1)
+    await world.sync()
+    assert CONFIG in world.writes and STATUS in world.writes
+
+
+async def test_the_complete_host_set_is_written_at_once() -> None:
+    world = await fanning_out(3)
+    start(world, 0)
+    await world.sync()
+    assert CONFIG not in world.writes
+    start(world, 1, 2)
+    await world.sync()
+    assert CONFIG in world.writes
