@@ -27,7 +27,9 @@ from collections.abc import Iterator
 import pytest
 
 from devcluster import API, FULL, REAL, BinariesMissingError, LocalCluster
+from devcluster.access import ClusterError
 from devcluster.audit import SERVICE_ACCOUNTS
+from devcluster.realnode import preflight
 
 _API_FIXTURES = {"api_cluster", "namespace"}
 _FULL_FIXTURES = {"full_cluster", "full_namespace"}
@@ -64,8 +66,12 @@ def _start(factory: pytest.TempPathFactory, shape: str) -> LocalCluster:
     cluster = LocalCluster(factory.mktemp(f"{shape}-cluster"), shape, audit_groups=audit)
     try:
         _ = cluster.bins
-    except BinariesMissingError as e:
-        pytest.fail(str(e), pytrace=False)
+        if shape == REAL:
+            # Never skipped: a machine that cannot run the real node fails every test
+            # that needs it, with the one line naming what is missing.
+            preflight()
+    except (BinariesMissingError, ClusterError) as e:
+        pytest.fail(f"the {shape} cluster cannot start here: {e}", pytrace=False)
     cluster.start()
     return cluster
 
