@@ -6,7 +6,7 @@
 #               bookworm` plus openmpi-bin, mpich and openssh-server, user mpiuser (1000),
 #               sshd on port 2222 as in examples/v2beta1/pi/Dockerfile:
 #                 openmpi  /home/mpiuser/pi built with Open MPI's mpicxx
-#                 mpich    /home/mpiuser/pi built with MPICH's, and mpirun is MPICH's
+#                 mpich    /home/mpiuser/pi built with MPICH's; mpirun and hydra_pmi_proxy are MPICH's
 #               As root, sshd runs on port 22 with Debian's configuration (T9k's workers).
 #               nslookup (bind9-dnsutils) and nc (netcat-openbsd) let the openmpi tag stand
 #               in for busybox:1.36, the T9k launcher's init container image: Debian's
@@ -114,8 +114,11 @@ for mpi in openmpi mpich; do
   step "umoci insert (pi, $mpi)" umoci insert --image "$layout:$mpi" "$work/layer-$mpi/pi" /home/mpiuser/pi
 done
 # MPICH's mpirun first on PATH in the mpich tag (Debian's alternatives pick Open MPI's).
+# Hydra starts `<directory mpirun was found in>/hydra_pmi_proxy` on each worker over ssh,
+# so the proxy must be there too (else mpirun waits forever for proxies that never ran).
 mkdir -p "$work/mpich-bin"
 for t in mpirun mpiexec; do ln -s "/usr/bin/$t.mpich" "$work/mpich-bin/$t"; done
+ln -s /usr/bin/hydra_pmi_proxy "$work/mpich-bin/hydra_pmi_proxy"
 step "umoci insert (mpich mpirun)" umoci insert --image "$layout:mpich" "$work/mpich-bin" /usr/local/bin
 step "umoci rmi base" umoci rm --image "$layout:base"
 step "umoci gc" umoci gc --layout "$layout"

@@ -220,18 +220,36 @@ class KubeClient(ApiTransport):
         async with self.stream(
             resource.path(namespace), query=query, read_timeout=timeout_seconds + 60
         ) as resp:
-            buf = b""
+            lines = LineSplitter()
             async for chunk in resp.content.iter_any():
-                buf += chunk
-                while True:
-                    nl = buf.find(b"\n")
-                    if nl < 0:
-                        break
-                    line, buf = buf[:nl], buf[nl + 1 :]
-                    if line.strip():
-                        yield _decode_line(line)
-            if buf.strip():
-                yield _decode_line(buf)
+                for line in lines.feed(chunk):
+                    yield _decode_line(line)
+            for line in lines.end():
+                yield _decode_line(line)
+
+
+class LineSplitter:
+    """Newline-delimited records from chunks cut anywhere. A chunk can hold many records
+    (a busy stream read late): it is split once, not line by line, which would copy the
+    rest of the buffer for every record. Blank lines are dropped."""
+
+    def __init__(self) -> None:
+        self._partial: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        if b"\n" not in chunk:
+            self._partial.append(chunk)
+            return []
+        lines = chunk.split(b"\n")
+        if self._partial:
+            lines[0] = b"".join([*self._partial, lines[0]])
+        self._partial = [lines.pop()] if lines[-1] else []
+        return [line for line in lines if line.strip()]
+
+    def end(self) -> list[bytes]:
+        rest = b"".join(self._partial)
+        self._partial = []
+        return [rest] if rest.strip() else []
 
 
 def _decode_line(line: bytes) -> dict[str, Any] | bytes:

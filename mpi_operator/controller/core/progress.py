@@ -3,16 +3,17 @@
 While thousands of workers start, each sync sees a few more Running: the hostfile's
 ``discover_hosts.sh`` gains lines and ``status.replicaStatuses`` counts go up. Writing
 each of those (a sync per second) makes the writes per job grow with the worker count.
-A write that only reports such progress waits here, per job and kind: the first 15 s
-after the first progress seen, the next 15 s after that, then 30, 60, 60 ... s, so a
-fan-out costs one or two of them where it used to cost one a second. Anything else
-is written at once and starts the spacing over: a condition that changes (Running,
-Succeeded, Failed, Restarting ...), an event, the complete set of workers, a host
-that goes away. A deferred write is not lost: the sync asks to be run again when the
-wait is over.
+A write that only reports such progress waits here, per job and kind: the first a
+minute after the first progress seen, the next a minute after that, then every two
+minutes, so a fan-out of under a minute costs none of them and a long one one every
+minute or two, where it used to cost one a second. Anything else is written at once
+and starts the spacing over: a condition that changes (Running, Succeeded, Failed,
+Restarting ...), an event, the complete set of workers, a host that goes away. A
+deferred write is not lost: the sync asks to be run again when the wait is over.
 
-Ours only; the reference writes on every sync, and its 10/s event bucket spaces the
-syncs instead.
+Only for jobs of ``SPACED_FROM_WORKERS`` workers or more: a smaller job's progress is
+a few writes anyway, and goes at once, as with the reference. Ours only; the reference
+writes on every sync, and its 10/s event bucket spaces the syncs instead.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from dataclasses import dataclass
 
 from mpi_operator.client.clock import Clock
 
-FIRST_GAP = 15.0
-MAX_GAP = 60.0
+#: Jobs with fewer workers write every change: a handful of writes, as the reference.
+SPACED_FROM_WORKERS = 100
+FIRST_GAP = 60.0
+MAX_GAP = 120.0
 
 
 @dataclass

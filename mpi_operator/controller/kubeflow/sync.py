@@ -30,6 +30,7 @@ from mpi_operator.api.v2beta1 import (
     validate,
 )
 from mpi_operator.builders.kubeflow.common import is_suspended
+from mpi_operator.builders.kubeflow.worker import worker_replicas
 from mpi_operator.client import MPIJOBS, WARNING
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.kubeapi import ApiError
@@ -38,6 +39,7 @@ from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import format_time, is_job_finished, is_job_succeeded
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.progress import SPACED_FROM_WORKERS
 from mpi_operator.controller.core.writes import Event, dump_status, write_status
 from mpi_operator.controller.kubeflow import children, ready_timeout, ttl
 from mpi_operator.controller.kubeflow import launcher as launchers
@@ -312,6 +314,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         progress = (
             changed
             and not outcome.events
+            and worker_replicas(job) >= SPACED_FROM_WORKERS
             and _fanning_out(job.status)
             and _counts_only(old_status, new_status)
         )

@@ -41,19 +41,18 @@ WORKER_FAILED = "worker pod created failed: "
 
 def worker_pods(ctx: SyncContext, job: MPIJob) -> list[Obj]:
     """Cached pods labelled as this job's workers."""
-    selector = {
-        OPERATOR_NAME_LABEL: OPERATOR_NAME,
-        JOB_NAME_LABEL: job.name,
-        JOB_ROLE_LABEL: WORKER,
-    }
     candidates = ctx.listers.pods.by_index(JOB_NAME_INDEX, f"{job.namespace}/{job.name}")
-    return [
-        p
-        for p in candidates
-        if all(
-            ((p.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in selector.items()
-        )
-    ]
+    # Plain comparisons: this runs over every worker on every sync of a big job.
+    out = []
+    for pod in candidates:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if (
+            labels.get(JOB_ROLE_LABEL) == WORKER
+            and labels.get(JOB_NAME_LABEL) == job.name
+            and labels.get(OPERATOR_NAME_LABEL) == OPERATOR_NAME
+        ):
+            out.append(pod)
+    return out
 
 
 def _index(pod: Obj) -> int | None:

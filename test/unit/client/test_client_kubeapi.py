@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mpi_operator.client.kubeapi import (
     CONFIGMAPS,
@@ -14,6 +17,7 @@ from mpi_operator.client.kubeapi import (
     NAMESPACES,
     ApiError,
     KubeClient,
+    LineSplitter,
     _decode_line,
     is_already_exists,
     is_conflict,
@@ -74,3 +78,25 @@ def test_qps_zero_means_client_go_defaults_and_negative_disables_throttling() ->
     custom = client(20, 30)
     assert custom.rate_limiter is not None
     assert (custom.rate_limiter.qps, custom.rate_limiter.burst) == (20.0, 30)
+
+
+@given(
+    records=st.lists(st.binary(min_size=1, max_size=30).map(lambda b: b.replace(b"\n", b"x"))),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=20),
+)
+def test_watch_lines_survive_any_chunking(records: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(r + b"\n" for r in records)
+    bounds = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
+    splitter = LineSplitter()
+    out: list[bytes] = []
+    for a, b in itertools.pairwise(bounds):
+        out += splitter.feed(stream[a:b])
+    out += splitter.end()
+    assert out == [r for r in records if r.strip()]
+
+
+def test_a_last_record_without_a_newline_comes_at_the_end() -> None:
+    splitter = LineSplitter()
+    assert splitter.feed(b'{"a":1}\n{"b"') == [b'{"a":1}']
+    assert splitter.feed(b":2}") == []
+    assert splitter.end() == [b'{"b":2}']

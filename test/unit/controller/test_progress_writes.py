@@ -33,34 +33,34 @@ def test_the_first_waits_then_the_gaps_double_up_to_the_cap() -> None:
 
 def test_a_fanout_of_any_length_costs_a_handful_of_writes() -> None:
     clock = FakeClock()
-    # Two minutes of workers starting: 1 write every 0.5 s would be 240.
-    assert allowed_times(ProgressWrites(clock), clock, 120) == [15.0, 30.0, 60.0]
+    # Five minutes of workers starting: 1 write every 0.5 s would be 600.
+    assert allowed_times(ProgressWrites(clock), clock, 300) == [60.0, 120.0, 240.0]
 
 
 def test_a_milestone_starts_the_spacing_over() -> None:
     clock = FakeClock()
     writes = ProgressWrites(clock)
-    allowed_times(writes, clock, 40)
+    allowed_times(writes, clock, 90)
     assert writes.due("status", KEY) > 0.0
     writes.reset(KEY)
-    assert writes.due("status", KEY) == pytest.approx(15.0)  # as for a new job
+    assert writes.due("status", KEY) == pytest.approx(60.0)  # as for a new job
 
 
 def test_kinds_and_jobs_are_spaced_independently() -> None:
     clock = FakeClock()
     writes = ProgressWrites(clock)
-    assert writes.due("status", KEY) == pytest.approx(15.0)
+    assert writes.due("status", KEY) == pytest.approx(60.0)
     clock.step(10)
-    assert writes.due("configmap", KEY) == pytest.approx(15.0)
-    assert writes.due("status", "ns/other") == pytest.approx(15.0)
-    assert writes.due("status", KEY) == pytest.approx(5.0)
+    assert writes.due("configmap", KEY) == pytest.approx(60.0)
+    assert writes.due("status", "ns/other") == pytest.approx(60.0)
+    assert writes.due("status", KEY) == pytest.approx(50.0)
 
 
 def test_a_write_that_failed_books_nothing() -> None:
     clock = FakeClock()
     writes = ProgressWrites(clock)
     writes.due("status", KEY)
-    clock.step(15)
+    clock.step(60)
     assert writes.due("status", KEY) == 0.0  # tried, and the write failed: no wrote()
     assert writes.due("status", KEY) == 0.0
 
@@ -69,7 +69,7 @@ def test_a_deferred_write_requeues_the_key_for_when_it_may_go() -> None:
     writes = ProgressWrites(FakeClock())
     requeued: list[tuple[str, float]] = []
     assert writes.defer("status", KEY, lambda k, s: requeued.append((k, s))) is True
-    assert requeued == [(KEY, pytest.approx(15.0))]
+    assert requeued == [(KEY, pytest.approx(60.0))]
 
 
 def test_without_a_requeue_nothing_is_deferred() -> None:
