@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +121,23 @@ def stop_operator(proc: OperatorProcess) -> None:
         assert proc.wait(timeout=20) == 0, proc.output()[-4000:]
     finally:
         proc.kill()
+
+
+@contextmanager
+def namespaced_operator(
+    cluster: LocalCluster, namespace: str, tmp_path: Path
+) -> Iterator[OperatorProcess]:
+    """The operator as a process, watching only ``namespace`` (its Lease there too),
+    stopped cleanly afterwards; its log is printed at the end."""
+    proc = start_operator(
+        tmp_path, cluster.kubeconfig, f"--namespace={namespace}", f"--lock-namespace={namespace}"
+    )
+    try:
+        yield proc
+        stop_operator(proc)
+    finally:
+        proc.kill()
+        print(f"--- operator log ---\n{proc.output()[-6000:]}")
 
 
 def wait_for_condition(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from examples_support import (
     docs,
     items,
     kwok_example,
-    start_operator,
+    namespaced_operator,
     wait_for_condition,
 )
 
@@ -83,19 +82,8 @@ def test_example_passes_a_server_dry_run(
 def operator(
     full_cluster: LocalCluster, full_namespace: str, tmp_path: Path
 ) -> Iterator[OperatorProcess]:
-    proc = start_operator(
-        tmp_path,
-        full_cluster.kubeconfig,
-        f"--namespace={full_namespace}",
-        f"--lock-namespace={full_namespace}",
-    )
-    try:
+    with namespaced_operator(full_cluster, full_namespace, tmp_path) as proc:
         yield proc
-        proc.signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
-    finally:
-        proc.kill()
-        print(f"--- operator log ---\n{proc.output()[-6000:]}")
 
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=_id)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from examples_support import start_operator, stop_operator
+from examples_support import namespaced_operator, start_operator, stop_operator
 from t9k_support import t9k_job
 
 from devcluster import COMPLETE_AFTER, LocalCluster
@@ -50,18 +50,8 @@ LAUNCHER = "training.kubeflow.org/job-role=launcher"
 def operator(
     full_cluster: LocalCluster, full_namespace: str, tmp_path: Path
 ) -> Iterator[OperatorProcess]:
-    proc = start_operator(
-        tmp_path,
-        full_cluster.kubeconfig,
-        f"--namespace={full_namespace}",
-        f"--lock-namespace={full_namespace}",
-    )
-    try:
+    with namespaced_operator(full_cluster, full_namespace, tmp_path) as proc:
         yield proc
-        stop_operator(proc)
-    finally:
-        proc.kill()
-        print(f"--- operator log ---\n{proc.output()[-6000:]}")
 
 
 def _end_launcher(cluster: LocalCluster, namespace: str, selector: str, exit_code: int = 0) -> bool:
