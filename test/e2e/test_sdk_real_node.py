@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from examples_support import EXAMPLES, start_operator, stop_operator
+from examples_support import EXAMPLES, namespaced_operator
 
 from devcluster import LocalCluster
 from devcluster.demo import load_mpijob
@@ -29,15 +29,8 @@ def real_ns(real_cluster: LocalCluster) -> Iterator[str]:
 
 @pytest.fixture
 def operator(real_cluster: LocalCluster, real_ns: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    proc = start_operator(
-        tmp_path, real_cluster.kubeconfig, f"--namespace={real_ns}", f"--lock-namespace={real_ns}"
-    )
-    try:
+    with namespaced_operator(real_cluster, real_ns, tmp_path) as proc:
         yield proc
-        stop_operator(proc)
-    finally:
-        proc.kill()
-        print(f"--- operator log ---\n{proc.output()[-6000:]}")
 
 
 def test_sdk_follows_the_launchers_log(
