@@ -354,23 +354,22 @@ class MPIJobSyncer(Syncer[SyncContext]):
 def _counts_only(old: Obj, new: Obj) -> bool:
     """Only more replicas became active (progress): the conditions, times, the other
     counts and the rest are as written."""
-    if not old.get("conditions"):
-        return False
-    if {k: v for k, v in old.items() if k != "replicaStatuses"} != {
-        k: v for k, v in new.items() if k != "replicaStatuses"
-    }:
+    if not old.get("conditions") or _without(old, "replicaStatuses") != _without(
+        new, "replicaStatuses"
+    ):
         return False
     before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
     if before.keys() != after.keys():
         return False
-    for kind, was in before.items():
-        now = after[kind]
-        others_same = {k: v for k, v in was.items() if k != "active"} == {
-            k: v for k, v in now.items() if k != "active"
-        }
-        if not others_same or int(now.get("active") or 0) < int(was.get("active") or 0):
-            return False
-    return True
+    return all(
+        _without(was, "active") == _without(after[kind], "active")
+        and int(after[kind].get("active") or 0) >= int(was.get("active") or 0)
+        for kind, was in before.items()
+    )
+
+
+def _without(obj: Obj, key: str) -> Obj:
+    return {k: v for k, v in obj.items() if k != key}
 
 
 def _fanning_out(status: JobStatus) -> bool:
