@@ -46,3 +46,24 @@ def test_repetition_flags(
     assert cli.main(["--preset", "full", "--out", str(tmp_path / "r.json"), *args]) == 0
     [sizes] = sizes_run
     assert (sizes.reps, sizes.fanout_reps) == (reps, fanout_reps)
+
+
+@pytest.mark.parametrize(
+    ("args", "profile", "reference_scenarios"),
+    [
+        ([], False, ("fanout", "throughput")),
+        (["--profile"], True, ("fanout", "throughput")),
+        (["--ours-only"], False, ()),
+        (["--profile", "--ours-only"], True, ()),
+    ],
+)
+def test_profile_and_ours_only_flags(
+    sizes_run: list[Sizes],
+    tmp_path: Path,
+    args: list[str],
+    profile: bool,
+    reference_scenarios: tuple[str, ...],
+) -> None:
+    assert cli.main(["--preset", "full", "--out", str(tmp_path / "r.json"), *args]) == 0
+    [sizes] = sizes_run
+    assert (sizes.profile, sizes.reference_scenarios) == (profile, reference_scenarios)
