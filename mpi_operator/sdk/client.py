@@ -174,8 +174,9 @@ class JobClient(Generic[JobT]):
     ) -> Iterator[str]:
         """The lines of the launcher's log (its newest pod). With ``follow``, waits up to
         ``timeout`` seconds for the launcher to start, then yields lines as they are
-        written until it ends; without, raises :class:`LogsUnavailableError` when it has
-        not started."""
+        written, attempt after attempt (a restarted container, a new launcher pod), until
+        an attempt succeeds or the job finishes; without, the current attempt's log, or
+        :class:`LogsUnavailableError` when the launcher has not started."""
         return _logs.launcher_logs(
             self, name, namespace or self.namespace, follow, container, timeout
         )

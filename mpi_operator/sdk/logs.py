@@ -1,4 +1,5 @@
-"""The launcher's log: its newest pod, once it has started, read whole or followed."""
+"""The launcher's log: its newest pod, once it has started, read whole or followed
+(followed across the launcher's attempts: a restarted container, then a new pod)."""
 
 from __future__ import annotations
 
@@ -68,20 +69,79 @@ def launcher_logs(
     container: str | None,
     timeout: float,
 ) -> Iterator[str]:
-    pod = launcher_pod(client, name, namespace, timeout if follow else 0)
-    args = {
-        "name": pod.metadata.name,
-        "namespace": namespace,
-        "container": _container(client, pod, container),
-    }
+    if follow:
+        yield from _follow(client, name, namespace, container, timeout)
+        return
+    pod = launcher_pod(client, name, namespace, 0)
     with translated():
-        if not follow:
-            text = client.core.read_namespaced_pod_log(**args)
-            yield from str(text).splitlines()
-            return
-        watcher = Watch()
+        text = client.core.read_namespaced_pod_log(
+            pod.metadata.name, namespace, container=_container(client, pod, container)
+        )
+    yield from str(text).splitlines()
+
+
+def _follow(
+    client: JobClient[Any], name: str, namespace: str, container: str | None, timeout: float
+) -> Iterator[str]:
+    """Each attempt of the launcher in turn (the launcher Job restarts a failed container
+    or makes a new pod: with the pi example, the first ``mpirun`` can start before the
+    workers' names resolve), until an attempt succeeds or the job finishes. ``timeout``
+    bounds the waits for an attempt to start, not the time spent streaming."""
+    followed: set[tuple[str, int]] = set()
+    deadline = time.monotonic() + timeout
+    while True:
         try:
-            for line in watcher.stream(client.core.read_namespaced_pod_log, follow=True, **args):
+            pod = launcher_pod(client, name, namespace, max(0.0, deadline - time.monotonic()))
+        except LogsUnavailableError:
+            if followed:
+                return
+            raise
+        cname = _container(client, pod, container)
+        status = _status_of(pod, cname)
+        attempt = (str(pod.metadata.uid), status.restart_count if status else 0)
+        if attempt not in followed and _has_log(status):
+            followed.add(attempt)
+            yield from _stream(client, pod, namespace, cname)
+            deadline = time.monotonic() + timeout
+            continue
+        if _over(client, name, namespace, pod) or time.monotonic() >= deadline:
+            return
+        time.sleep(0.5)
+
+
+def _stream(client: JobClient[Any], pod: Any, namespace: str, cname: str) -> Iterator[str]:
+    watcher = Watch()
+    with translated():
+        try:
+            for line in watcher.stream(
+                client.core.read_namespaced_pod_log,
+                name=pod.metadata.name,
+                namespace=namespace,
+                container=cname,
+                follow=True,
+            ):
                 yield str(line)
         finally:
             watcher.stop()
+
+
+def _status_of(pod: Any, cname: str) -> Any:
+    for status in (pod.status.container_statuses if pod.status else None) or []:
+        if status.name == cname:
+            return status
+    return None
+
+
+def _has_log(status: Any) -> bool:
+    """Whether the container's current attempt has started (a container waiting to
+    restart has no current log)."""
+    state = status.state if status is not None else None
+    return state is not None and (state.running is not None or state.terminated is not None)
+
+
+def _over(client: JobClient[Any], name: str, namespace: str, pod: Any) -> bool:
+    """No attempt will follow: the launcher pod succeeded, or the job finished."""
+    if pod.status is not None and pod.status.phase == "Succeeded":
+        return True
+    job = client.get(name, namespace)
+    return client.kind.failed(job) or client.kind.reached(job, "Succeeded")
