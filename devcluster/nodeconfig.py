@@ -82,6 +82,12 @@ class NodeLayout:
     def cni_conf_dir(self) -> Path:
         return self.dir / "cni" / "net.d"
 
+    @property
+    def cgroup_root(self) -> str:
+        """The kubelet's cgroup root, one per cluster (named like its bridge): the
+        ``kubepods`` tree goes below it and is removed with it at stop."""
+        return f"/{self.bridge}"
+
 
 def containerd_config(node: NodeLayout) -> str:
     """containerd's TOML: its own root, state and socket; the CRI plugin with the local
@@ -159,15 +165,17 @@ def cni_conflist(node: NodeLayout) -> dict[str, Any]:
 
 
 def kubelet_config(node: NodeLayout, ca_crt: Path) -> dict[str, Any]:
-    """KubeletConfiguration: cgroupfs on the cgroup v1 hierarchy, no QoS cgroups (no
-    ``kubepods`` tree to leave behind), the API server authenticated by its client
+    """KubeletConfiguration: cgroupfs on the cgroup v1 hierarchy, pod and QoS cgroups
+    below the node's own cgroup root (without pod cgroups the kubelet's in-place resize
+    path dereferences a missing pod cgroup and panics), the API server authenticated by its client
     certificate, cluster DNS on the gateway, everything under the node's directory."""
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
         "failCgroupV1": False,
         "cgroupDriver": "cgroupfs",
-        "cgroupsPerQOS": False,
+        "cgroupsPerQOS": True,
+        "cgroupRoot": node.cgroup_root,
         "enforceNodeAllocatable": [],
         "containerRuntimeEndpoint": f"unix://{node.containerd_socket}",
         "address": node.gateway,

@@ -130,6 +130,7 @@ class RealNode:
         corefile = node.dir / "Corefile"
         corefile.write_text(cfg.corefile(node, self.kubeconfig))
         run("coredns", cfg.coredns_args(inputs.coredns, corefile))
+        _make_cgroup_root(node.cgroup_root)
         kubelet_config = node.dir / "kubelet.yaml"
         kubelet_config.write_text(cfg.dump_json(cfg.kubelet_config(node, ca_crt)))
         run("kubelet", cfg.kubelet_args(inputs.kubelet, node, kubelet_config, self.kubeconfig))
@@ -200,6 +201,7 @@ class RealNode:
         for pid in _shims_of(node.containerd_socket):
             _kill_tree(pid)
         _unmount_under(node.dir)
+        _remove_cgroup_root(node.cgroup_root)
         if Path(f"/sys/class/net/{node.bridge}").exists():
             with contextlib.suppress(ClusterError):
                 _ip("link", "del", node.bridge)
@@ -209,6 +211,9 @@ class RealNode:
                 subprocess.run(
                     [str(self._kube_proxy), "--cleanup"], capture_output=True, timeout=60
                 )
+
+
+CGROUP_MOUNTS = Path("/sys/fs/cgroup")
 
 
 def _which(command: str) -> str:
@@ -282,6 +287,42 @@ def _unmount_under(root: Path) -> None:
             return
         for point in sorted(points, key=len, reverse=True):
             libc.umount2(point.encode(), _MNT_DETACH)
+
+
+def _cgroup_hierarchies() -> list[Path]:
+    """The mounted cgroup v1 hierarchies (the kubelet's cgroupfs driver uses them)."""
+    found = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if fields[2] == "cgroup" and fields[1].startswith(str(CGROUP_MOUNTS) + "/"):
+            found.append(Path(fields[1]))
+    return found
+
+
+def _make_cgroup_root(root: str) -> None:
+    """The kubelet's cgroup root in every hierarchy (the kubelet requires it to exist);
+    a new cpuset cgroup gets its parent's CPUs and memory nodes, or tasks can't join."""
+    for hierarchy in _cgroup_hierarchies():
+        path = hierarchy / root.strip("/")
+        try:
+            path.mkdir(exist_ok=True)
+        except OSError as e:
+            raise ClusterError(f"cannot create the kubelet's cgroup {path}: {e}") from e
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            if (path / name).exists() and not (path / name).read_text().strip():
+                (path / name).write_text((hierarchy / name).read_text())
+
+
+def _remove_cgroup_root(root: str) -> None:
+    """Removes the node's cgroup tree, deepest first (its tasks are gone by now)."""
+    for hierarchy in _cgroup_hierarchies():
+        top = hierarchy / root.strip("/")
+        if not top.is_dir():
+            continue
+        dirs = [top, *(p for p in top.rglob("*") if p.is_dir())]
+        for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                d.rmdir()
 
 
 def _remove_log_links(pod_logs_dir: Path) -> None:
