@@ -87,6 +87,10 @@ printf 'Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  Lo
 # A container may not set its audit login uid (no CAP_AUDIT_CONTROL): root's sshd
 # sessions would fail on pam_loginuid.
 sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' "$rootfs/etc/pam.d/sshd"
+# root's ~/.ssh is the SSH Secret's volume, a world-writable tmpfs directory: with
+# StrictModes sshd refuses its keys ("bad ownership or modes for directory /root/.ssh").
+# The reference's base image turns StrictModes off the same way.
+sed -i 's/^#\?StrictModes .*/StrictModes no/' "$rootfs/etc/ssh/sshd_config"
 step "generating mpiuser's sshd host key" in_root su mpiuser -c "ssh-keygen -q -t ed25519 -N '' -f /home/mpiuser/.ssh_host_key"
 printf '%s\n' 'Port 2222' 'HostKey /home/mpiuser/.ssh_host_key' 'PidFile /home/mpiuser/sshd.pid' \
   'AuthorizedKeysFile /home/mpiuser/.ssh/authorized_keys' 'PasswordAuthentication no' \
