@@ -24,14 +24,17 @@ from mpi_operator.client import (
     SharedInformer,
     is_not_found,
 )
+from mpi_operator.controller.core.on_demand import OnDemandCache
 from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import QueueController, Wiring
 from mpi_operator.controller.runner import SyncRunner
+from mpi_operator.controller.t9k.children import POD_GROUP_NEEDED_FOR
 from mpi_operator.controller.t9k.context import (
     T9K_MPIJOBS,
     T9K_OPERATOR_SELECTOR,
+    T9K_POD_GROUPS,
     Listers,
     SyncContext,
     T9kOptions,
@@ -88,6 +91,16 @@ class T9kMPIJobController(QueueController):
             "services": f.informer_for(SERVICES, label_selector=T9K_OPERATOR_SELECTOR),
             "configmaps": f.informer_for(CONFIGMAPS, label_selector=T9K_OPERATOR_SELECTOR),
             "secrets": f.informer_for(SECRETS, label_selector=T9K_OPERATOR_SELECTOR),
+            # Not the factory's: started by the first sync that needs it (an optional CRD).
+            "pod_groups": f.on_demand(
+                SharedInformer(
+                    client,
+                    T9K_POD_GROUPS,
+                    namespace=options.namespace,
+                    label_selector=T9K_OPERATOR_SELECTOR,
+                    clock=self.clock,
+                )
+            ),
         }
         i = self.informers
         self.syncer = T9kMPIJobSyncer(
@@ -99,6 +112,7 @@ class T9kMPIJobController(QueueController):
                     services=i["services"].lister,
                     configmaps=i["configmaps"].lister,
                     secrets=i["secrets"].lister,
+                    pod_groups=OnDemandCache(i["pod_groups"], POD_GROUP_NEEDED_FOR),
                 ),
                 recorder=self.recorder,
                 clock=self.clock,
