@@ -54,6 +54,10 @@ log = structlog.get_logger(__name__)
 INVALID = 422  # the API server's "Invalid": the same object is rejected every time
 
 
+class _Rejected(Exception):
+    """The API server rejected a pod template as Invalid (the message is its answer)."""
+
+
 class MPIJobSyncer(Syncer[SyncContext]):
     async def sync(self, key: str) -> None:
         shared = cached(self.ctx.listers.mpijobs, key)
@@ -101,11 +105,8 @@ class MPIJobSyncer(Syncer[SyncContext]):
         launcher = launchers.get_launcher(ctx, owner, job)
         try:
             launcher, workers = await self._create_children(owner, job, launcher)
-        except ApiError as err:
-            if err.status != INVALID:
-                raise
-            # A worker pod or the launcher Job that the API server rejects as Invalid.
-            await self._apply(owner, job, next_status(job, Facts(rejected=err.message), now))
+        except _Rejected as rejected:
+            await self._apply(owner, job, next_status(job, Facts(rejected=str(rejected)), now))
             return
         if launcher is not None:
             launcher = await self._sync_launcher_suspension(owner, job, launcher, workers)
@@ -125,8 +126,8 @@ class MPIJobSyncer(Syncer[SyncContext]):
         self, owner: Owner, job: MPIJob, launcher: Obj | None
     ) -> tuple[Obj | None, list[Obj]]:
         """Service, ConfigMap, Secret, PodGroup, workers and launcher, as far as the job
-        needs them now; returns the launcher and the workers. Raises the API server's
-        ApiError, 422 when it rejected a pod template."""
+        needs them now; returns the launcher and the workers. Raises :class:`_Rejected`
+        when the API server rejects a worker pod or the launcher Job as Invalid."""
         ctx = self.ctx
         workers: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
@@ -137,15 +138,20 @@ class MPIJobSyncer(Syncer[SyncContext]):
             children.ensure_config_map(ctx, owner, job),
             children.ensure_ssh_secret(ctx, owner, job),
         )
-        if not is_suspended(job):
-            if ctx.options.gang is not None:
-                await children.ensure_pod_group(ctx, owner, job)
-            workers = await worker_pods.ensure_workers(ctx, owner, job)
-        if launcher is None and (
-            job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
-            or worker_pods.count_ready(workers) == len(workers)
-        ):
-            launcher = await launchers.create_launcher(ctx, owner, job)
+        try:
+            if not is_suspended(job):
+                if ctx.options.gang is not None:
+                    await children.ensure_pod_group(ctx, owner, job)
+                workers = await worker_pods.ensure_workers(ctx, owner, job)
+            if launcher is None and (
+                job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
+                or worker_pods.count_ready(workers) == len(workers)
+            ):
+                launcher = await launchers.create_launcher(ctx, owner, job)
+        except ApiError as err:
+            if err.status != INVALID:
+                raise
+            raise _Rejected(err.message) from err
         return launcher, workers
 
     async def _apply(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
