@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .formatting import format_summary
+from .report import format_summary
 from .runner import PRESETS, preset, run
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"

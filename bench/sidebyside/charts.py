@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .summary import OURS, RAW, REFERENCE, busiest_first
+from .summary import OURS, RAW, REFERENCE, RUNNERS, busiest_first
 
 
 def write_charts(result: dict[str, Any], stem: Path) -> list[Path]:
@@ -23,7 +23,7 @@ def write_charts(result: dict[str, Any], stem: Path) -> list[Path]:
 
     def bars(ax: Any, groups: list[tuple[str, dict[str, Any]]], ylabel: str, title: str) -> None:
         width = 0.27
-        whos = [w for w in (OURS, REFERENCE, RAW) if any(w in e for _, e in groups)]
+        whos = [w for w in RUNNERS if any(w in e for _, e in groups)]
         for i, who in enumerate(whos):
             xs, ys = [], []
             for gi, (_, entry) in enumerate(groups):
@@ -69,7 +69,7 @@ def write_charts(result: dict[str, Any], stem: Path) -> list[Path]:
 
     def scale(entry: dict[str, Any], k: float) -> dict[str, Any]:
         out = dict(entry)
-        for w in (OURS, REFERENCE, RAW):
+        for w in RUNNERS:
             if w in entry:
                 out[w] = {
                     "median": entry[w]["median"] * k,

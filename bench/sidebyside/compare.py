@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .summary import scenarios
+
 RATIOS = ("ratio_ours_reference", "ratio_ours_raw")
 TOLERANCE = 0.2
 
@@ -52,20 +54,15 @@ Key = tuple[str, str, str, str]
 
 def _ratios(summary: dict[str, Any]) -> dict[Key, tuple[float | None, tuple[float, float] | None]]:
     out: dict[Key, tuple[float | None, tuple[float, float] | None]] = {}
-    for config, scenarios in summary.items():
-        if config == "targets" or not isinstance(scenarios, dict):
-            continue
-        for scenario, metrics in scenarios.items():
-            if not isinstance(metrics, dict):
+    for config, scenario, metrics in scenarios(summary):
+        for metric, entry in metrics.items():
+            if not isinstance(entry, dict):
                 continue
-            for metric, entry in metrics.items():
-                if not isinstance(entry, dict):
-                    continue
-                for ratio in RATIOS:
-                    if ratio in entry:
-                        ci = entry.get(f"{ratio}_ci90")
-                        interval = (float(ci[0]), float(ci[1])) if ci else None
-                        out[(config, scenario, metric, ratio)] = (entry[ratio], interval)
+            for ratio in RATIOS:
+                if ratio in entry:
+                    ci = entry.get(f"{ratio}_ci90")
+                    interval = (float(ci[0]), float(ci[1])) if ci else None
+                    out[(config, scenario, metric, ratio)] = (entry[ratio], interval)
     return out
 
 
@@ -106,20 +103,17 @@ def machine_changes(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
     """Markdown rows: how the machine figures (CPU probe, API server write latency)
     of each scenario and runner moved between the runs, to read the ratios against."""
     rows = []
-    for config, scenarios in first["summary"].items():
-        if config == "targets" or not isinstance(scenarios, dict):
-            continue
-        for scenario, sc in scenarios.items():
-            other = second["summary"].get(config, {}).get(scenario, {})
-            for metric, entry in (sc.get("machine") or {}).items():
-                for who, figures in entry.items():
-                    then = figures["median"]
-                    now = (other.get("machine") or {}).get(metric, {}).get(who, {}).get("median")
-                    change = None if now is None or not then else (now - then) / then
-                    rows.append(
-                        f"| {config} | {scenario} | {metric} | {who} | {_fmt(then, '{:.1f}')} "
-                        f"| {_fmt(now, '{:.1f}')} | {_fmt(change, '{:+.0%}')} |"
-                    )
+    for config, scenario, sc in scenarios(first["summary"]):
+        other = second["summary"].get(config, {}).get(scenario, {})
+        for metric, entry in (sc.get("machine") or {}).items():
+            for who, figures in entry.items():
+                then = figures["median"]
+                now = (other.get("machine") or {}).get(metric, {}).get(who, {}).get("median")
+                change = None if now is None or not then else (now - then) / then
+                rows.append(
+                    f"| {config} | {scenario} | {metric} | {who} | {_fmt(then, '{:.1f}')} "
+                    f"| {_fmt(now, '{:.1f}')} | {_fmt(change, '{:+.0%}')} |"
+                )
     if not rows:
         return []
     return [

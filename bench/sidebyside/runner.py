@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from .cluster import BenchCluster, audit_counts
-from .formatting import format_markdown
 from .machine import CpuTimes, cpu_probe_ms, host_cpu, total_cpu_seconds
 from .operators import OPERATORS, OURS, REFERENCE, RunningOperator, ours_binary, reference_binary
+from .report import format_markdown
 from .scenarios import create_unrelated_pods, delete_namespace, fanout, raw_ceiling, throughput
 from .summary import summarize
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import random
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .machine import WRITE_VERBS
 
 OURS, REFERENCE, RAW = "ours", "reference", "raw-client"
+#: Who runs each scenario, in the order every table and chart shows them.
+RUNNERS = (OURS, REFERENCE, RAW)
 
 METRICS = {
     "fanout": (
@@ -310,3 +312,20 @@ def busiest_first(breakdown: dict[str, dict[str, float]]) -> list[str]:
     return sorted(
         set(ours) | set(reference), key=lambda k: (-(ours.get(k, 0) + reference.get(k, 0)), k)
     )
+
+
+def scenarios(summary: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """``(config, scenario, figures)`` of a summary, in order (the targets left out)."""
+    for config, by_scenario in summary.items():
+        if config == "targets" or not isinstance(by_scenario, dict):
+            continue
+        for scenario, figures in by_scenario.items():
+            if isinstance(figures, dict):
+                yield config, scenario, figures
+
+
+def compared(figures: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The metrics of a scenario that compare the runners (not its errors, machine...)."""
+    for metric, entry in figures.items():
+        if isinstance(entry, dict) and "ratio_ours_reference" in entry:
+            yield metric, entry

@@ -49,6 +49,7 @@ class SharedInformerFactory:
         self._clock = clock
         self.min_watch_timeout = min_watch_timeout
         self._informers: dict[InformerKey, SharedInformer] = {}
+        self._on_demand: list[SharedInformer] = []
         self._died = asyncio.Event()
 
     def informer_for(
@@ -98,6 +99,13 @@ class SharedInformerFactory:
                 inf.indexer.add_indexers(missing)
         return inf
 
+    def on_demand(self, informer: SharedInformer) -> SharedInformer:
+        """Reports the death of ``informer``, which its owner starts when first needed
+        (:meth:`start` and :meth:`wait_for_cache_sync` leave it alone)."""
+        informer.on_failure(lambda _: self._died.set())
+        self._on_demand.append(informer)
+        return informer
+
     def informers(self) -> list[SharedInformer]:
         return list(self._informers.values())
 
@@ -115,7 +123,8 @@ class SharedInformerFactory:
 
     def failures(self) -> list[str]:
         """One line per informer that died: its resource and why."""
-        return [f"{inf.resource}: {inf.failure}" for inf in self._informers.values() if inf.failure]
+        every = [*self._informers.values(), *self._on_demand]
+        return [f"{inf.resource}: {inf.failure}" for inf in every if inf.failure]
 
     async def wait_for_failure(self) -> str:
         """Returns (the :meth:`failures`) once an informer has died."""
@@ -123,4 +132,5 @@ class SharedInformerFactory:
         return "; ".join(self.failures())
 
     async def shutdown(self) -> None:
-        await asyncio.gather(*(inf.stop() for inf in self._informers.values()))
+        every = [*self._informers.values(), *self._on_demand]
+        await asyncio.gather(*(inf.stop() for inf in every))

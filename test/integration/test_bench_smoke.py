@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.sidebyside.formatting import format_summary
+from bench.sidebyside.report import format_summary
 from devcluster import Binaries, BinariesMissingError
 from devcluster import binaries as binmod
 

@@ -191,6 +191,8 @@ def test_t9k_component_rules() -> None:
         ("batch.tensorstack.dev", "mpijobs/status", "update"),
         ("batch.tensorstack.dev", "mpijobs/finalizers", "update"),
         ("scheduler.tensorstack.dev", "podgroups", "get"),
+        ("scheduler.tensorstack.dev", "podgroups", "list"),
+        ("scheduler.tensorstack.dev", "podgroups", "watch"),
         ("scheduler.tensorstack.dev", "podgroups", "create"),
         ("scheduler.tensorstack.dev", "podgroups", "update"),
         ("scheduler.tensorstack.dev", "podgroups", "patch"),

@@ -8,7 +8,9 @@
 * :mod:`.objects`: accessors of pods, batch Jobs and conditions;
 * :mod:`.writes`: the status write and the events that go with it;
 * :mod:`.progress`: spacing of progress-only writes while a job fans out;
-* :mod:`.pod_cache`: the slim pods the informers keep.
+* :mod:`.pod_cache`: the slim pods the informers keep;
+* :mod:`.on_demand`: a child kind's cache started by the first sync that needs it
+  (its CRD is optional).
 
 The two kinds keep their own syncers, state machines and builders.
 """

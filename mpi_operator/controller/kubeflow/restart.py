@@ -12,26 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import structlog
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
-    ConditionType,
     FailurePolicy,
-    FailurePolicyAction,
-    JobStatus,
     MPIJob,
 )
 from mpi_operator.builders.kubeflow.common import launcher_name
 from mpi_operator.client import JOBS, PODS, WARNING, is_controlled_by
-from mpi_operator.client.events import truncate_message
-from mpi_operator.controller.core.objects import format_time, is_terminating
+from mpi_operator.controller.core.objects import is_terminating
 from mpi_operator.controller.core.owner import delete
 from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.writes import Event
-from mpi_operator.controller.kubeflow.conditions import TRUE, get_condition, update_conditions
 from mpi_operator.controller.kubeflow.context import SyncContext, attempt_of, restart_attempt
 from mpi_operator.controller.kubeflow.culprit import failed_pods
 from mpi_operator.controller.kubeflow.failure_policy import (
@@ -98,29 +92,7 @@ def judge(
     )
 
 
-async def recreate_ignored(ctx: SyncContext, job: MPIJob, judgement: Judgement) -> None:
+async def recreate_ignored(ctx: SyncContext, job: MPIJob, names: Sequence[str]) -> None:
     """Deletes the pods whose failure a rule ignores: the workers are recreated by the
     next sync, a launcher pod by the Job controller."""
-    names = [m.failure.pod for m in judgement.decision.ignored]
     await run_all(*(delete(ctx, PODS, job.namespace, name, None) for name in names))
-
-
-def mark(status: JobStatus, decision: Decision, now: datetime) -> list[Event]:
-    """Writes a restart or a failure by the policy into ``status``; returns its events."""
-    assert decision.culprit is not None
-    stamp = format_time(now)
-    status.last_failure = decision.culprit.status(stamp)
-    message = truncate_message(decision.message)
-    if decision.action == FailurePolicyAction.RESTART_JOB:
-        status.restart_count = (status.restart_count or 0) + 1
-        condition = ConditionType.RESTARTING
-    else:
-        condition = ConditionType.FAILED
-        if status.completion_time is None:
-            status.completion_time = stamp
-    if not update_conditions(status, condition, TRUE, decision.reason, message, now):
-        # Restarting again before the job ran: same status and reason, a new message.
-        current = get_condition(status, condition)
-        assert current is not None
-        current.message, current.last_update_time = message, stamp
-    return [Event(WARNING, decision.reason, message)]

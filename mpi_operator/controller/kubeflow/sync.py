@@ -9,21 +9,17 @@ succeeded, so a failed write followed by a retry does not report twice.
 from __future__ import annotations
 
 import time
-from datetime import datetime
 
 import structlog
 
 from mpi_operator.api.field_errors import InvalidObjectError, aggregate
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
-    CleanPodPolicy,
     ConditionType,
-    FailurePolicyAction,
     JobStatus,
     LauncherCreationPolicy,
     ManagedBy,
     MPIJob,
-    ReplicaType,
     limit_errors,
     parse,
     set_defaults,
@@ -31,38 +27,35 @@ from mpi_operator.api.v2beta1 import (
 )
 from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.builders.kubeflow.worker import worker_replicas
-from mpi_operator.client import MPIJOBS, WARNING
-from mpi_operator.client.events import truncate_message
+from mpi_operator.client import MPIJOBS
 from mpi_operator.client.kubeapi import ApiError
 from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.invalid import report_invalid
-from mpi_operator.controller.core.objects import format_time, is_job_finished, is_job_succeeded
+from mpi_operator.controller.core.objects import is_job_finished
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.progress import SPACED_FROM_WORKERS
-from mpi_operator.controller.core.writes import Event, dump_status, write_status
-from mpi_operator.controller.kubeflow import children, ready_timeout, ttl
+from mpi_operator.controller.core.writes import dump_status, write_status
+from mpi_operator.controller.kubeflow import children, ttl
 from mpi_operator.controller.kubeflow import launcher as launchers
 from mpi_operator.controller.kubeflow import restart as restarts
 from mpi_operator.controller.kubeflow import workers as worker_pods
 from mpi_operator.controller.kubeflow.conditions import (
-    CREATED_REASON,
-    TRUE,
     has_true_condition,
     is_finished,
     is_succeeded,
-    refresh_state,
-    update_conditions,
 )
 from mpi_operator.controller.kubeflow.context import SyncContext, job_reference, owner_of
-from mpi_operator.controller.kubeflow.failure_policy import Decision
-from mpi_operator.controller.kubeflow.status import StatusOutcome, replica_status, update_status
+from mpi_operator.controller.kubeflow.next_status import Children, Facts, StatusUpdate, next_status
 
 log = structlog.get_logger(__name__)
 
 
-INVALID_POD_TEMPLATE = "InvalidPodTemplate"
 INVALID = 422  # the API server's "Invalid": the same object is rejected every time
+
+
+class _Rejected(Exception):
+    """The API server rejected a pod template as Invalid (the message is its answer)."""
 
 
 class MPIJobSyncer(Syncer[SyncContext]):
@@ -100,70 +93,41 @@ class MPIJobSyncer(Syncer[SyncContext]):
     async def _sync_valid(self, owner: Owner, job: MPIJob) -> None:
         ctx = self.ctx
         now = ctx.clock.now()
-        pending: list[Event] = []
-        created = False
-        if job.status is None or not job.status.conditions:
-            message = f"MPIJob {job.namespace}/{job.name} is created."
-            status = job.status = job.status or JobStatus()
-            update_conditions(status, ConditionType.CREATED, TRUE, CREATED_REASON, message, now)
-            pending.append(Event("Normal", CREATED_REASON, message))
-            created = True
         status = job.status
-        assert status is not None
-
-        if is_finished(status) and status.completion_time is not None:
-            await launchers.stop_launcher(ctx, job)
-            if self._cleans_up(job):
-                await self._clean_up_workers(owner, job)
-                await self._write_status(owner, job, StatusOutcome(events=pending), created)
-            else:
-                await ttl.collect(ctx, job)
+        if status is not None and is_finished(status) and status.completion_time is not None:
+            await self._apply(owner, job, next_status(job, Facts(finished=True), now))
             return
-
-        if status.start_time is None and not is_suspended(job):
-            status.start_time = format_time(now)
         policy = job.spec.run_policy.failure_policy
         if policy is not None and await restarts.clear_stale(ctx, job):
             # A restart is under way: nothing new until the last attempt's children are gone.
-            await self._write_status(owner, job, StatusOutcome(events=pending), created)
+            await self._apply(owner, job, next_status(job, Facts(clearing=True), now))
             return
-        await self._sync_children(owner, job, pending, created)
-
-    async def _sync_children(
-        self, owner: Owner, job: MPIJob, pending: list[Event], created: bool
-    ) -> None:
-        ctx = self.ctx
-        now = ctx.clock.now()
         launcher = launchers.get_launcher(ctx, owner, job)
-        found = await self._create_children(owner, job, launcher, pending, created)
-        if found is None:
+        try:
+            launcher, workers = await self._create_children(owner, job, launcher)
+        except _Rejected as rejected:
+            await self._apply(owner, job, next_status(job, Facts(rejected=str(rejected)), now))
             return
-        launcher, workers = found
         if launcher is not None:
             launcher = await self._sync_launcher_suspension(owner, job, launcher, workers)
         if is_suspended(job):
             await self._clean_up_workers(owner, job)
-
         launcher_pods: list[Obj] = []
         if launcher is not None:
             uid = str(launcher["metadata"].get("uid") or "")
             launcher_pods = ctx.listers.pods.by_controller_uid(uid, job.namespace)
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
-        not_ready = ready_timeout.not_ready_message(job, workers, now)
-        if not_ready is not None:
-            await self._fail(owner, job, ready_timeout.REASON, not_ready, pending, created)
-            return
-        self._requeue_at_deadline(job, ready_timeout.seconds_left(job, now))
-        await self._judge_and_write(
-            owner, job, launcher, launcher_pods, workers, pending, created, now
-        )
+        found = Children(launcher, launcher_pods, workers)
+        update = next_status(job, Facts(children=found), now)
+        self._requeue_at_deadline(job, update.requeue_after)
+        await self._apply(owner, job, update)
 
     async def _create_children(
-        self, owner: Owner, job: MPIJob, launcher: Obj | None, pending: list[Event], created: bool
-    ) -> tuple[Obj | None, list[Obj]] | None:
+        self, owner: Owner, job: MPIJob, launcher: Obj | None
+    ) -> tuple[Obj | None, list[Obj]]:
         """Service, ConfigMap, Secret, PodGroup, workers and launcher, as far as the job
-        needs them now; returns the launcher and the workers, or None when the API
-        server rejected a pod template (the job has failed)."""
+        needs them now; returns the launcher and the workers. Raises :class:`_Rejected`
+        when the API server rejects a worker pod or the launcher Job as Invalid."""
         ctx = self.ctx
         workers: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
@@ -187,62 +151,24 @@ class MPIJobSyncer(Syncer[SyncContext]):
         except ApiError as err:
             if err.status != INVALID:
                 raise
-            await self._fail_invalid(owner, job, err, pending, created)
-            return None
+            raise _Rejected(err.message) from err
         return launcher, workers
 
-    async def _judge_and_write(
-        self,
-        owner: Owner,
-        job: MPIJob,
-        launcher: Obj | None,
-        launcher_pods: list[Obj],
-        workers: list[Obj],
-        pending: list[Event],
-        created: bool,
-        now: datetime,
-    ) -> None:
-        """The failure policy's judgement, then the status from the children, written once."""
-        status = job.status
-        assert status is not None
-        policy = job.spec.run_policy.failure_policy
-        succeeded = launcher is not None and is_job_succeeded(launcher)
-        if policy is not None and not is_suspended(job) and not succeeded:
-            # A launcher that succeeded after a retry leaves failed pods: not a failure.
-            judgement = restarts.judge(policy, job, launcher_pods, workers)
-            await restarts.recreate_ignored(self.ctx, job, judgement)
-            pending += judgement.events
-            launcher_pods, workers = judgement.launcher_pods, judgement.workers
-            if judgement.decision.action is not None:
-                await self._act(owner, job, judgement.decision, pending, created)
-                return
-        outcome = update_status(job, launcher, launcher_pods, workers, now)
-        outcome.events[:0] = pending
-        if is_finished(status):
-            # Deviation: the reference cleans up on the sync after the one that finished
-            # the job, and writes the status again; we stop the launcher and clean up
-            # before the one write, so nothing runs on a finished job.
-            await launchers.stop_launcher(self.ctx, job)
-            if self._cleans_up(job):
-                await self._clean_up_workers(owner, job)
-        await self._write_status(owner, job, outcome, created)
-
-    async def _act(
-        self, owner: Owner, job: MPIJob, decision: Decision, pending: list[Event], created: bool
-    ) -> None:
-        """The failure policy restarts the job (the old children go after the status
-        write, so a failed write leaves them for the retry) or fails it."""
-        status = job.status
-        assert status is not None
-        pending += restarts.mark(status, decision, self.ctx.clock.now())
-        failed = decision.action == FailurePolicyAction.FAIL_JOB
-        if failed:
-            await launchers.stop_launcher(self.ctx, job)
-            if self._cleans_up(job):
-                await self._clean_up_workers(owner, job)
-        await self._write_status(owner, job, StatusOutcome(events=pending, failed=failed), created)
-        if not failed:
-            await restarts.clear_stale(self.ctx, job)
+    async def _apply(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
+        """The child writes the new status asks for, then the one status write."""
+        ctx = self.ctx
+        await restarts.recreate_ignored(ctx, job, update.ignored)
+        if update.stop_launcher:
+            await launchers.stop_launcher(ctx, job)
+        if update.clean_up:
+            await self._clean_up_workers(owner, job)
+        if not update.write:
+            await ttl.collect(ctx, job)
+            return
+        job.status = update.status
+        await self._write_status(owner, job, update)
+        if update.restart:
+            await restarts.clear_stale(ctx, job)
 
     async def _sync_launcher_suspension(
         self, owner: Owner, job: MPIJob, launcher: Obj, workers: list[Obj]
@@ -257,84 +183,38 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if seconds is not None and seconds > 0 and self.ctx.requeue_after is not None:
             self.ctx.requeue_after(f"{job.namespace}/{job.name}", seconds)
 
-    async def _fail_invalid(
-        self, owner: Owner, job: MPIJob, err: ApiError, pending: list[Event], created: bool
-    ) -> None:
-        """A worker pod or the launcher Job that the API server rejects as Invalid."""
-        # Deviation from the reference (it retries forever): fail fast, no requeue.
-        message = (
-            f"MPIJob {job.namespace}/{job.name} has failed: "
-            f"the API server rejected its pod template: {err.message}"
-        )
-        await self._fail(owner, job, INVALID_POD_TEMPLATE, message, pending, created)
-
-    async def _fail(
-        self,
-        owner: Owner,
-        job: MPIJob,
-        reason: str,
-        message: str,
-        pending: list[Event],
-        created: bool,
-    ) -> None:
-        """Fails the job: launcher stopped and cleanPodPolicy applied before the write."""
-        status = job.status
-        assert status is not None
-        now = self.ctx.clock.now()
-        message = truncate_message(message)
-        if status.completion_time is None:
-            status.completion_time = format_time(now)
-        if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
-            pending.append(Event(WARNING, reason, message))
-        await launchers.stop_launcher(self.ctx, job)
-        if self._cleans_up(job):
-            await self._clean_up_workers(owner, job)
-        await self._write_status(owner, job, StatusOutcome(events=pending, failed=True), created)
-
-    @staticmethod
-    def _cleans_up(job: MPIJob) -> bool:
-        policy = job.spec.run_policy.clean_pod_policy
-        return policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING)
-
     async def _clean_up_workers(self, owner: Owner, job: MPIJob) -> None:
         await worker_pods.delete_workers(self.ctx, owner, job)
-        status = job.status
-        assert status is not None
-        replica_status(status, ReplicaType.WORKER)
         await children.delete_pod_group(self.ctx, owner, job)
 
-    async def _write_status(
-        self, owner: Owner, job: MPIJob, outcome: StatusOutcome, created: bool
-    ) -> None:
-        assert job.status is not None
-        refresh_state(job.status)
-        new_status = dump_status(job.status)
+    async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
+        new_status = dump_status(update.status)
         old_status = owner.obj.get("status") or {}
         changed = new_status != old_status
         progress = (
             changed
-            and not outcome.events
+            and not update.events
             and worker_replicas(job) >= SPACED_FROM_WORKERS
-            and _fanning_out(job.status)
+            and _fanning_out(update.status)
             and _counts_only(old_status, new_status)
         )
         if progress and self.ctx.progress.defer("status", owner.key, self.ctx.requeue_after):
             return
-        await write_status(self.ctx, owner, MPIJOBS, new_status, outcome.events)
+        await write_status(self.ctx, owner, MPIJOBS, new_status, update.events)
         if progress:
             self.ctx.progress.wrote("status", owner.key)
         elif changed:
             self.ctx.progress.reset(owner.key)
         metrics = self.ctx.metrics
-        if created:
+        if update.created:
             metrics.jobs_created.inc()
-        if outcome.succeeded:
+        if update.succeeded:
             metrics.jobs_successful.inc()
-        if outcome.failed:
+        if update.failed:
             metrics.jobs_failed.inc()
-        if outcome.succeeded or outcome.failed:
+        if update.succeeded or update.failed:
             self._observe_duration(job)
-        if is_finished(job.status):
+        if is_finished(update.status):
             await ttl.collect(self.ctx, job)
 
     def _observe_duration(self, job: MPIJob) -> None:

@@ -12,14 +12,15 @@ from mpi_operator.builders.t9k.config import new_config_map
 from mpi_operator.builders.t9k.podgroup import new_pod_group
 from mpi_operator.builders.t9k.secret import new_ssh_secret
 from mpi_operator.builders.t9k.service import new_service
-from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES, ApiError, is_not_found
-from mpi_operator.client.errors import is_not_served
+from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES, ApiError
 from mpi_operator.controller.core.missing_crd import raise_if_not_served
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, ensure_controlled
 from mpi_operator.controller.core.pods import create_pods
 from mpi_operator.controller.t9k.context import T9K_POD_GROUPS, SyncContext
 
 POD_FAILED = ("FailedCreatePod", "pod {name}: ")
+#: What a job uses the PodGroup for, as a missing CRD's message says.
+POD_GROUP_NEEDED_FOR = "spec.scheduler.t9kScheduler"
 
 
 async def ensure_service(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
@@ -53,30 +54,24 @@ async def ensure_ssh_secret(ctx: SyncContext, owner: Owner, job: MPIJob) -> None
 
 
 async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
-    """Creates the t9k scheduler's PodGroup (called only when pods are about to be created)."""
+    """Creates the t9k scheduler's PodGroup, or brings its spec up to date (called only
+    when pods are about to be created). Read from its cache, started on first use."""
     desired = new_pod_group(job)
     if desired is None:
         return
     try:
-        await _ensure_pod_group(ctx, owner, job, desired)
+        lister = await ctx.listers.pod_groups.lister(ctx.client, job.namespace)
+        current = lister.get(job.namespace, job.name)
+        if current is None:
+            await create_or_adopt(ctx, owner, T9K_POD_GROUPS, desired, T9K_POD_GROUPS.kind)
+            return
+        ensure_controlled(ctx, owner, current, T9K_POD_GROUPS.kind)
+        if current.get("spec") != desired["spec"]:
+            updated = {**current, "spec": desired["spec"]}
+            await ctx.client.replace(T9K_POD_GROUPS, job.namespace, job.name, updated)
     except ApiError as err:
-        raise_if_not_served(err, T9K_POD_GROUPS, "spec.scheduler.t9kScheduler")
+        raise_if_not_served(err, T9K_POD_GROUPS, POD_GROUP_NEEDED_FOR)
         raise
-
-
-async def _ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob, desired: Obj) -> None:
-    try:
-        current = await ctx.client.get(T9K_POD_GROUPS, job.namespace, job.name)
-    except ApiError as err:
-        if not is_not_found(err) or is_not_served(err):
-            raise
-        await create_or_adopt(ctx, owner, T9K_POD_GROUPS, desired, T9K_POD_GROUPS.kind)
-        return
-    ensure_controlled(ctx, owner, current, T9K_POD_GROUPS.kind)
-    if current.get("spec") != desired["spec"]:
-        await ctx.client.replace(
-            T9K_POD_GROUPS, job.namespace, job.name, {**current, "spec": desired["spec"]}
-        )
 
 
 def job_pods(ctx: SyncContext, owner: Owner) -> dict[str, Obj]:

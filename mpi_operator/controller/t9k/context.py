@@ -19,6 +19,7 @@ from mpi_operator.api.t9k import (
 from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
 from mpi_operator.client import Lister, Resource
 from mpi_operator.controller.core.context import CoreContext
+from mpi_operator.controller.core.on_demand import OnDemandCache
 from mpi_operator.controller.core.owner import Owner, reference
 
 T9K_MPIJOBS = Resource(GROUP, VERSION, PLURAL, KIND)
@@ -41,6 +42,8 @@ class Listers:
     services: Lister
     configmaps: Lister
     secrets: Lister
+    pod_groups: OnDemandCache
+    """The t9k scheduler's PodGroups, cached once a job needs one (its CRD is optional)."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -24,14 +24,17 @@ from mpi_operator.client import (
     SharedInformer,
     is_not_found,
 )
+from mpi_operator.controller.core.on_demand import OnDemandCache
 from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import QueueController, Wiring
 from mpi_operator.controller.runner import SyncRunner
+from mpi_operator.controller.t9k.children import POD_GROUP_NEEDED_FOR
 from mpi_operator.controller.t9k.context import (
     T9K_MPIJOBS,
     T9K_OPERATOR_SELECTOR,
+    T9K_POD_GROUPS,
     Listers,
     SyncContext,
     T9kOptions,
@@ -81,14 +84,7 @@ class T9kMPIJobController(QueueController):
             registry=self.registry,
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
-        f = self.factory
-        self.informers: dict[str, SharedInformer] = {
-            "mpijobs": f.informer_for(T9K_MPIJOBS),
-            "pods": f.informer_for(PODS, label_selector=T9K_OPERATOR_SELECTOR, transform=slim_pod),
-            "services": f.informer_for(SERVICES, label_selector=T9K_OPERATOR_SELECTOR),
-            "configmaps": f.informer_for(CONFIGMAPS, label_selector=T9K_OPERATOR_SELECTOR),
-            "secrets": f.informer_for(SECRETS, label_selector=T9K_OPERATOR_SELECTOR),
-        }
+        self.informers = self._informers(client, options)
         i = self.informers
         self.syncer = T9kMPIJobSyncer(
             SyncContext(
@@ -99,6 +95,7 @@ class T9kMPIJobController(QueueController):
                     services=i["services"].lister,
                     configmaps=i["configmaps"].lister,
                     secrets=i["secrets"].lister,
+                    pod_groups=OnDemandCache(i["pod_groups"], POD_GROUP_NEEDED_FOR),
                 ),
                 recorder=self.recorder,
                 clock=self.clock,
@@ -117,3 +114,25 @@ class T9kMPIJobController(QueueController):
         self.connect_handlers(
             ChildHandlers(API_VERSION, KIND, i["mpijobs"].lister, self.enqueue_batched)
         )
+
+    def _informers(
+        self, client: KubeClient, options: ControllerOptions
+    ) -> dict[str, SharedInformer]:
+        f = self.factory
+        return {
+            "mpijobs": f.informer_for(T9K_MPIJOBS),
+            "pods": f.informer_for(PODS, label_selector=T9K_OPERATOR_SELECTOR, transform=slim_pod),
+            "services": f.informer_for(SERVICES, label_selector=T9K_OPERATOR_SELECTOR),
+            "configmaps": f.informer_for(CONFIGMAPS, label_selector=T9K_OPERATOR_SELECTOR),
+            "secrets": f.informer_for(SECRETS, label_selector=T9K_OPERATOR_SELECTOR),
+            # Not the factory's: started by the first sync that needs it (an optional CRD).
+            "pod_groups": f.on_demand(
+                SharedInformer(
+                    client,
+                    T9K_POD_GROUPS,
+                    namespace=options.namespace,
+                    label_selector=T9K_OPERATOR_SELECTOR,
+                    clock=self.clock,
+                )
+            ),
+        }

@@ -57,6 +57,18 @@ class StatusOutcome:
     events: list[Event] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class StatusUpdate:
+    """The new status and the events to emit once it is written."""
+
+    status: MPIJobStatus
+    events: list[Event]
+
+    @property
+    def finished(self) -> bool:
+        return self.status.phase in TERMINAL_PHASES
+
+
 def is_true(status: MPIJobStatus, condition_type: str) -> bool:
     condition = get_condition(status, condition_type)
     return condition is not None and condition.status == TRUE
@@ -277,10 +289,22 @@ def _set_phase(
         set_condition(status, ConditionType.RUNNING, FALSE, "PodsNotRunning", "", now)
 
 
+def next_status(
+    job: MPIJob, pods: Mapping[str, Obj], now: datetime, *, pods_created: bool
+) -> StatusUpdate:
+    """The one author of a T9k MPIJob's status: the new status from the job and its pods
+    (``job`` is not changed). ``pods_created``: the job has pods, or created some."""
+    status = job.status.model_copy(deep=True) if job.status is not None else MPIJobStatus()
+    view = job.model_copy(update={"status": status})
+    outcome = update_status(view, pods, now, pods_created=pods_created)
+    return StatusUpdate(status, outcome.events)
+
+
 def update_status(
     job: MPIJob, pods: Mapping[str, Obj], now: datetime, *, pods_created: bool
 ) -> StatusOutcome:
-    """Brings ``job.status`` up to date in place and returns the events to emit."""
+    """Brings ``job.status`` up to date in place and returns the events to emit (the
+    step of :func:`next_status` that works on its copy)."""
     out = StatusOutcome()
     status = job.status = job.status or MPIJobStatus()
     if status.phase is None:

@@ -21,8 +21,6 @@ from mpi_operator.api.t9k import (
     CleanUpPolicy,
     ConditionType,
     MPIJob,
-    MPIJobStatus,
-    Phase,
     ReplicaType,
     parse,
     set_defaults,
@@ -48,7 +46,7 @@ from mpi_operator.controller.t9k.context import (
     job_reference,
     owner_of,
 )
-from mpi_operator.controller.t9k.status import TERMINAL_PHASES, slots, update_status
+from mpi_operator.controller.t9k.status import TERMINAL_PHASES, next_status, slots
 
 log = structlog.get_logger(__name__)
 
@@ -74,10 +72,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
 
     async def _sync_valid(self, owner: Owner, job: MPIJob) -> None:
         ctx = self.ctx
-        status = job.status = job.status or MPIJobStatus()
-        if status.phase is None:
-            status.phase = Phase.PENDING.value
-        finished = status.phase in TERMINAL_PHASES
+        finished = job.status is not None and job.status.phase in TERMINAL_PHASES
         pods = children.job_pods(ctx, owner)
         if not finished:
             await run_all(
@@ -91,10 +86,10 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             else:
                 await self._delete_surplus_pods(job, pods)
                 pods.update(await self._create_missing_pods(owner, job, pods))
-        outcome = update_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
-        if status.phase in TERMINAL_PHASES:
+        update = next_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
+        if update.finished:
             await self._clean_up_workers(job, pods)
-        await write_status(ctx, owner, T9K_MPIJOBS, dump_status(status), outcome.events)
+        await write_status(ctx, owner, T9K_MPIJOBS, dump_status(update.status), update.events)
 
     async def _create_missing_pods(
         self, owner: Owner, job: MPIJob, pods: dict[str, Obj]
@@ -102,14 +97,12 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         """Slow-start creation of the pods not in the cache nor in flight, as the
         Kubeflow workers' (:mod:`~mpi_operator.controller.core.slowstart`)."""
         ctx = self.ctx
-        assert job.status is not None
         in_flight = ctx.in_flight(owner.key, pods)
         missing = [(t, i, n) for t, i, n in slots(job) if n not in pods and n not in in_flight]
         if not missing:
             return {}
         await children.ensure_pod_group(ctx, owner, job)
-        # A job that was paused once runs its pods with the resumeSpecs.
-        resumed = get_condition(job.status, ConditionType.PAUSED) is not None
+        resumed = _was_paused(job)
 
         def build(replica_type: ReplicaType, index: int) -> Obj:
             if replica_type is ReplicaType.LAUNCHER:
@@ -125,8 +118,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         in the right mode once gone."""
         wanted = {name for _, _, name in slots(job)}
         surplus = [name for name in pods if name not in wanted]
-        assert job.status is not None
-        mode = run_mode(job, get_condition(job.status, ConditionType.PAUSED) is not None)
+        mode = run_mode(job, _was_paused(job))
         stale = [
             name
             for name, pod in pods.items()
@@ -151,3 +143,8 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
         ]
         await delete_pods(self.ctx, job.namespace, doomed)
+
+
+def _was_paused(job: MPIJob) -> bool:
+    """A job that was paused once runs its pods with the resumeSpecs."""
+    return job.status is not None and get_condition(job.status, ConditionType.PAUSED) is not None

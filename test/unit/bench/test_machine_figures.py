@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from bench.sidebyside.compare import compare, machine_changes
-from bench.sidebyside.formatting import format_markdown
 from bench.sidebyside.machine import (
     CpuTimes,
     cpu_probe_ms,
@@ -20,6 +19,7 @@ from bench.sidebyside.machine import (
     total_cpu_seconds,
     write_latency_ms,
 )
+from bench.sidebyside.report import format_markdown
 from bench.sidebyside.summary import summarize
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bench.sidebyside.formatting import format_markdown
+from bench.sidebyside.report import format_markdown
 from bench.sidebyside.summary import summarize
 
 

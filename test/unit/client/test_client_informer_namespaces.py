@@ -6,6 +6,7 @@ test/e2e/test_namespace_list.py.)"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, cast
 
 import pytest
@@ -59,3 +60,20 @@ async def test_factory_lists_cluster_scoped_resources_cluster_wide() -> None:
     factory = SharedInformerFactory(cast(KubeClient, None), namespace=("a", "b"))
     assert [r.namespace for r in factory.informer_for(CONFIGMAPS).reflectors] == ["a", "b"]
     assert [r.namespace for r in factory.informer_for(PRIORITY_CLASSES).reflectors] == [None]
+
+
+async def test_an_on_demand_informer_is_left_to_its_owner_but_its_death_is_reported() -> None:
+    factory = SharedInformerFactory(cast(KubeClient, None))
+    inf = factory.on_demand(SharedInformer(cast(KubeClient, None), CONFIGMAPS))
+    factory.start()
+    assert await factory.wait_for_cache_sync(0.1)  # not waited for: nothing to sync
+    assert inf._task is None  # not started by the factory
+
+    async def broken() -> None:
+        raise RuntimeError("injected fault")
+
+    inf.run = broken  # type: ignore[method-assign]
+    inf.start()
+    died = await asyncio.wait_for(factory.wait_for_failure(), 5)
+    assert died == "configmaps.v1.core: RuntimeError: injected fault"
+    assert factory.failures() == [died]

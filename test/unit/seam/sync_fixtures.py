@@ -299,8 +299,10 @@ def kubeflow_world(job: Obj, *objects: Obj, gang_scheduling: Any = None) -> Sync
     return world.add(*objects)
 
 
-def t9k_world(job: Obj, *objects: Obj) -> SyncWorld:
-    """The T9k controller with ``job`` and ``objects`` in its caches."""
+def t9k_world(job: Obj, *objects: Obj, pod_groups_synced: bool = True) -> SyncWorld:
+    """The T9k controller with ``job`` and ``objects`` in its caches. Its PodGroup cache
+    starts on demand (an optional CRD); here it has synced already unless
+    ``pod_groups_synced`` is False (the first job that needs one has yet to come)."""
     client, clock, registry = RecordingClient(), FakeClock(), CollectorRegistry()
     recorder = RecordingRecorder(clock, registry)
     controller = T9kMPIJobController(
@@ -310,6 +312,8 @@ def t9k_world(job: Obj, *objects: Obj) -> SyncWorld:
         clock=clock,
         registry=registry,
     )
+    if pod_groups_synced:
+        controller.informers["pod_groups"].replace([], "0")  # an empty first LIST
     world = _world("t9k", job, controller, client, clock=clock, recorder=recorder)
     return world.add(*objects)
 

@@ -277,6 +277,18 @@ async def test_fails_fast_when_the_api_server_rejects_the_launcher() -> None:
     assert ("Warning", "InvalidPodTemplate") in world.events
 
 
+@pytest.mark.parametrize("resource", ["services", "configmaps", "secrets"])
+async def test_a_rejected_shared_child_is_retried_not_failed(resource: str) -> None:
+    """Only a rejected pod template fails the job: a 422 on the Service, ConfigMap or
+    Secret is the sync's error, retried, and no status is written."""
+    world = kubeflow_world(MPIJobBuilder("pi").workers(1).obj())
+    error = invalid("metadata.name: Invalid value")
+    world.client.fail("create", resource, error)
+    assert await world.sync_error() is error
+    assert world.status_writes() == []
+    assert ("Warning", "InvalidPodTemplate") not in world.events
+
+
 @pytest.mark.parametrize(
     "error", [internal_error(), forbidden()], ids=lambda e: f"{e.status}-{e.reason}"
 )

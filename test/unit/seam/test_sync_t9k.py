@@ -51,8 +51,7 @@ def conditions(world: SyncWorld) -> dict[str, tuple[str, str]]:
             T9kJobBuilder("pi").workers(1).t9k_scheduler("gpu"),
             [
                 *SHARED,
-                ("get", "podgroups", "pi"),  # T9k reads its PodGroup live (no cache)
-                ("create", "podgroups", "pi"),
+                ("create", "podgroups", "pi"),  # read from the cache: no get
                 *pods(LAUNCHER, "pi-worker-0"),
                 STATUS,
             ],
@@ -153,15 +152,64 @@ async def test_a_pod_it_does_not_control_is_not_taken_over() -> None:
 
 
 async def test_a_pod_group_of_someone_else_stops_the_pods() -> None:
+    """Not in our label-filtered cache: the create conflicts, the GET finds it foreign."""
     job = T9kJobBuilder("pi").t9k_scheduler().obj()
     world = t9k_world(job)
     foreign = ChildBuilder("PodGroup", "pi").owned_by(T9kJobBuilder("x").obj()).obj()
+    world.client.fail("create", "podgroups", already_exists("pi"), name="pi")
     world.client.answer("get", "podgroups", "pi", foreign)
     await world.sync_error()
-    assert world.writes == SHARED
+    assert world.actions[len(SHARED) :] == [
+        ("create", "podgroups", "pi"),
+        ("get", "podgroups", "pi"),
+    ]
+    assert world.writes == [*SHARED, ("create", "podgroups", "pi")]
     assert world.event_messages("ErrResourceExists") == [
         'Resource "pi" of Kind "PodGroup" already exists and is not managed by MPIJob'
     ]
+
+
+async def test_a_cached_pod_group_of_someone_else_stops_the_pods_without_a_read() -> None:
+    job = T9kJobBuilder("pi").t9k_scheduler().obj()
+    foreign = ChildBuilder("PodGroup", "pi").owned_by(T9kJobBuilder("x").obj()).obj()
+    world = t9k_world(job, foreign)
+    await world.sync_error()
+    assert world.actions == SHARED
+    assert world.event_messages("ErrResourceExists") == [
+        'Resource "pi" of Kind "PodGroup" already exists and is not managed by MPIJob'
+    ]
+
+
+@pytest.mark.parametrize(
+    ("queue", "expected"),
+    [
+        pytest.param("gpu", [], id="up-to-date"),
+        pytest.param("cpu", [("update", "podgroups", "pi")], id="spec-changed"),
+    ],
+)
+async def test_the_pod_group_is_read_from_its_cache_and_kept_up_to_date(
+    queue: str, expected: list[tuple[str, str, str]]
+) -> None:
+    world = t9k_world(T9kJobBuilder("pi").workers(1).t9k_scheduler("gpu").obj())
+    await world.converge()
+    world.change("PodGroup", "pi", {"spec": {"queue": queue}})
+    world.remove("Pod", "pi-worker-0")  # a pod to create: the PodGroup is looked at
+    await world.sync()
+    assert world.actions == [*expected, ("create", "pods", "pi-worker-0"), STATUS]
+    for update in world.recorded("update", "podgroups"):
+        assert update.body["spec"]["queue"] == "gpu"
+
+
+async def test_the_pod_group_cache_starts_only_once_its_crd_is_served() -> None:
+    """Until the first job needs a PodGroup its cache is not started; a LIST tells
+    whether the kind is served, and a missing CRD is named on the job."""
+    world = t9k_world(T9kJobBuilder("pi").workers(1).t9k_scheduler().obj(), pod_groups_synced=False)
+    world.client.fail("list", "podgroups", ApiError(404, "404 page not found"))
+    error = await world.sync_error()
+    assert 'the CRD "podgroups.scheduler.tensorstack.dev"' in str(error)
+    assert "spec.scheduler.t9kScheduler" in str(error)
+    assert world.actions == [*SHARED, ("list", "podgroups", "")]
+    assert not world.controller.informers["pod_groups"].has_synced()
 
 
 @pytest.mark.parametrize(

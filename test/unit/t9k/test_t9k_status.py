@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mpi_operator.api.t9k import MPIJob, parse, set_defaults
-from mpi_operator.controller.t9k.status import update_status
+from mpi_operator.controller.t9k.status import next_status, update_status
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -161,11 +161,22 @@ def test_fresh_status(
     events: set[str],
 ) -> None:
     job = make(**spec)
-    outcome = update_status(job, pod_map, NOW, pods_created=bool(pod_map))
-    status = dump(job)
+    update = next_status(job, pod_map, NOW, pods_created=bool(pod_map))
+    assert job.status is None, "next_status changed the job it was given"
+    status = update.status.model_dump(by_alias=True, exclude_unset=True, mode="json")
     assert status["phase"] == phase
     assert status["aggregate"] == aggregate
-    assert {e.reason for e in outcome.events} == events
+    assert {e.reason for e in update.events} == events
+    assert update.finished == (phase in ("Succeeded", "Failed"))
+
+
+def test_next_status_leaves_the_given_status_alone() -> None:
+    job = make()
+    update_status(job, pods("Running", "Running", "Running"), NOW, pods_created=True)
+    before = dump(job)
+    update = next_status(job, pods("Running", "Failed", "Running"), NOW, pods_created=True)
+    assert dump(job) == before
+    assert (before["phase"], update.status.phase) == ("Running", "Failed")
 
 
 def test_tasks_list_every_slot_with_container_states() -> None:

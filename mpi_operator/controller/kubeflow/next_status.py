@@ -1,0 +1,214 @@
+"""The one author of a Kubeflow MPIJob's status: a pure function from the job, what
+the sync found (its children, or why it stopped before looking at them) and the
+time, to the new status, its events and the child writes that go with it.
+
+The syncer gathers the facts, calls :func:`next_status` once, performs the child
+writes the update asks for (ignored pods deleted, launcher stopped, workers cleaned
+up) and writes the status once; nothing else sets a field of the status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from mpi_operator.api.object_model import Obj
+from mpi_operator.api.v2beta1 import (
+    CleanPodPolicy,
+    ConditionType,
+    FailurePolicyAction,
+    JobStatus,
+    MPIJob,
+    ReplicaType,
+)
+from mpi_operator.builders.kubeflow.common import is_suspended
+from mpi_operator.client.events import NORMAL, WARNING, truncate_message
+from mpi_operator.controller.core.objects import format_time, is_job_succeeded
+from mpi_operator.controller.core.writes import Event
+from mpi_operator.controller.kubeflow import ready_timeout
+from mpi_operator.controller.kubeflow import restart as restarts
+from mpi_operator.controller.kubeflow.conditions import (
+    CREATED_REASON,
+    TRUE,
+    get_condition,
+    is_finished,
+    refresh_state,
+    update_conditions,
+)
+from mpi_operator.controller.kubeflow.failure_policy import Decision
+from mpi_operator.controller.kubeflow.status import replica_status, update_status
+
+#: The reason of the Failed condition when the API server rejects a pod template.
+INVALID_POD_TEMPLATE = "InvalidPodTemplate"
+
+
+@dataclass(frozen=True, slots=True)
+class Children:
+    """The children the sync created or found: the launcher Job (if any), its pods, and
+    the worker pods."""
+
+    launcher: Obj | None
+    launcher_pods: Sequence[Obj]
+    workers: Sequence[Obj]
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the sync found. Exactly one of these describes a sync:
+
+    * ``finished``: the job finished on an earlier sync (it has a completionTime);
+    * ``clearing``: a restart is under way, an earlier attempt's children are going;
+    * ``rejected``: the API server rejected a pod template as Invalid (its message);
+    * ``children``: the children as they are after this sync created or fixed them.
+    """
+
+    finished: bool = False
+    clearing: bool = False
+    rejected: str | None = None
+    children: Children | None = None
+
+
+@dataclass(slots=True)
+class StatusUpdate:
+    """The new status and its events, the metrics' facts, and the child writes that go
+    with it: ``ignored`` pods to delete, the launcher to stop and the workers to clean up
+    before the status write, and (``restart``) the earlier attempt to clear after it.
+    ``write`` is False only for a finished job whose pods stay: nothing is written."""
+
+    status: JobStatus
+    events: list[Event] = field(default_factory=list)
+    created: bool = False
+    succeeded: bool = False
+    failed: bool = False
+    write: bool = True
+    stop_launcher: bool = False
+    clean_up: bool = False
+    ignored: list[str] = field(default_factory=list)
+    restart: bool = False
+    requeue_after: float | None = None
+
+
+def cleans_up(job: MPIJob) -> bool:
+    """Whether ``cleanPodPolicy`` deletes the workers of a finished job."""
+    return job.spec.run_policy.clean_pod_policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING)
+
+
+def next_status(job: MPIJob, facts: Facts, now: datetime) -> StatusUpdate:
+    """The job's new status (``job`` is not changed)."""
+    status = job.status.model_copy(deep=True) if job.status is not None else JobStatus()
+    view = job.model_copy(update={"status": status})
+    update = StatusUpdate(status=status)
+    if facts.finished:
+        update.stop_launcher = True
+        _finish(view, update)
+        update.write = update.clean_up
+    else:
+        _open(view, update, now)
+        if facts.rejected is not None:
+            # Deviation from the reference (it retries forever): fail fast.
+            message = (
+                f"MPIJob {job.namespace}/{job.name} has failed: "
+                f"the API server rejected its pod template: {facts.rejected}"
+            )
+            _fail(view, update, INVALID_POD_TEMPLATE, message, now)
+        elif facts.children is not None:
+            _from_children(view, update, facts.children, now)
+    refresh_state(status)
+    return update
+
+
+def _open(job: MPIJob, update: StatusUpdate, now: datetime) -> None:
+    """Created on the first sync; startTime once the job is not suspended."""
+    status = update.status
+    if not status.conditions:
+        message = f"MPIJob {job.namespace}/{job.name} is created."
+        update_conditions(status, ConditionType.CREATED, TRUE, CREATED_REASON, message, now)
+        update.events.append(Event(NORMAL, CREATED_REASON, message))
+        update.created = True
+    if status.start_time is None and not is_suspended(job):
+        status.start_time = format_time(now)
+
+
+def _finish(job: MPIJob, update: StatusUpdate) -> None:
+    """A finished job: the launcher stops; cleanPodPolicy deletes the workers, whose
+    replica status is then reset."""
+    update.stop_launcher = True
+    if cleans_up(job):
+        update.clean_up = True
+        replica_status(update.status, ReplicaType.WORKER)
+
+
+def _fail(job: MPIJob, update: StatusUpdate, reason: str, message: str, now: datetime) -> None:
+    """Fails the job for a reason of the sync's own (not a failed launcher)."""
+    status = update.status
+    message = truncate_message(message)
+    if status.completion_time is None:
+        status.completion_time = format_time(now)
+    if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
+        update.events.append(Event(WARNING, reason, message))
+    update.failed = True
+    _finish(job, update)
+
+
+def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: datetime) -> None:
+    if is_suspended(job):
+        # The workers of a suspended job are deleted; their counts start afresh.
+        replica_status(update.status, ReplicaType.WORKER)
+    not_ready = ready_timeout.not_ready_message(job, children.workers, now)
+    if not_ready is not None:
+        _fail(job, update, ready_timeout.REASON, not_ready, now)
+        return
+    update.requeue_after = ready_timeout.seconds_left(job, now)
+    launcher, launcher_pods, workers = children.launcher, children.launcher_pods, children.workers
+    policy = job.spec.run_policy.failure_policy
+    succeeded = launcher is not None and is_job_succeeded(launcher)
+    if policy is not None and not is_suspended(job) and not succeeded:
+        # A launcher that succeeded after a retry leaves failed pods: not a failure.
+        judgement = restarts.judge(policy, job, launcher_pods, workers)
+        update.ignored = [m.failure.pod for m in judgement.decision.ignored]
+        update.events += judgement.events
+        launcher_pods, workers = judgement.launcher_pods, judgement.workers
+        if judgement.decision.action is not None:
+            _act(job, update, judgement.decision, now)
+            return
+    outcome = update_status(job, launcher, launcher_pods, workers, now)
+    update.events += outcome.events
+    update.succeeded, update.failed = outcome.succeeded, outcome.failed
+    if is_finished(update.status):
+        # Deviation: the reference cleans up on the sync after the one that finished
+        # the job, and writes the status again; we stop the launcher and clean up
+        # before the one write, so nothing runs on a finished job.
+        _finish(job, update)
+
+
+def _act(job: MPIJob, update: StatusUpdate, decision: Decision, now: datetime) -> None:
+    """The failure policy restarts the job (the old children go after the status write,
+    so a failed write leaves them for the retry) or fails it."""
+    update.events += mark(update.status, decision, now)
+    if decision.action == FailurePolicyAction.FAIL_JOB:
+        update.failed = True
+        _finish(job, update)
+    else:
+        update.restart = True
+
+
+def mark(status: JobStatus, decision: Decision, now: datetime) -> list[Event]:
+    """Writes a restart or a failure by the policy into ``status``; returns its events."""
+    assert decision.culprit is not None
+    stamp = format_time(now)
+    status.last_failure = decision.culprit.status(stamp)
+    message = truncate_message(decision.message)
+    if decision.action == FailurePolicyAction.RESTART_JOB:
+        status.restart_count = (status.restart_count or 0) + 1
+        condition = ConditionType.RESTARTING
+    else:
+        condition = ConditionType.FAILED
+        if status.completion_time is None:
+            status.completion_time = stamp
+    if not update_conditions(status, condition, TRUE, decision.reason, message, now):
+        # Restarting again before the job ran: same status and reason, a new message.
+        current = get_condition(status, condition)
+        assert current is not None
+        current.message, current.last_update_time = message, stamp
+    return [Event(WARNING, decision.reason, message)]
