@@ -2,11 +2,13 @@
 # Builds the images of the `real` local cluster shape, only when missing, into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/<key>/ (outside the checkout;
 # <key> changes whenever an input changes: this script, pi.cc, the pause program):
-#   mpi-pi.tar  an OCI archive with two tags, both from `debootstrap --variant=minbase
-#               bookworm` plus openmpi-bin, mpich and openssh-server, user mpiuser (1000),
-#               sshd on port 2222 as in examples/v2beta1/pi/Dockerfile:
-#                 openmpi  /home/mpiuser/pi built with Open MPI's mpicxx
-#                 mpich    /home/mpiuser/pi built with MPICH's; mpirun and hydra_pmi_proxy are MPICH's
+#   mpi-pi.tar  an OCI archive with two tags, each from `debootstrap --variant=minbase`
+#               plus its MPI and openssh-server, user mpiuser (1000), sshd on port 2222 as
+#               in examples/v2beta1/pi/Dockerfile:
+#                 openmpi  bookworm, Open MPI 4.1; /home/mpiuser/pi built with its mpicxx
+#                 mpich    trixie, MPICH 4.2; /home/mpiuser/pi built with its mpicxx. Bookworm's
+#                          MPICH 4.0.2 (ch4:ucx) deadlocks in MPI_Finalize across pods in
+#                          most runs; 4.2 finished every run tried.
 #               As root, sshd runs on port 22 with Debian's configuration (T9k's workers).
 #               nslookup (bind9-dnsutils) and nc (netcat-openbsd) let the openmpi tag stand
 #               in for busybox:1.36, the T9k launcher's init container image: Debian's
@@ -21,11 +23,10 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SUITE=bookworm
 PI_SRC="$ROOT/examples/v2beta1/pi/pi.cc"
 PAUSE_SRC="$ROOT/hack/tools/pause"
 key_hash="$(cat "${BASH_SOURCE[0]}" "$PI_SRC" "$PAUSE_SRC/main.go" "$PAUSE_SRC/go.mod" | sha256sum | cut -c1-12)"
-OUT="${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/${SUITE}_${key_hash}"
+OUT="${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/bookworm-trixie_${key_hash}"
 
 if [[ "${1:-}" == "--print-dir" ]]; then
   echo "$OUT"
@@ -53,10 +54,9 @@ LOG="$OUT/build.log"
 : >"$LOG"
 start=$SECONDS
 work="$(mktemp -d "$OUT/.tmp.XXXXXX")"
-rootfs="$work/rootfs"
 cleanup() {
-  for m in proc sys dev/pts dev; do
-    mountpoint -q "$rootfs/$m" 2>/dev/null && umount -l "$rootfs/$m" || true
+  for rootfs in "$work"/rootfs-*; do
+    mountpoint -q "$rootfs/proc" 2>/dev/null && umount -l "$rootfs/proc" || true
   done
   rm -rf "$work"
 }
@@ -67,64 +67,66 @@ step() { # step WHAT CMD...: logs the command's output; on failure prints one li
   "$@" >>"$LOG" 2>&1 || die "$what failed: $(grep -v '^+ ' "$LOG" | grep -m1 -E '^E:|rror' || tail -n1 "$LOG") (full log: $LOG)"
 }
 
-echo "build-node-images: building the MPI image from debootstrap $SUITE ($mirror) and the pause image into $OUT (cold: a few minutes)" >&2
-step "debootstrap $SUITE from $mirror" nice -n 10 debootstrap --variant=minbase "$SUITE" "$rootfs" "$mirror"
-mount -t proc proc "$rootfs/proc"
-in_root() { chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive LC_ALL=C PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
-step "apt-get update in the image" in_root apt-get -q update
-# The compilers only build pi, then leave the image.
-build_pkgs=(g++ libopenmpi-dev libmpich-dev)
-step "installing MPI and sshd in the image" in_root apt-get -q install -y --no-install-recommends \
-  openmpi-bin mpich openssh-server openssh-client bind9-dnsutils netcat-openbsd "${build_pkgs[@]}"
-cp "$PI_SRC" "$rootfs/tmp/pi.cc"
-step "compiling pi.cc with Open MPI" in_root mpicxx.openmpi -O2 -o /tmp/pi-openmpi /tmp/pi.cc
-step "compiling pi.cc with MPICH" in_root mpicxx.mpich -O2 -o /tmp/pi-mpich /tmp/pi.cc
-step "removing the compilers" in_root apt-get -q purge -y --auto-remove "${build_pkgs[@]}"
-step "adding mpiuser" in_root useradd --create-home --uid 1000 --shell /bin/bash mpiuser
-# mpiuser's sshd listens on 2222; root's (T9k's workers) on 22.
-printf 'Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\nMatch localuser mpiuser\n  Port 2222\n' \
-  >>"$rootfs/etc/ssh/ssh_config"
-# A container may not set its audit login uid (no CAP_AUDIT_CONTROL): root's sshd
-# sessions would fail on pam_loginuid.
-sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' "$rootfs/etc/pam.d/sshd"
-# root's ~/.ssh is the SSH Secret's volume, a world-writable tmpfs directory: with
-# StrictModes sshd refuses its keys ("bad ownership or modes for directory /root/.ssh").
-# The reference's base image turns StrictModes off the same way.
-sed -i 's/^#\?StrictModes .*/StrictModes no/' "$rootfs/etc/ssh/sshd_config"
-step "generating mpiuser's sshd host key" in_root su mpiuser -c "ssh-keygen -q -t ed25519 -N '' -f /home/mpiuser/.ssh_host_key"
-printf '%s\n' 'Port 2222' 'HostKey /home/mpiuser/.ssh_host_key' 'PidFile /home/mpiuser/sshd.pid' \
-  'AuthorizedKeysFile /home/mpiuser/.ssh/authorized_keys' 'PasswordAuthentication no' \
-  'StrictModes no' 'UsePAM no' >"$rootfs/home/mpiuser/.sshd_config"
-in_root chown mpiuser:mpiuser /home/mpiuser/.sshd_config
-# sshd wants its privilege separation directory even when it runs unprivileged.
-mkdir -p "$rootfs/run/sshd"
-mv "$rootfs/tmp/pi-openmpi" "$rootfs/tmp/pi-mpich" "$work/"
-rm -rf "$rootfs/tmp/"* "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin "$rootfs/var/cache/apt/archives/"*.deb
-umount -l "$rootfs/proc"
+echo "build-node-images: building the MPI images from debootstrap bookworm and trixie ($mirror) and the pause image into $OUT (cold: a few minutes)" >&2
 
-# The OCI layout: one base layer (the rootfs), then one small layer per MPI.
+# make_rootfs MPI SUITE PACKAGE...: a Debian SUITE rootfs in $work/rootfs-MPI with the
+# packages, sshd set up for mpiuser and root, and $work/pi-MPI compiled with MPI's mpicxx.
+make_rootfs() {
+  local mpi="$1" suite="$2"; shift 2
+  local rootfs="$work/rootfs-$mpi"
+  in_root() { chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive LC_ALL=C PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+  step "debootstrap $suite from $mirror ($mpi)" nice -n 10 debootstrap --variant=minbase "$suite" "$rootfs" "$mirror"
+  mount -t proc proc "$rootfs/proc"
+  step "apt-get update in the $mpi image" in_root apt-get -q update
+  # The compilers only build pi, then leave the image.
+  local build_pkgs=(g++ "lib$mpi-dev")
+  step "installing $mpi and sshd in the image" in_root apt-get -q install -y --no-install-recommends \
+    openssh-server openssh-client "$@" "${build_pkgs[@]}"
+  cp "$PI_SRC" "$rootfs/tmp/pi.cc"
+  step "compiling pi.cc with $mpi" in_root "mpicxx.$mpi" -O2 -o /tmp/pi /tmp/pi.cc
+  step "removing the compilers ($mpi)" in_root apt-get -q purge -y --auto-remove "${build_pkgs[@]}"
+  step "adding mpiuser ($mpi)" in_root useradd --create-home --uid 1000 --shell /bin/bash mpiuser
+  # mpiuser's sshd listens on 2222; root's (T9k's workers) on 22.
+  printf 'Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\nMatch localuser mpiuser\n  Port 2222\n' \
+    >>"$rootfs/etc/ssh/ssh_config"
+  # A container may not set its audit login uid (no CAP_AUDIT_CONTROL): root's sshd
+  # sessions would fail on pam_loginuid.
+  sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' "$rootfs/etc/pam.d/sshd"
+  # root's ~/.ssh is the SSH Secret's volume, a world-writable tmpfs directory: with
+  # StrictModes sshd refuses its keys ("bad ownership or modes for directory /root/.ssh").
+  # The reference's base image turns StrictModes off the same way.
+  sed -i 's/^#\?StrictModes .*/StrictModes no/' "$rootfs/etc/ssh/sshd_config"
+  step "generating mpiuser's sshd host key ($mpi)" in_root su mpiuser -c "ssh-keygen -q -t ed25519 -N '' -f /home/mpiuser/.ssh_host_key"
+  printf '%s\n' 'Port 2222' 'HostKey /home/mpiuser/.ssh_host_key' 'PidFile /home/mpiuser/sshd.pid' \
+    'AuthorizedKeysFile /home/mpiuser/.ssh/authorized_keys' 'PasswordAuthentication no' \
+    'StrictModes no' 'UsePAM no' >"$rootfs/home/mpiuser/.sshd_config"
+  in_root chown mpiuser:mpiuser /home/mpiuser/.sshd_config
+  # sshd wants its privilege separation directory even when it runs unprivileged.
+  mkdir -p "$rootfs/run/sshd"
+  mv "$rootfs/tmp/pi" "$work/pi-$mpi"
+  rm -rf "$rootfs/tmp/"* "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin "$rootfs/var/cache/apt/archives/"*.deb
+  umount -l "$rootfs/proc"
+}
+make_rootfs openmpi bookworm openmpi-bin bind9-dnsutils netcat-openbsd
+make_rootfs mpich trixie mpich
+
+# The OCI layout: per MPI, its rootfs as the base layer, then pi in a small layer.
 layout="$work/oci"
 step "umoci init" umoci init --layout "$layout"
-step "umoci new" umoci new --image "$layout:base"
-step "umoci unpack" umoci unpack --image "$layout:base" "$work/bundle"
-rm -rf "$work/bundle/rootfs"
-mv "$rootfs" "$work/bundle/rootfs"
-step "umoci repack (base layer)" umoci repack --image "$layout:base" "$work/bundle"
-step "umoci config (base)" umoci config --image "$layout:base" --config.workingdir /home/mpiuser \
-  --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 for mpi in openmpi mpich; do
-  step "umoci config ($mpi)" umoci config --image "$layout:base" --tag "$mpi"
+  step "umoci new ($mpi)" umoci new --image "$layout:base-$mpi"
+  step "umoci unpack ($mpi)" umoci unpack --image "$layout:base-$mpi" "$work/bundle-$mpi"
+  rm -rf "$work/bundle-$mpi/rootfs"
+  mv "$work/rootfs-$mpi" "$work/bundle-$mpi/rootfs"
+  step "umoci repack ($mpi base layer)" umoci repack --image "$layout:base-$mpi" "$work/bundle-$mpi"
+  rm -rf "$work/bundle-$mpi"
+  step "umoci config ($mpi)" umoci config --image "$layout:base-$mpi" --tag "$mpi" \
+    --config.workingdir /home/mpiuser \
+    --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   install -D -m 0755 -o 1000 -g 1000 "$work/pi-$mpi" "$work/layer-$mpi/pi"
   step "umoci insert (pi, $mpi)" umoci insert --image "$layout:$mpi" "$work/layer-$mpi/pi" /home/mpiuser/pi
+  step "umoci rmi base ($mpi)" umoci rm --image "$layout:base-$mpi"
 done
-# MPICH's mpirun first on PATH in the mpich tag (Debian's alternatives pick Open MPI's).
-# Hydra starts `<directory mpirun was found in>/hydra_pmi_proxy` on each worker over ssh,
-# so the proxy must be there too (else mpirun waits forever for proxies that never ran).
-mkdir -p "$work/mpich-bin"
-for t in mpirun mpiexec; do ln -s "/usr/bin/$t.mpich" "$work/mpich-bin/$t"; done
-ln -s /usr/bin/hydra_pmi_proxy "$work/mpich-bin/hydra_pmi_proxy"
-step "umoci insert (mpich mpirun)" umoci insert --image "$layout:mpich" "$work/mpich-bin" /usr/local/bin
-step "umoci rmi base" umoci rm --image "$layout:base"
 step "umoci gc" umoci gc --layout "$layout"
 tar -C "$layout" -cf "$work/mpi-pi.tar" .
 

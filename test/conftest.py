@@ -45,15 +45,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.full_cluster)
         if names & _REAL_FIXTURES:
             item.add_marker(pytest.mark.real_cluster)
-    # The real node's known failures (strict xfail) run after every other test: one of
-    # them was seen to crash the shared kubelet, which would fail the tests after it.
-    known = [i for i in items if i.get_closest_marker("real_cluster") and _xfails(i)]
-    if known:
-        items[:] = [i for i in items if i not in known] + known
-
-
-def _xfails(item: pytest.Item) -> bool:
-    return item.get_closest_marker("xfail") is not None
 
 
 @pytest.hookimpl(tryfirst=True)

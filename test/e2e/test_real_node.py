@@ -184,20 +184,9 @@ def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
     assert launcher_job["metadata"]["labels"]["training.kubeflow.org/restart-attempt"] == "1"
 
 
-# Not working yet. Seen on this machine with the image's hydra_pmi_proxy fixed: both
-# ranks run and rank 0 prints pi, then MPI_Finalize never returns (Debian bookworm's
-# MPICH 4.0.2, ch4:ucx): rank 0 waits in hydra's PMI barrier with a UCX message from
-# rank 1 unread, and rank 1 spins. The same image finishes in a chroot with separate
-# host names. Strict, so that a fix shows as XPASS and the mark must go.
-MPICH_NOT_YET = pytest.mark.xfail(
-    strict=True,
-    reason="MPICH's pi on the real node hangs in MPI_Finalize across pods (unresolved)",
-)
-
-
 @pytest.mark.parametrize(
     ("example", "implementation"),
-    [("pi.yaml", "Open MPI"), pytest.param("pi-mpich.yaml", "MPICH", marks=MPICH_NOT_YET)],
+    [("pi.yaml", "Open MPI"), ("pi-mpich.yaml", "MPICH")],
 )
 def test_pi_example_computes_pi_across_two_workers(
     real_cluster: LocalCluster,

@@ -1,15 +1,16 @@
 # The pi example's image for MPICH (pi-mpich.yaml): the same layout as the Open
 # MPI image of ./Dockerfile (mpiuser, sshd on port 2222, the program at
-# /home/mpiuser/pi), built and run with Debian's MPICH.
+# /home/mpiuser/pi), built and run with Debian trixie's MPICH 4.2: bookworm's 4.0.2
+# (ch4:ucx) was seen to deadlock in MPI_Finalize across pods in most runs.
 #   docker build -t <registry>/mpi-pi:mpich -f examples/v2beta1/pi/mpich.Dockerfile examples/v2beta1/pi
-FROM debian:bookworm-slim AS build
+FROM debian:trixie-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends g++ libmpich-dev \
  && rm -rf /var/lib/apt/lists/*
 COPY pi.cc /src/pi.cc
 RUN mpicxx -O2 -o /src/pi /src/pi.cc
 
-FROM debian:bookworm-slim
+FROM debian:trixie-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends mpich openssh-server openssh-client \
  && rm -rf /var/lib/apt/lists/*
