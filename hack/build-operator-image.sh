@@ -2,12 +2,13 @@
 # Builds the operator's image from the project's wheel, for the in-cluster e2e test on the
 # `real` local cluster shape (the Dockerfile's python:3.11-slim cannot be pulled here):
 #   base   `debootstrap --variant=minbase bookworm` (python3 3.11, as the Dockerfile's) with a
-#          virtualenv in /opt/mpi-operator holding the runtime dependencies of pyproject.toml,
-#          downloaded from PyPI as wheels by this machine's pip; user nonroot (65532).
+#          virtualenv in /opt/mpi-operator holding the runtime dependencies pinned, with their
+#          hashes, in requirements.lock (as the Dockerfile installs them), downloaded from PyPI
+#          as wheels by this machine's pip; user nonroot (65532).
 #   image  the base plus one layer: the wheel of `pip wheel .` installed without dependencies
 #          (`pip check` proves the base has them). Entrypoint mpi-operator, as the Dockerfile's.
 # Both are cached outside the checkout, in ${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/
-# operator-image/: the base keyed by this script and pyproject.toml, the image by the base
+# operator-image/: the base keyed by this script and requirements.lock, the image by the base
 # and the wheel's sha256 (the wheel is built reproducibly, SOURCE_DATE_EPOCH fixed), so a
 # code change rebuilds only the small top layer.
 #
@@ -45,7 +46,7 @@ SOURCE_DATE_EPOCH=315532800 "$PY" -m pip wheel -q --no-deps -w "$work/wheel" "$w
 wheel="$(ls "$work"/wheel/mpi_operator-*.whl)"
 version="$(basename "$wheel" | cut -d- -f2)"
 wheel_hash="$(sha256sum "$wheel" | cut -c1-12)"
-base_key="$(cat "${BASH_SOURCE[0]}" "$ROOT/pyproject.toml" | sha256sum | cut -c1-12)"
+base_key="$(cat "${BASH_SOURCE[0]}" "$ROOT/requirements.lock" | sha256sum | cut -c1-12)"
 BASE="$CACHE/base_${SUITE}_$base_key"
 TAG="$version-$wheel_hash"
 OUT="$CACHE/image_${base_key}_$wheel_hash"
@@ -92,14 +93,14 @@ build_base() {
   step "apt-get update in the image" in_root apt-get -q update
   step "installing python3 in the image" in_root env DEBIAN_FRONTEND=noninteractive \
     apt-get -q install -y --no-install-recommends python3 python3-venv
-  # The runtime dependencies, as binary wheels for this machine's (the same) Python 3.11.
-  "$PY" -c 'import sys, tomllib; print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))' \
-    "$ROOT/pyproject.toml" >"$rootfs/tmp/requirements.txt"
-  step "pip download of the runtime dependencies" "$PY" -m pip download -q --only-binary=:all: \
-    -d "$rootfs/tmp/wheels" -r "$rootfs/tmp/requirements.txt"
+  # The locked runtime dependencies, as binary wheels for this machine's (the same)
+  # Python 3.11, checked against the lock's hashes when downloaded and when installed.
+  cp "$ROOT/requirements.lock" "$rootfs/tmp/requirements.lock"
+  step "pip download of the locked runtime dependencies" "$PY" -m pip download -q --only-binary=:all: \
+    --require-hashes -d "$rootfs/tmp/wheels" -r "$rootfs/tmp/requirements.lock"
   step "python3 -m venv in the image" in_root python3 -m venv /opt/mpi-operator
-  step "installing the runtime dependencies in the image" in_root /opt/mpi-operator/bin/pip install -q \
-    --no-index --find-links /tmp/wheels -r /tmp/requirements.txt
+  step "installing the locked runtime dependencies in the image" in_root /opt/mpi-operator/bin/pip install -q \
+    --no-index --find-links /tmp/wheels --require-hashes -r /tmp/requirements.lock
   in_root /opt/mpi-operator/bin/pip freeze >"$work/base-freeze.txt"
   step "adding the nonroot user" in_root sh -c 'groupadd --gid 65532 nonroot && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot'
   umount -l "$rootfs/proc"
