@@ -17,18 +17,10 @@ default (5 qps, burst 10) and ``qps < 0`` disables throttling. Unlike client-go'
 FIFO bucket, tokens go in turns to the request flows (one per MPIJob being synced,
 one for everything else), so one job's backlog does not hold back the others. HTTP 429
 responses are retried after ``Retry-After`` like client-go's request retry.
-
-HTTP/1.1 takes a connection per request in flight, and each TLS connection holds
-about 360 KiB (asyncio's 256 KiB read buffer and OpenSSL's). So at most
-:func:`max_in_flight` requests (a quarter of the QPS: full rate up to 250 ms a
-request, 16 at least, 100 at most) are sent at once, after their token; watches are
-not counted. Deviation: client-go multiplexes every request on one HTTP/2 connection.
 """
 
 from __future__ import annotations
 
-import asyncio
-import math
 import os
 import urllib.parse
 import urllib.request
@@ -53,42 +45,12 @@ log = structlog.get_logger()
 DEFAULT_QPS = 5.0
 DEFAULT_BURST = 10
 _MAX_429_RETRIES = 10
-#: Bounds of the requests in flight at once (kubernetes_asyncio's pool holds 100).
-_MIN_IN_FLIGHT = 16
-_MAX_IN_FLIGHT = 100
 
 
 def _effective_rate(qps: float, burst: int) -> tuple[float, int]:
     if qps == 0:
         return DEFAULT_QPS, burst or DEFAULT_BURST
     return qps, burst
-
-
-def max_in_flight(qps: float) -> int:
-    """How many requests (not watches) are sent at once at client rate ``qps`` (after
-    :func:`_effective_rate`; negative: unthrottled)."""
-    if qps < 0:
-        return _MAX_IN_FLIGHT
-    return max(_MIN_IN_FLIGHT, min(_MAX_IN_FLIGHT, math.ceil(qps / 4)))
-
-
-class _Slot:
-    """One request's place among those in flight: taken once, right before it is sent
-    (after its token and the fence), and given back once its response is read."""
-
-    def __init__(self, slots: asyncio.Semaphore | None) -> None:
-        self._slots = slots
-        self._held = False
-
-    async def acquire(self) -> None:
-        if self._slots is not None and not self._held:
-            await self._slots.acquire()
-            self._held = True
-
-    def release(self) -> None:
-        if self._slots is not None and self._held:
-            self._held = False
-            self._slots.release()
 
 
 class ApiTransport:
@@ -117,8 +79,6 @@ class ApiTransport:
         self.rate_limiter: FairTokenBucket | None = (
             FairTokenBucket(qps, max(burst, 1), self.clock) if qps > 0 else None
         )
-        #: Requests sent and not yet read (watches excepted) wait for a slot.
-        self.in_flight = asyncio.Semaphore(max_in_flight(qps))
         self.user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None
         self._proxy: str | None = None
@@ -215,12 +175,11 @@ class ApiTransport:
         body: Any,
         content_type: str,
         client_timeout: aiohttp.ClientTimeout,
-        slot: _Slot,
     ) -> aiohttp.ClientResponse:
         """One request (after the throttle and the fence); a 401 reloads the
         credentials and, if they changed, sends it once more."""
         resp, sent_with = await self._send_once(
-            method, path, query, body, content_type, client_timeout, slot
+            method, path, query, body, content_type, client_timeout
         )
         if resp.status != 401 or self.credentials is None:
             return resp
@@ -231,9 +190,7 @@ class ApiTransport:
         log.info(
             "credentials rejected (401); retrying with reloaded ones", method=method, path=path
         )
-        resp, _ = await self._send_once(
-            method, path, query, body, content_type, client_timeout, slot
-        )
+        resp, _ = await self._send_once(method, path, query, body, content_type, client_timeout)
         return resp
 
     async def _send_once(
@@ -244,7 +201,6 @@ class ApiTransport:
         body: Any,
         content_type: str,
         client_timeout: aiohttp.ClientTimeout,
-        slot: _Slot,
     ) -> tuple[aiohttp.ClientResponse, str | None]:
         await self._throttle()
         headers: dict[str, str] = {
@@ -266,7 +222,6 @@ class ApiTransport:
         if self.fence is not None:
             # Last, so that a write that waited for the throttle is judged when it leaves.
             await self.fence.admit(method, path)
-        await slot.acquire()
         resp: aiohttp.ClientResponse = await session.request(
             method,
             url,
@@ -292,13 +247,19 @@ class ApiTransport:
         """Send one request; return the decoded JSON body or raise :class:`ApiError`."""
         client_timeout = aiohttp.ClientTimeout(total=request_timeout)
         for attempt in range(_MAX_429_RETRIES + 1):
-            slot = _Slot(self.in_flight)
             try:
-                resp, data = await self._send_and_read(
-                    method, path, query, body, content_type, client_timeout, slot
-                )
+                resp = await self._send(method, path, query, body, content_type, client_timeout)
+            except aiohttp.ClientConnectorError:
+                raise
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
+                # As Go's transport: a request that failed on a pooled connection the server
+                # had closed (e.g. it restarted) is sent once more, on a new connection.
+                log.debug("connection lost, sending again", method=method, error=str(err))
+                resp = await self._send(method, path, query, body, content_type, client_timeout)
+            try:
+                data = await resp.read()
             finally:
-                slot.release()
+                resp.release()
             if resp.status == 429 and attempt < _MAX_429_RETRIES:
                 retry_after = resp.headers.get("Retry-After", "1")
                 delay = float(retry_after) if retry_after.isdigit() else 1.0
@@ -314,31 +275,6 @@ class ApiTransport:
             return parsed
         raise AssertionError("unreachable")
 
-    async def _send_and_read(
-        self,
-        method: str,
-        path: str,
-        query: Sequence[tuple[str, str]] | None,
-        body: Any,
-        content_type: str,
-        client_timeout: aiohttp.ClientTimeout,
-        slot: _Slot,
-    ) -> tuple[aiohttp.ClientResponse, bytes]:
-        args = (method, path, query, body, content_type, client_timeout, slot)
-        try:
-            resp = await self._send(*args)
-        except aiohttp.ClientConnectorError:
-            raise
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
-            # As Go's transport: a request that failed on a pooled connection the server
-            # had closed (e.g. it restarted) is sent once more, on a new connection.
-            log.debug("connection lost, sending again", method=method, error=str(err))
-            resp = await self._send(*args)
-        try:
-            return resp, await resp.read()
-        finally:
-            resp.release()
-
     @asynccontextmanager
     async def stream(
         self,
@@ -349,7 +285,7 @@ class ApiTransport:
     ) -> AsyncIterator[aiohttp.ClientResponse]:
         """Open a long-lived GET (a watch); raises :class:`ApiError` on non-2xx."""
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
-        resp = await self._send("GET", path, query, None, "application/json", timeout, _Slot(None))
+        resp = await self._send("GET", path, query, None, "application/json", timeout)
         try:
             if not 200 <= resp.status < 300:
                 data = await resp.read()
