@@ -17,10 +17,16 @@ default (5 qps, burst 10) and ``qps < 0`` disables throttling. Unlike client-go'
 FIFO bucket, tokens go in turns to the request flows (one per MPIJob being synced,
 one for everything else), so one job's backlog does not hold back the others. HTTP 429
 responses are retried after ``Retry-After`` like client-go's request retry.
+
+HTTP/1.1 takes a TLS connection per request in flight (a burst of pod creates opens
+the pool's 100), and asyncio gives each a 256 KiB read buffer, zero-filled, so
+resident: :func:`small_tls_read_buffers` makes it 64 KiB (four TLS records) for the
+process. client-go multiplexes its requests on one HTTP/2 connection instead.
 """
 
 from __future__ import annotations
 
+import asyncio.sslproto
 import os
 import urllib.parse
 import urllib.request
@@ -47,6 +53,19 @@ DEFAULT_BURST = 10
 _MAX_429_RETRIES = 10
 
 
+#: The read buffer of each TLS connection (asyncio's default: 256 KiB).
+TLS_READ_BUFFER = 64 * 1024
+
+
+def small_tls_read_buffers() -> None:
+    """Each TLS connection of this process reads through a :data:`TLS_READ_BUFFER`
+    buffer. ``SSLProtocol`` allocates its buffer of ``max_size`` bytes per connection
+    and reads at most that much at a time; 64 KiB still holds four full TLS records."""
+    protocol = getattr(asyncio.sslproto, "SSLProtocol", None)
+    if protocol is not None and getattr(protocol, "max_size", 0) > TLS_READ_BUFFER:
+        protocol.max_size = TLS_READ_BUFFER
+
+
 def _effective_rate(qps: float, burst: int) -> tuple[float, int]:
     if qps == 0:
         return DEFAULT_QPS, burst or DEFAULT_BURST
@@ -67,6 +86,7 @@ class ApiTransport:
         credentials: Credentials | None = None,
         fence: LeadershipFence | None = None,
     ) -> None:
+        small_tls_read_buffers()
         self.api_client = api_client
         #: The bearer token's keeper (None: the configuration's api_key, as it is).
         self.credentials = credentials

@@ -100,3 +100,12 @@ def test_a_last_record_without_a_newline_comes_at_the_end() -> None:
     assert splitter.feed(b'{"a":1}\n{"b"') == [b'{"a":1}']
     assert splitter.feed(b":2}") == []
     assert splitter.end() == [b'{"b":2}']
+
+
+def test_a_client_makes_the_tls_read_buffers_64_kib() -> None:
+    import asyncio.sslproto
+
+    from mpi_operator.client.transport import TLS_READ_BUFFER
+
+    client(0, 0)
+    assert asyncio.sslproto.SSLProtocol.max_size == TLS_READ_BUFFER == 64 * 1024

@@ -1,0 +1,203 @@
+"""The operator's per-pod costs during a fan-out, without a cluster.
+
+Run: ``python -m bench.hot_path``. Prints one JSON line:
+
+* ``watch_us_per_event``: CPU per pod watch event, from the bytes of the stream to the
+  key in the work queue: line splitting, JSON decoding, the reflector, the pod
+  informer's transform and cache, and the Kubeflow controller's event handlers. The
+  events are those of one worker pod recorded during a fan-out on the local cluster
+  (``fanout_worker_events.jsonl``: ADDED, MODIFIED when scheduled, MODIFIED when
+  running, with their managedFields), renamed for each of ``PODS`` workers and fed in
+  64 KiB chunks, as a busy watch delivers them.
+* ``create_us_per_request``: CPU of this process per pod create through
+  :class:`~mpi_operator.client.kubeapi.KubeClient` with a bearer token (serialising,
+  headers, aiohttp, reading and decoding the response), 32 at a time against a local
+  aiohttp server in another process (plain HTTP: TLS costs the same whatever we do)
+  that answers with the recorded pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import socket
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mpi_operator.client.kubeapi import PODS, KubeClient, LineSplitter, _decode_line
+
+PODS_PER_ROUND = 2000
+ROUNDS = 5
+CREATES = 2000
+CONCURRENCY = 32
+CHUNK = 65536
+EVENTS = Path(__file__).with_name("fanout_worker_events.jsonl")
+JOB = "fanout"
+NAMESPACE = "fanout-ours"
+
+
+def recorded_events() -> list[bytes]:
+    return [line for line in EVENTS.read_bytes().splitlines() if line.strip()]
+
+
+def fanout_stream(workers: int) -> bytes:
+    """Every worker's three events in the order a fan-out brings them: all ADDED,
+    then scheduled, then running, each pod with its own name, uid and resourceVersion."""
+    templates = recorded_events()
+    uid = orjson.loads(templates[0])["object"]["metadata"]["uid"]
+    out: list[bytes] = []
+    rv = 1000
+    for template in templates:
+        for i in range(workers):
+            rv += 1
+            line = (
+                template.replace(b"fanout-worker-0", f"fanout-worker-{i}".encode())
+                .replace(uid.encode(), f"{uid[:-6]}{i:06d}".encode())
+                .replace(
+                    b'"training.kubeflow.org/replica-index":"0"',
+                    f'"training.kubeflow.org/replica-index":"{i}"'.encode(),
+                )
+            )
+            event = orjson.loads(line)
+            event["object"]["metadata"]["resourceVersion"] = str(rv)
+            out.append(orjson.dumps(event))
+    return b"\n".join(out) + b"\n"
+
+
+def _controller() -> Any:
+    """The Kubeflow controller with its informers and handlers, never started."""
+    from prometheus_client import CollectorRegistry
+
+    from mpi_operator.controller.kubeflow.controller import MPIJobController
+    from mpi_operator.controller.options import ControllerOptions
+
+    client: Any = object()  # never used: nothing is started or synced
+    controller = MPIJobController(client, ControllerOptions(), registry=CollectorRegistry())
+    owner_uid = orjson.loads(recorded_events()[0])["object"]["metadata"]["ownerReferences"][0]
+    controller.informers["mpijobs"].indexer.add(
+        {
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "metadata": {"name": JOB, "namespace": NAMESPACE, "uid": owner_uid["uid"]},
+        }
+    )
+    return controller
+
+
+async def _watch_round(stream: bytes) -> float:
+    controller = _controller()
+    reflector = controller.informers["pods"].reflectors[0]
+    chunks = [stream[i : i + CHUNK] for i in range(0, len(stream), CHUNK)]
+    start = time.process_time()
+    lines = LineSplitter()
+    for chunk in chunks:
+        for line in lines.feed(chunk):
+            reflector._handle_event(_decode_line(line))
+    elapsed = time.process_time() - start
+    assert len(controller.informers["pods"].indexer) == PODS_PER_ROUND
+    assert controller.queue.waiting() == 1
+    controller.queue.shut_down()
+    return elapsed
+
+
+def watch_events() -> dict[str, Any]:
+    stream = fanout_stream(PODS_PER_ROUND)
+    events = stream.count(b"\n")
+    rounds = [asyncio.run(_watch_round(stream)) for _ in range(ROUNDS)]
+    return {
+        "watch_events": events,
+        "watch_us_per_event": round(statistics.median(rounds) / events * 1e6, 1),
+        "watch_rounds_s": [round(r, 4) for r in rounds],
+    }
+
+
+# -- pod creates ---------------------------------------------------------------
+
+
+def _serve(port: int, body: bytes) -> None:
+    from aiohttp import web
+
+    async def create(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(status=201, body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/api/v1/namespaces/{ns}/pods", create)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _worker_pod(i: int) -> dict[str, Any]:
+    pod = orjson.loads(recorded_events()[0])["object"]
+    meta = pod["metadata"]
+    del meta["managedFields"], meta["uid"], meta["resourceVersion"], meta["creationTimestamp"]
+    meta["name"] = f"fanout-worker-{i}"
+    spec = pod["spec"]
+    spec["volumes"] = spec["volumes"][:1]
+    spec["containers"][0]["volumeMounts"] = spec["containers"][0]["volumeMounts"][:1]
+    pod.pop("status", None)
+    return dict(pod)
+
+
+async def _create_round(port: int) -> float:
+    from mpi_operator.client.credentials import Credentials, StaticSource, Token
+    from mpi_operator.client.lean_imports import ApiClient, Configuration
+
+    configuration = Configuration(host=f"http://127.0.0.1:{port}")
+    # A bearer token through Credentials, as the operator's client has (kubeconfig token).
+    credentials = Credentials(StaticSource("Bearer bench"), Token("Bearer bench"))
+    client = KubeClient(ApiClient(configuration), qps=-1, credentials=credentials)
+    async with client:
+        await client.create(PODS, NAMESPACE, _worker_pod(0))  # the connection pool warms up
+        bodies = [_worker_pod(i) for i in range(CREATES)]
+        start = time.process_time()
+        for at in range(0, CREATES, CONCURRENCY):
+            batch = bodies[at : at + CONCURRENCY]
+            await asyncio.gather(*(client.create(PODS, NAMESPACE, b) for b in batch))
+        return time.process_time() - start
+
+
+def pod_creates() -> dict[str, Any]:
+    port = _free_port()
+    response = orjson.dumps(orjson.loads(recorded_events()[0])["object"])
+    server = multiprocessing.get_context("spawn").Process(
+        target=_serve, args=(port, response), daemon=True
+    )
+    server.start()
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        rounds = [asyncio.run(_create_round(port)) for _ in range(ROUNDS)]
+    finally:
+        server.terminate()
+        server.join(10)
+    return {
+        "creates": CREATES,
+        "create_us_per_request": round(statistics.median(rounds) / CREATES * 1e6, 1),
+        "create_rounds_s": [round(r, 4) for r in rounds],
+    }
+
+
+def run() -> dict[str, Any]:
+    return {"benchmark": "hot_path", **watch_events(), **pod_creates()}
+
+
+if __name__ == "__main__":
+    print(json.dumps(run()))
