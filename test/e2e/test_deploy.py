@@ -155,6 +155,8 @@ T9K_GRANTS = {
     ("batch.tensorstack.dev", "mpijobs/status", "update"),
     ("batch.tensorstack.dev", "mpijobs/finalizers", "update"),
     ("scheduler.tensorstack.dev", "podgroups", "get"),
+    ("scheduler.tensorstack.dev", "podgroups", "list"),
+    ("scheduler.tensorstack.dev", "podgroups", "watch"),
     ("scheduler.tensorstack.dev", "podgroups", "create"),
     ("scheduler.tensorstack.dev", "podgroups", "update"),
     ("scheduler.tensorstack.dev", "podgroups", "patch"),
