@@ -6,33 +6,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from test_next_status import make_job
 
-from mpi_operator.api.v2beta1 import JobStatus, MPIJob, set_defaults
+from mpi_operator.api.v2beta1 import JobStatus, MPIJob
 from mpi_operator.controller.kubeflow.conditions import update_conditions
 from mpi_operator.controller.kubeflow.status import update_status
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 STAMP = "2026-11-21T12:00:00Z"
-
-
-def make_job(**run_policy: Any) -> MPIJob:
-    return set_defaults(
-        MPIJob.from_dict(
-            {
-                "metadata": {"name": "pi", "namespace": "ns", "uid": "u"},
-                "spec": {
-                    "runPolicy": run_policy,
-                    "mpiReplicaSpecs": {
-                        "Launcher": {"template": {"spec": {"containers": [{"name": "l"}]}}},
-                        "Worker": {
-                            "replicas": 2,
-                            "template": {"spec": {"containers": [{"name": "w"}]}},
-                        },
-                    },
-                },
-            }
-        )
-    )
 
 
 def pod(phase: str, reason: str = "", message: str = "", created: str = STAMP) -> dict[str, Any]:
