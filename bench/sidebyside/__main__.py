@@ -7,8 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from .presets import PRESETS, preset
 from .report import format_summary
-from .runner import PRESETS, preset, run
+from .runner import run
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

@@ -24,148 +24,17 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from .cluster import BenchCluster, audit_counts
 from .machine import CpuTimes, cpu_probe_ms, host_cpu, total_cpu_seconds
 from .operators import OPERATORS, OURS, REFERENCE, RunningOperator, ours_binary, reference_binary
+from .presets import QpsConfig, Sizes
 from .report import format_markdown
 from .scenarios import create_unrelated_pods, delete_namespace, fanout, raw_ceiling, throughput
 from .summary import summarize
-
-
-@dataclass(frozen=True)
-class QpsConfig:
-    name: str
-    qps: int
-    burst: int
-    #: False: pass no flag: each operator's shipped defaults (ours 100/200, the
-    #: reference 5/10); ``qps``/``burst`` are then the raw ceiling client's.
-    pass_flags: bool
-    #: More flags for both operators (same spelling in both).
-    extra_args: tuple[str, ...] = ()
-
-
-SHIPPED = QpsConfig("shipped-defaults", 5, 10, pass_flags=False)
-
-
-@dataclass
-class Sizes:
-    reps: int = 3
-    #: Repetitions of the fan-out (default: ``reps``). A fan-out repetition takes 2-3
-    #: min against ~10 for a throughput one, and its figures are the noisier.
-    fanout_reps: int | None = None
-    nodes: int = 8
-    unrelated_pods: int = 5000
-    fanout_workers: dict[str, int] = field(default_factory=dict)
-    throughput_jobs: dict[str, int] = field(default_factory=dict)
-    throughput_workers: int = 4
-    launcher_seconds: float = 5.0
-    raw_ceiling: bool = True
-    #: Repetitions of the raw ceiling per config (default: all); at 5 QPS it is a
-    #: ~100 s wait for a figure fixed by the token bucket ((500 - 10) / 5 s).
-    raw_reps: dict[str, int] = field(default_factory=dict)
-    configs: list[QpsConfig] = field(default_factory=list)
-    timeout: float = 900.0
-    #: Record a py-spy flame graph of ours in every run (next to the results file).
-    profile: bool = False
-    #: The scenarios the reference runs in (the others: ours and the raw client only).
-    reference_scenarios: tuple[str, ...] = ("fanout", "throughput")
-
-    @property
-    def fanout_repetitions(self) -> int:
-        return self.reps if self.fanout_reps is None else self.fanout_reps
-
-
-PRESETS = ("full", "scale", "shipped", "reduced", "queue", "fanout-unthrottled", "smoke")
-
-#: Equal client limits for both operators: what the issue's targets compare.
-EQUAL = QpsConfig("equal-100-200", 100, 200, pass_flags=True)
-#: The same limits, for the 2,000-worker fan-out (each config has one fan-out size).
-EQUAL_2K = QpsConfig("equal-100-200-2k", 100, 200, pass_flags=True)
-
-
-def preset(name: str) -> Sizes:
-    if name == "smoke":
-        return Sizes(
-            reps=1,
-            nodes=2,
-            unrelated_pods=20,
-            fanout_workers={SHIPPED.name: 2},
-            throughput_jobs={SHIPPED.name: 2},
-            throughput_workers=1,
-            launcher_seconds=1.0,
-            configs=[SHIPPED],
-            timeout=120.0,
-        )
-    queue = QpsConfig(
-        "equal-100-200-queue-1000-2000",
-        100,
-        200,
-        pass_flags=True,
-        extra_args=("--controller-queue-rate-limit", "1000", "--controller-queue-burst", "2000"),
-    )
-    # Fan-out with both operators and the raw client at 1000/2000: the client limiter
-    # never binds for 500 pods, so the figure compares how pods are created (ours
-    # concurrently, the reference one request at a time) on the same server.
-    unthrottled = QpsConfig("equal-1000-2000", 1000, 2000, pass_flags=True)
-    if name == "full":
-        # The comparison the targets are about, sized to finish in about 45 minutes
-        # here: at equal 100/200, fan-outs of 500 and 2,000 workers and a throughput
-        # of 100 MPIJobs, 3 repetitions each, among 5,000 unrelated pods. The
-        # reference needs ~2.5 s per MPIJob of throughput at this size (its 10/s work
-        # queue), which is most of the time.
-        return Sizes(
-            reps=3,
-            nodes=10,
-            fanout_workers={EQUAL.name: 500, EQUAL_2K.name: 2000},
-            throughput_jobs={EQUAL.name: 100},
-            configs=[EQUAL, EQUAL_2K],
-        )
-    if name == "scale":
-        # Ten times the scale, ours against the raw ceiling (and the reference on the
-        # fan-out only: at its 10/s queue, 1,000 MPIJobs would take it over 40 min):
-        # a 5,000-worker fan-out, 1,000 MPIJobs of 4 workers, 50,000 unrelated pods.
-        return Sizes(
-            reps=1,
-            nodes=24,
-            unrelated_pods=50000,
-            fanout_workers={EQUAL.name: 5000},
-            throughput_jobs={EQUAL.name: 1000},
-            configs=[EQUAL],
-            reference_scenarios=("fanout",),
-            timeout=1800.0,
-        )
-    if name == "shipped":
-        # Each operator at its shipped client limits (ours 100/200, the reference 5/10).
-        return Sizes(
-            reps=3,
-            fanout_workers={SHIPPED.name: 500},
-            throughput_jobs={SHIPPED.name: 100},
-            raw_reps={SHIPPED.name: 0},
-            configs=[SHIPPED],
-        )
-    if name == "reduced":
-        return Sizes(
-            fanout_workers={SHIPPED.name: 200},
-            throughput_jobs={SHIPPED.name: 10, EQUAL.name: 50},
-            raw_reps={SHIPPED.name: 1},
-            configs=[EQUAL, SHIPPED],
-            timeout=180.0,
-        )
-    if name == "fanout-unthrottled":
-        return Sizes(fanout_workers={unthrottled.name: 500}, configs=[unthrottled])
-    if name == "queue":
-        # Throughput with the controller work queue's token bucket opened up, to show
-        # what bounds the throughput scenario.
-        return Sizes(
-            throughput_jobs={queue.name: 50},
-            configs=[queue],
-            timeout=180.0,
-        )
-    raise ValueError(f"unknown preset {name!r}")
 
 
 def running_order(rep: int) -> tuple[str, ...]:

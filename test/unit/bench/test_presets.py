@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.sidebyside.runner import PRESETS, preset, running_order
+from bench.sidebyside.presets import PRESETS, preset
+from bench.sidebyside.runner import running_order
 from bench.sidebyside.summary import busiest_first, targets
 
 

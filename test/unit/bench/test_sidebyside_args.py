@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bench.sidebyside import __main__ as cli
-from bench.sidebyside.runner import Sizes
+from bench.sidebyside.presets import Sizes
 
 
 @pytest.fixture
