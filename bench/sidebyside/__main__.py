@@ -26,6 +26,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, help="seconds each wait may take")
     p.add_argument("--no-raw", action="store_true", help="skip the raw-client ceiling")
     p.add_argument(
+        "--fairness",
+        action="store_true",
+        help="create a 1-worker MPIJob during the fan-out; time until its pods exist",
+    )
+    p.add_argument(
+        "--running-wait",
+        type=float,
+        metavar="SECONDS",
+        help="cut the fan-out's wait for Running this long after all pods exist (lower bound)",
+    )
+    p.add_argument(
         "--out", type=Path, help="results JSON (default bench/results/sidebyside-<preset>.json)"
     )
     p.add_argument("--workdir", type=Path, help="keep cluster and operator logs here")
@@ -58,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         sizes.timeout = args.timeout
     if args.no_raw:
         sizes.raw_ceiling = False
+    if args.fairness:
+        sizes.fairness = True
+    if args.running_wait is not None:
+        sizes.running_wait = args.running_wait
     sizes.profile = args.profile
     if args.ours_only:
         sizes.reference_scenarios = ()

@@ -172,7 +172,15 @@ class Runner:
                 rep,
                 lambda op, ns: {
                     "workers": workers,
-                    **fanout(self.cluster, op, ns, workers, self.sizes.timeout),
+                    **fanout(
+                        self.cluster,
+                        op,
+                        ns,
+                        workers,
+                        self.sizes.timeout,
+                        fairness=self.sizes.fairness,
+                        running_wait=self.sizes.running_wait,
+                    ),
                 },
             )
         if self.sizes.raw_ceiling and rep < self.sizes.raw_reps.get(config.name, self.sizes.reps):
@@ -246,6 +254,9 @@ def _brief(record: dict[str, Any]) -> str:
         "error",
         "all_pods_created_s",
         "running_s",
+        "running_timed_out",
+        "small_job_pods_s",
+        "small_job_created_s",
         "all_succeeded_s",
         "create_to_running_p50_s",
         "create_to_running_p99_s",
@@ -255,7 +266,7 @@ def _brief(record: dict[str, Any]) -> str:
     parts = []
     for k in keys:
         v = record.get(k)
-        if v is not None:
+        if v is not None and v is not False:
             parts.append(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}")
     if "api" in record:
         parts.append(f"api_requests={record['api']['total']}")

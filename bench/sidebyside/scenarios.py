@@ -44,41 +44,113 @@ def delete_namespace(cluster: LocalCluster, ns: str, timeout: float = 600) -> fl
     return time.monotonic() - t0
 
 
+#: The fan-out's MPIJob, and the 1-worker one created meanwhile (fairness).
+BIG, SMALL = "fanout", "small"
+#: Share of the big job's workers seen before the small job is created.
+SMALL_AFTER = 0.1
+#: Seconds the small job may take beyond the big job's measurements.
+SMALL_WAIT = 60.0
+
+
 def fanout(
-    cluster: LocalCluster, op: RunningOperator, ns: str, workers: int, timeout: float
+    cluster: LocalCluster,
+    op: RunningOperator,
+    ns: str,
+    workers: int,
+    timeout: float,
+    fairness: bool = False,
+    running_wait: float | None = None,
 ) -> dict[str, Any]:
     """One MPIJob of ``workers`` workers (launcher runs on): seconds until every worker
-    pod exists, and until the MPIJob's Running condition."""
-    pods = Watch(cluster, PODS.format(ns=ns), f"{JOB_ROLE_LABEL}=worker").start()
+    pod exists, and until the MPIJob's Running condition.
+
+    ``running_wait``: seconds to wait for Running once all pods exist; when cut there,
+    ``running_s`` is a lower bound and ``running_timed_out`` True (CPU up to then).
+    ``fairness``: see :func:`_small_job`."""
+    selector = f"{JOB_ROLE_LABEL}=worker,{JOB_NAME_LABEL}={BIG}"
+    pods = Watch(cluster, PODS.format(ns=ns), selector).start()
     jobs = Watch(cluster, MPIJOBS.format(ns=ns)).start()
+    small = Watch(cluster, PODS.format(ns=ns), f"{JOB_NAME_LABEL}={SMALL}")
+    if fairness:
+        small.start()
     cpu0 = op.stats().cpu_seconds
     try:
         t0 = time.monotonic()
-        status, body = cluster.request(
-            "POST", MPIJOBS.format(ns=ns), mpijob("fanout", workers, None)
-        )
-        if status != 201:
-            raise RuntimeError(f"creating the MPIJob: {status} {body}")
+        _create(cluster, ns, mpijob(BIG, workers, None))
+        t_small, seen_then = None, 0
+        if fairness:
+            some = max(1, int(workers * SMALL_AFTER))
+            pods.wait(lambda: len(pods.first_seen) >= some, timeout, f"{some} worker pods")
+            t_small, seen_then = time.monotonic(), len(pods.first_seen)
+            _create(cluster, ns, mpijob(SMALL, 1, None))
         pods.wait(lambda: len(pods.first_seen) >= workers, timeout, f"{workers} worker pods")
         t_pods = max(pods.first_seen.values()) - t0
-        jobs.wait(
-            lambda: ("fanout", "Running") in jobs.conditions,
-            timeout,
-            "the MPIJob Running",
-        )
-        t_running = jobs.conditions[("fanout", "Running")] - t0
+        out: dict[str, Any] = {"all_pods_created_s": t_pods}
+        out.update(_running(jobs, t0, timeout, running_wait))
         op.check_alive()
         stats = op.stats()
-        return {
-            "all_pods_created_s": t_pods,
-            "running_s": t_running,
-            "first_pod_s": min(pods.first_seen.values()) - t0,
-            "cpu_s": stats.cpu_seconds - cpu0,
-            "peak_rss_kib": stats.hwm_kib,
-        }
+        out.update(
+            first_pod_s=min(pods.first_seen.values()) - t0,
+            cpu_s=stats.cpu_seconds - cpu0,
+            peak_rss_kib=stats.hwm_kib,
+        )
+        if t_small is not None:
+            out.update(small_job_at_workers=seen_then, **_small_job(small, jobs, t_small))
+        return out
     finally:
         pods.stop()
         jobs.stop()
+        small.stop()
+
+
+def _create(cluster: LocalCluster, ns: str, job: dict[str, Any]) -> None:
+    status, body = cluster.request("POST", MPIJOBS.format(ns=ns), job)
+    if status != 201:
+        raise RuntimeError(f"creating the MPIJob {job['metadata']['name']}: {status} {body}")
+
+
+def _running(jobs: Watch, t0: float, timeout: float, running_wait: float | None) -> dict[str, Any]:
+    """Seconds from ``t0`` until the big MPIJob's Running condition; cut after
+    ``running_wait`` seconds (from now) as a lower bound, if it is the shorter wait."""
+    wait = timeout if running_wait is None else min(timeout, running_wait)
+
+    def running() -> bool:
+        return (BIG, "Running") in jobs.conditions
+
+    try:
+        jobs.wait(running, wait, "the MPIJob Running")
+    except TimeoutError:
+        if running_wait is None or running_wait >= timeout:
+            raise
+        return {"running_s": time.monotonic() - t0, "running_timed_out": True}
+    return {"running_s": jobs.conditions[(BIG, "Running")] - t0, "running_timed_out": False}
+
+
+def _small_job(small: Watch, jobs: Watch, t_small: float) -> dict[str, Any]:
+    """Fairness: seconds from the small job's create request until its launcher and
+    worker pods were both seen (``small_job_pods_s``), and until its Created condition
+    (``small_job_created_s``). Not seen within ``SMALL_WAIT`` more seconds: the time
+    waited, a lower bound (``small_job_pods_timed_out`` / ``small_job_created_timed_out``)."""
+
+    def roles() -> set[str]:
+        return {labels.get(JOB_ROLE_LABEL, "") for labels in small.labels.values()}
+
+    out: dict[str, Any] = {}
+    try:
+        small.wait(lambda: {"launcher", "worker"} <= roles(), SMALL_WAIT, "the small job's pods")
+        out["small_job_pods_s"] = max(small.first_seen.values()) - t_small
+        out["small_job_pods_timed_out"] = False
+    except TimeoutError:
+        out["small_job_pods_s"] = time.monotonic() - t_small
+        out["small_job_pods_timed_out"] = True
+    try:
+        jobs.wait(lambda: (SMALL, "Created") in jobs.conditions, SMALL_WAIT, "small Created")
+        out["small_job_created_s"] = jobs.conditions[(SMALL, "Created")] - t_small
+        out["small_job_created_timed_out"] = False
+    except TimeoutError:
+        out["small_job_created_s"] = time.monotonic() - t_small
+        out["small_job_created_timed_out"] = True
+    return out
 
 
 def raw_ceiling(

@@ -35,8 +35,10 @@ def test_full_preset_compares_at_equal_qps_with_500_and_2000_worker_fanouts() ->
     assert sizes.unrelated_pods == 5000
     assert all(c.pass_flags and (c.qps, c.burst) == (100, 200) for c in sizes.configs)
     assert sorted(sizes.fanout_workers.values()) == [500, 2000]
-    assert sum(sizes.throughput_jobs.values()) == 100
+    assert sum(sizes.throughput_jobs.values()) == 50
     assert sizes.reference_scenarios == ("fanout", "throughput")
+    # Two full runs within 90 minutes: the reference's Running after 2,000 pods is cut.
+    assert sizes.running_wait == 120.0 and not sizes.fairness
 
 
 def test_scale_preset_is_ten_times_the_size_with_the_reference_on_the_fanout_only() -> None:
@@ -45,7 +47,8 @@ def test_scale_preset_is_ten_times_the_size_with_the_reference_on_the_fanout_onl
     assert sizes.throughput_jobs == {"equal-100-200": 1000}
     assert sizes.unrelated_pods == 50000
     assert sizes.reference_scenarios == ("fanout",)
-    assert sizes.nodes * 250 >= 5000 + 1
+    assert sizes.fairness and sizes.running_wait is None
+    assert sizes.nodes * 250 >= 5000 + 1 + 2  # the big job's launcher, the small job
 
 
 @pytest.mark.parametrize(("rep", "first"), [(0, "ours"), (1, "reference"), (2, "ours")])

@@ -67,3 +67,27 @@ def test_profile_and_ours_only_flags(
     assert cli.main(["--preset", "full", "--out", str(tmp_path / "r.json"), *args]) == 0
     [sizes] = sizes_run
     assert (sizes.profile, sizes.reference_scenarios) == (profile, reference_scenarios)
+
+
+@pytest.mark.parametrize(
+    ("preset", "args", "fairness", "running_wait"),
+    [
+        ("smoke", [], False, None),
+        ("smoke", ["--fairness"], True, None),
+        ("smoke", ["--running-wait", "30"], False, 30.0),
+        ("full", [], False, 120.0),
+        ("full", ["--fairness", "--running-wait", "5.5"], True, 5.5),
+        ("scale", [], True, None),
+    ],
+)
+def test_fairness_and_running_wait_flags(
+    sizes_run: list[Sizes],
+    tmp_path: Path,
+    preset: str,
+    args: list[str],
+    fairness: bool,
+    running_wait: float | None,
+) -> None:
+    assert cli.main(["--preset", preset, "--out", str(tmp_path / "r.json"), *args]) == 0
+    [sizes] = sizes_run
+    assert (sizes.fairness, sizes.running_wait) == (fairness, running_wait)
