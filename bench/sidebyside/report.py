@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .bounds import bound_prefix
 from .summary import (
     COUNTS,
     OURS,
@@ -45,6 +46,14 @@ LABELS = {
     "api_writes_per_job": "API writes per MPIJob",
     "never_running": "MPIJobs never seen Running",
     "workers_left": "workers left after cleanup",
+    "small_job_pods_s": "fairness: small job's launcher and worker pods exist (s)",
+    "small_job_created_s": "fairness: small job Created (s)",
+}
+
+#: What a cut wait's line says, per scenario (see ``timed_out`` in the summary).
+CUT = {
+    "throughput": "Timed out (its all-Succeeded time is a lower bound, the timeout)",
+    "fanout": "Wait cut short (the figure is a lower bound, the time waited)",
 }
 
 MACHINE_LABELS = {
@@ -65,11 +74,13 @@ def format_summary(result: dict[str, Any]) -> str:
         for e in sc.get("errors", []):
             lines.append(f"   ERROR {e}")
         for metric, entry in compared(sc):
-            meds = "  ".join(f"{w}={entry[w]['median']:.2f}" for w in RUNNERS if w in entry)
+            meds = "  ".join(f"{w}={_median_text(entry[w])}" for w in RUNNERS if w in entry)
             r = entry.get("ratio_ours_reference")
             raw = entry.get("ratio_ours_raw")
-            extra = f"  ours/raw={raw:.2f}" if raw else ""
-            ratio = f"  ours/ref={r:.3f}{extra}" if r is not None else ""
+            raw_sign = bound_prefix(entry.get("ratio_ours_raw_bound"))
+            extra = f"  ours/raw={raw_sign}{raw:.2f}" if raw else ""
+            sign = bound_prefix(entry.get("ratio_ours_reference_bound"))
+            ratio = f"  ours/ref={sign}{r:.3f}{extra}" if r is not None else ""
             lines.append(f"   {metric:26s} {meds}{ratio}")
     lines.append("== targets")
     for t in summary.get("targets", []):
@@ -151,10 +162,7 @@ def _scenario(config: str, scenario: str, sc: dict[str, Any]) -> list[str]:
     lines += [_metric_row(metric, entry) for metric, entry in compared(sc)]
     lines += _machine_lines(sc.get("machine") or {})
     lines += [f"\nError: {e}" for e in sc.get("errors", [])]
-    lines += [
-        f"\nTimed out (its all-Succeeded time is a lower bound, the timeout): {e}"
-        for e in sc.get("timed_out", [])
-    ]
+    lines += [f"\n{CUT.get(scenario, 'Cut')}: {e}" for e in sc.get("timed_out", [])]
     api = sc.get("api_per_job_by_verb_resource")
     if api:
         lines += ["", "| requests per MPIJob | ours | reference |", "|---|---:|---:|"]
@@ -168,7 +176,7 @@ def _scenario(config: str, scenario: str, sc: dict[str, Any]) -> list[str]:
 def _metric_row(metric: str, entry: dict[str, Any]) -> str:
     k = 1 / 1024 if metric.endswith("_kib") else 1.0
     digits = 0 if metric in COUNTS else 2
-    cells = [f"{entry[who]['median'] * k:.{digits}f}" if who in entry else "" for who in RUNNERS]
+    cells = [_median_text(entry[who], k, digits) if who in entry else "" for who in RUNNERS]
     r = entry.get("ratio_ours_reference")
     reps = ", ".join(f"{x:.2f}" for x in entry.get("per_rep_ratios", []))
     if metric in COUNTS:  # no ratio: each operator's count in every rep
@@ -178,13 +186,21 @@ def _metric_row(metric: str, entry: dict[str, Any]) -> str:
             if who in entry
         )
     raw = entry.get("ratio_ours_raw")
-    rtxt = "" if r is None else f"**{r:.2f}**"
+    rtxt = (
+        "" if r is None else f"**{bound_prefix(entry.get('ratio_ours_reference_bound'))}{r:.2f}**"
+    )
     interval = entry.get("ratio_ours_reference_ci90")
     if r is not None and interval:
         rtxt += f" [{interval[0]:.2f}-{interval[1]:.2f}]"
     if raw is not None:
-        rtxt += f" (ours/raw {raw:.2f})"
+        rtxt += f" (ours/raw {bound_prefix(entry.get('ratio_ours_raw_bound'))}{raw:.2f})"
     return f"| {LABELS.get(metric, metric)} | {' | '.join(cells)} | {rtxt} | {reps} |"
+
+
+def _median_text(figures: dict[str, Any], k: float = 1.0, digits: int = 2) -> str:
+    """A runner's median; "≥" before it when some of its samples are lower bounds."""
+    sign = bound_prefix("lower" if figures.get("lower_bounds") else None)
+    return f"{sign}{figures['median'] * k:.{digits}f}"
 
 
 def _machine_lines(machine: dict[str, dict[str, Any]]) -> list[str]:

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from .bounds import fairness_targets, is_lower_bound, mark_lower_bounds, ratio_bound
 from .machine import WRITE_VERBS
 
 OURS, REFERENCE, RAW = "ours", "reference", "raw-client"
@@ -31,6 +32,8 @@ METRICS = {
         "api_writes_per_job",
         "status_config_writes",
         "ready_rss_kib",
+        "small_job_pods_s",
+        "small_job_created_s",
     ),
     "throughput": (
         "all_succeeded_s",
@@ -96,6 +99,8 @@ def _paired(recs: list[dict[str, Any]], metric: str, a: str, b: str, name: str) 
         f"ratio_{name}": statistics.median(ratios) if ratios else None,
         f"ratio_{name}_ci90": list(interval) if (interval := bootstrap_interval(ratios)) else None,
     }
+    if ratios and (bound := ratio_bound(recs, metric, a, b)):
+        out[f"ratio_{name}_bound"] = bound
     if name == "ours_reference" and ratios:
         out["per_rep_ratios"] = ratios
     return out
@@ -143,6 +148,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         ]
         for metric in METRICS[scenario]:
             entry = _per_runner(ok, metric, _value)
+            mark_lower_bounds(entry, ok, metric)
             med = {w: entry[w]["median"] for w in entry}
             if metric in COUNTS:
                 sc[metric] = {**entry, "ratio_ours_reference": None}
@@ -152,21 +158,33 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
                 entry.update(_paired(ok, metric, OURS, RAW, "ours_raw"))
                 entry.update(_paired(ok, metric, REFERENCE, RAW, "reference_raw"))
             sc[metric] = entry
+        sc["timed_out"] = _timed_out(scenario, ok)
         if scenario == "throughput":
-            sc["timed_out"] = [
-                f"{r['operator']} rep{r['rep']}: {r.get('succeeded')}/{r['jobs']} Succeeded, "
-                f"{r.get('never_running')} never Running after {r['all_succeeded_s']:.0f} s"
-                for r in ok
-                if r.get("timed_out")
-            ]
             sc["api_per_job_by_verb_resource"] = _api_breakdown(ok)
             sc["jobs"] = ok[0].get("jobs") if ok else None
         if scenario == "fanout":
             sc["workers"] = ok[0].get("workers") if ok else None
         sc["machine"] = machine_summary(ok)
         out.setdefault(config, {})[scenario] = sc
-    out["targets"] = targets(out)
+    out["targets"] = targets(out) + fairness_targets(out, (OURS, REFERENCE))
     return out
+
+
+def _timed_out(scenario: str, recs: list[dict[str, Any]]) -> list[str]:
+    """One line per wait cut short in ``recs``: its figure is a lower bound."""
+    if scenario == "throughput":
+        return [
+            f"{r['operator']} rep{r['rep']}: {r.get('succeeded')}/{r['jobs']} Succeeded, "
+            f"{r.get('never_running')} never Running after {r['all_succeeded_s']:.0f} s"
+            for r in recs
+            if r.get("timed_out")
+        ]
+    lines = []
+    for r in recs:
+        for metric in ("running_s", "small_job_pods_s", "small_job_created_s"):
+            if is_lower_bound(r, metric):
+                lines.append(f"{r['operator']} rep{r['rep']}: {metric} >= {r[metric]:.1f} s")
+    return lines
 
 
 #: How fast the machine was during each run (see machine.py): never a ratio.
