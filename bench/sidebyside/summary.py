@@ -52,6 +52,8 @@ METRICS = {
 }
 #: Counts of things that went wrong: shown per operator, never as a ratio.
 COUNTS = ("never_running", "workers_left")
+#: Measured only in some runs (fairness: ``--fairness``): left out of runs without them.
+OPTIONAL = ("small_job_pods_s", "small_job_created_s")
 #: Percentiles over the jobs seen Running: taken only from repetitions in which every
 #: job was seen Running, so both operators' figures cover the same set of jobs.
 COMPLETE_ONLY = ("create_to_running_p50_s", "create_to_running_p99_s")
@@ -148,6 +150,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         ]
         for metric in METRICS[scenario]:
             entry = _per_runner(ok, metric, _value)
+            if metric in OPTIONAL and not entry:
+                continue
             mark_lower_bounds(entry, ok, metric)
             med = {w: entry[w]["median"] for w in entry}
             if metric in COUNTS:
