@@ -51,6 +51,12 @@ def worker_name(job: MPIJob, index: int) -> str:
     return f"{job.name}{WORKER_SUFFIX}-{index}"
 
 
+def worker_names(job: MPIJob, replicas: int) -> list[str]:
+    """``worker_name`` of indexes 0 to ``replicas - 1``."""
+    prefix = f"{job.name}{WORKER_SUFFIX}-"
+    return [f"{prefix}{i}" for i in range(replicas)]
+
+
 def launcher_name(job: MPIJob) -> str:
     return job.name + LAUNCHER_SUFFIX
 

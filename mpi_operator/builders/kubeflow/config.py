@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from mpi_operator.api.object_model import Obj
@@ -10,11 +11,12 @@ from mpi_operator.builders.kubeflow.common import (
     CONFIG_SUFFIX,
     DISCOVER_HOSTS_SCRIPT_NAME,
     HOSTFILE_NAME,
+    LAUNCHER_SUFFIX,
+    WORKER_SUFFIX,
     child_metadata,
     host_domain,
     launcher_name,
     run_launcher_as_worker,
-    worker_name,
 )
 
 
@@ -28,13 +30,39 @@ def _hostfile_line(implementation: str, host: str, slots: int) -> str:
 
 def hostfile(job: MPIJob, worker_replicas: int, cluster_domain: str = "") -> str:
     slots = job.spec.slots_per_worker if job.spec.slots_per_worker is not None else 1
-    implementation = job.spec.mpi_implementation or ""
-    names = [launcher_name(job)] if run_launcher_as_worker(job) else []
-    names += [worker_name(job, i) for i in range(worker_replicas)]
-    return "".join(
-        _hostfile_line(implementation, host_domain(n, job, job.namespace, cluster_domain), slots)
-        for n in names
+    return _hostfile(
+        job.name,
+        job.namespace,
+        worker_replicas,
+        slots,
+        job.spec.mpi_implementation or "",
+        run_launcher_as_worker(job),
+        cluster_domain,
     )
+
+
+# The hostfile depends only on these values; a sync of a big job would otherwise
+# rebuild thousands of lines every time. Small: a job's hostfile is up to ~1 MiB.
+@functools.lru_cache(maxsize=8)
+def _hostfile(
+    job_name: str,
+    namespace: str,
+    replicas: int,
+    slots: int,
+    implementation: str,
+    launcher_as_worker: bool,
+    cluster_domain: str,
+) -> str:
+    suffix = _domain_suffix(job_name, namespace, cluster_domain)
+    names = [job_name + LAUNCHER_SUFFIX] if launcher_as_worker else []
+    names += [f"{job_name}{WORKER_SUFFIX}-{i}" for i in range(replicas)]
+    return "".join(_hostfile_line(implementation, name + suffix, slots) for name in names)
+
+
+def _domain_suffix(job_name: str, namespace: str, cluster_domain: str) -> str:
+    """What :func:`host_domain` appends to a pod's name."""
+    suffix = f".{job_name}.{namespace}.svc"
+    return f"{suffix}.{cluster_domain}" if cluster_domain else suffix
 
 
 def discover_hosts_script(
@@ -45,11 +73,12 @@ def discover_hosts_script(
     if run_launcher_as_worker(job):
         host = host_domain(launcher_name(job), job, job.namespace, cluster_domain)
         lines.append(f"echo {host}\n")
-    pods = sorted(running_worker_pods, key=lambda p: str(p["metadata"]["name"]))
-    for pod in pods:
-        meta = pod["metadata"]
-        host = host_domain(meta["name"], job, meta.get("namespace", ""), cluster_domain)
-        lines.append(f"echo {host}\n")
+    job_name = job.name
+    pods = sorted(
+        (str(meta["name"]), meta.get("namespace", ""))
+        for meta in (pod["metadata"] for pod in running_worker_pods)
+    )
+    lines += [f"echo {name}{_domain_suffix(job_name, ns, cluster_domain)}\n" for name, ns in pods]
     return "".join(lines)
 
 

@@ -13,12 +13,14 @@ from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
     API_VERSION,
     JOB_NAME_LABEL,
+    JOB_ROLE_LABEL,
     KIND,
     OPERATOR_NAME,
     OPERATOR_NAME_LABEL,
     RESTART_ATTEMPT_LABEL,
     MPIJob,
 )
+from mpi_operator.builders.kubeflow.common import WORKER
 from mpi_operator.client import Lister
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.owner import Owner, reference
@@ -58,14 +60,22 @@ class SyncContext(CoreContext):
         self.progress = ProgressWrites(self.clock)
 
 
-#: Pods by "<namespace>/<job-name label>": a job's pods without scanning its namespace.
-JOB_NAME_INDEX = "job-name"
+#: Our worker pods by "<namespace>/<job-name label>": a job's workers, without scanning
+#: its namespace or filtering its other pods on every sync.
+WORKERS_INDEX = "mpijob-workers"
 
 
-def job_name_index(obj: Obj) -> list[str]:
+def workers_index(obj: Obj) -> list[str]:
     meta = obj.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(JOB_NAME_LABEL)
-    return [f"{meta.get('namespace', '')}/{name}"] if name else []
+    labels = meta.get("labels") or {}
+    name = labels.get(JOB_NAME_LABEL)
+    if (
+        not name
+        or labels.get(JOB_ROLE_LABEL) != WORKER
+        or labels.get(OPERATOR_NAME_LABEL) != OPERATOR_NAME
+    ):
+        return []
+    return [f"{meta.get('namespace', '')}/{name}"]
 
 
 def job_reference(shared: Obj) -> Obj:

@@ -24,12 +24,12 @@ from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 from mpi_operator.controller.kubeflow.context import (
-    JOB_NAME_INDEX,
     OPERATOR_SELECTOR,
+    WORKERS_INDEX,
     Listers,
     SyncContext,
-    job_name_index,
     job_reference,
+    workers_index,
 )
 from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
 from mpi_operator.controller.kubeflow.sync import MPIJobSyncer
@@ -91,7 +91,7 @@ class MPIJobController(QueueController):
             "pods": f.informer_for(
                 PODS,
                 label_selector=OPERATOR_SELECTOR,
-                indexers={JOB_NAME_INDEX: job_name_index},
+                indexers={WORKERS_INDEX: workers_index},
                 transform=slim_pod,
             ),
             "jobs": f.informer_for(JOBS, label_selector=OPERATOR_SELECTOR),

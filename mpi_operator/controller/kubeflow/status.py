@@ -147,18 +147,25 @@ def _worker_status(
 ) -> int:
     """Counts the workers and fails the job when any was evicted; returns those running."""
     worker_status = replica_status(status, ReplicaType.WORKER)
-    running = evicted = 0
+    running = failed = succeeded = evicted = 0
+    # Counted in locals, set once: this runs over every worker on every sync.
     for pod in workers:
         phase = pod_phase(pod)
-        if phase == "Failed":
-            worker_status.failed = _count(worker_status.failed)
+        if phase == "Running":
+            running += 1
+        elif phase == "Failed":
+            failed += 1
             if (pod.get("status") or {}).get("reason") == "Evicted":
                 evicted += 1
         elif phase == "Succeeded":
-            worker_status.succeeded = _count(worker_status.succeeded)
-        elif phase == "Running":
-            running += 1
-            worker_status.active = _count(worker_status.active)
+            succeeded += 1
+    # A count stays unset (not 0) when no worker is in that phase, as before.
+    if failed:
+        worker_status.failed = failed
+    if succeeded:
+        worker_status.succeeded = succeeded
+    if running:
+        worker_status.active = running
     if evicted:
         message = f"{evicted}/{len(workers)} workers are evicted"
         if status.completion_time is None:

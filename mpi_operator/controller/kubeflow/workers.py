@@ -14,23 +14,19 @@ from functools import partial
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
-    JOB_NAME_LABEL,
-    JOB_ROLE_LABEL,
-    OPERATOR_NAME,
-    OPERATOR_NAME_LABEL,
     REPLICA_INDEX_LABEL,
     CleanPodPolicy,
     MPIJob,
     ReplicaType,
 )
-from mpi_operator.builders.kubeflow.common import WORKER, worker_name
+from mpi_operator.builders.kubeflow.common import worker_name, worker_names
 from mpi_operator.builders.kubeflow.worker import new_worker
 from mpi_operator.controller.core.objects import is_terminating, pod_phase
 from mpi_operator.controller.core.owner import Owner, resource_exists
 from mpi_operator.controller.core.pods import create_pods, delete_pods
 from mpi_operator.controller.kubeflow.context import (
-    JOB_NAME_INDEX,
     NO_KIND,
+    WORKERS_INDEX,
     SyncContext,
     with_restart_attempt,
 )
@@ -40,19 +36,8 @@ WORKER_FAILED = "worker pod created failed: "
 
 
 def worker_pods(ctx: SyncContext, job: MPIJob) -> list[Obj]:
-    """Cached pods labelled as this job's workers."""
-    candidates = ctx.listers.pods.by_index(JOB_NAME_INDEX, f"{job.namespace}/{job.name}")
-    # Plain comparisons: this runs over every worker on every sync of a big job.
-    out = []
-    for pod in candidates:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        if (
-            labels.get(JOB_ROLE_LABEL) == WORKER
-            and labels.get(JOB_NAME_LABEL) == job.name
-            and labels.get(OPERATOR_NAME_LABEL) == OPERATOR_NAME
-        ):
-            out.append(pod)
-    return out
+    """Cached pods labelled as this job's workers by this operator."""
+    return ctx.listers.pods.by_index(WORKERS_INDEX, f"{job.namespace}/{job.name}")
 
 
 def _index(pod: Obj) -> int | None:
@@ -97,12 +82,13 @@ async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Ob
             and not is_terminating(pod)
         ]
         await delete_pods(ctx, job.namespace, surplus)
-    in_flight = ctx.in_flight(owner.key, (p["metadata"]["name"] for p in pods))
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    in_flight = ctx.in_flight(owner.key, by_name)
     existing: dict[int, Obj] = {}
     missing: list[int] = []
-    for i in range(replicas):
-        name = worker_name(job, i)
-        found = ctx.listers.pods.get(job.namespace, name)
+    for i, name in enumerate(worker_names(job, replicas)):
+        # A pod of that name without our worker labels is not in the index.
+        found = by_name.get(name) or ctx.listers.pods.get(job.namespace, name)
         if found is None and name in in_flight:
             # Created by an earlier sync, not yet in the cache: a pod that has not started.
             existing[i] = _not_started(job, i)
@@ -125,8 +111,7 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
     keep_finished = job.spec.run_policy.clean_pod_policy == CleanPodPolicy.RUNNING
     doomed: list[str] = []
     foreign: str | None = None
-    for i in range(spec.replicas or 0):
-        name = worker_name(job, i)
+    for name in worker_names(job, spec.replicas or 0):
         pod = ctx.listers.pods.get(job.namespace, name)
         if pod is None:
             continue

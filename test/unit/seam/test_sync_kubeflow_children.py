@@ -235,6 +235,12 @@ async def test_not_controlled_by_us_when_create_finds_it(
             id="worker-pod",
         ),
         pytest.param(
+            # Not labelled as a worker: found by name all the same, never replaced.
+            lambda job: PodBuilder("pi-worker-0").owned_by(None),
+            SHARED,
+            id="unlabelled-pod-named-like-a-worker",
+        ),
+        pytest.param(
             lambda job: BatchJobBuilder.launcher(job).owned_by(None),
             [],
             id="launcher-job",
