@@ -190,6 +190,13 @@ class Indexer:
             raise KeyError(f"index {index_name!r} does not exist")
         return sorted(index.get(value, ()))
 
+    def index_key_set(self, index_name: str, value: str) -> frozenset[str]:
+        """The keys of ``index_keys``, unsorted, for membership tests."""
+        index = self._indices.get(index_name)
+        if index is None:
+            raise KeyError(f"index {index_name!r} does not exist")
+        return frozenset(index.get(value, ()))
+
     def list_index_values(self, index_name: str) -> KeyList:
         return sorted(self._indices.get(index_name, {}))
 
@@ -221,6 +228,10 @@ class Lister:
 
     def by_index(self, index_name: str, value: str) -> ObjList:
         return self._indexer.by_index(index_name, value)
+
+    def keys_controlled_by(self, uid: str) -> frozenset[str]:
+        """Keys of the cached objects whose controller is ``uid``."""
+        return self._indexer.index_key_set(CONTROLLER_UID_INDEX, uid)
 
     def by_controller_uid(self, uid: str, namespace: str | None = None) -> ObjList:
         objs = self._indexer.by_index(CONTROLLER_UID_INDEX, uid)

@@ -36,7 +36,6 @@ from mpi_operator.client.kubeapi import (
     ApiError,
 )
 from mpi_operator.controller.core.missing_crd import raise_if_not_served
-from mpi_operator.controller.core.objects import pod_phase
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete, ensure_controlled
 from mpi_operator.controller.core.progress import SPACED_FROM_WORKERS
 from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext
@@ -69,7 +68,8 @@ async def ensure_service(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
 
 
 def running_workers(ctx: SyncContext, job: MPIJob) -> list[Obj]:
-    return [p for p in worker_pods(ctx, job) if pod_phase(p) == "Running"]
+    # pod_phase, inlined: this runs over every worker on every sync of a big job.
+    return [p for p in worker_pods(ctx, job) if (p.get("status") or {}).get("phase") == "Running"]
 
 
 async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:

@@ -82,19 +82,18 @@ async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Ob
             and not is_terminating(pod)
         ]
         await delete_pods(ctx, job.namespace, surplus)
-    by_name = {p["metadata"]["name"]: p for p in pods}
-    in_flight = ctx.in_flight(owner.key, by_name)
-    existing: dict[int, Obj] = {}
-    missing: list[int] = []
+    in_flight = ctx.in_flight(owner.key, (p["metadata"]["name"] for p in pods))
+    # One set lookup per worker instead of reading each pod's owner references.
+    controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
+    namespace, existing, missing = job.namespace, dict[int, Obj](), list[int]()
     for i, name in enumerate(worker_names(job, replicas)):
-        # A pod of that name without our worker labels is not in the index.
-        found = by_name.get(name) or ctx.listers.pods.get(job.namespace, name)
+        found = ctx.listers.pods.get(namespace, name)
         if found is None and name in in_flight:
             # Created by an earlier sync, not yet in the cache: a pod that has not started.
             existing[i] = _not_started(job, i)
         elif found is None:
             missing.append(i)
-        elif not owner.controls(found):
+        elif f"{namespace}/{name}" not in controlled:
             raise resource_exists(ctx, owner, found["metadata"]["name"], NO_KIND)
         else:
             existing[i] = found

@@ -53,8 +53,12 @@ def test_indexes_follow_adds_updates_and_deletes() -> None:
     assert idx.index_keys(CONTROLLER_UID_INDEX, "job-1") == ["ns1/b"]
     assert idx.index_keys(CONTROLLER_UID_INDEX, "job-2") == ["ns1/a"]
 
+    assert idx.index_key_set(CONTROLLER_UID_INDEX, "job-2") == {"ns1/a"}
+    assert Lister(idx).keys_controlled_by("job-1") == {"ns1/b"}
+
     idx.delete(pod("ns1", "b"))
     assert idx.index_keys(CONTROLLER_UID_INDEX, "job-1") == []
+    assert Lister(idx).keys_controlled_by("job-1") == frozenset()
     assert "job-1" not in idx.list_index_values(CONTROLLER_UID_INDEX)
     assert len(idx) == 2
 
