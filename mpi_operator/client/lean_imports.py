@@ -78,6 +78,7 @@ for _name in _DEFERRED:
 # Only submodules from here on: none of these runs a deferred package's __init__.
 from kubernetes_asyncio.client.api_client import ApiClient  # noqa: E402
 from kubernetes_asyncio.client.configuration import Configuration  # noqa: E402
+from kubernetes_asyncio.client.rest import RESTClientObject  # noqa: E402
 
 # The config loaders do ``from kubernetes_asyncio.client import ApiClient, Configuration``:
 # the two names the package's __init__ would export, set here so that it need not run.
@@ -101,6 +102,7 @@ __all__ = [
     "Configuration",
     "ExecProvider",
     "InClusterConfigLoader",
+    "RESTClientObject",
     "load_kube_config",
     "parse_rfc3339",
 ]

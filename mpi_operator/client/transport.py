@@ -18,10 +18,13 @@ FIFO bucket, tokens go in turns to the request flows (one per MPIJob being synce
 one for everything else), so one job's backlog does not hold back the others. HTTP 429
 responses are retried after ``Retry-After`` like client-go's request retry.
 
-HTTP/1.1 takes a TLS connection per request in flight (a burst of pod creates opens
-the pool's 100), and asyncio gives each a 256 KiB read buffer, zero-filled, so
-resident: :func:`small_tls_read_buffers` makes it 64 KiB (four TLS records) for the
-process. client-go multiplexes its requests on one HTTP/2 connection instead.
+HTTP/1.1 takes a TLS connection per request in flight, and asyncio gives each a 256 KiB
+read buffer, zero-filled, so resident: :func:`small_tls_read_buffers` makes it 64 KiB
+(four TLS records) for the process. Requests share a pool of
+:data:`REQUEST_CONNECTIONS` connections (a burst of pod creates waits for one); watches
+take connections of their own, as many as there are watches, so that no number of
+watched namespaces can hold every request back. client-go multiplexes both on one
+HTTP/2 connection instead.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from mpi_operator.client.credentials import Credentials
 from mpi_operator.client.errors import ApiError
 from mpi_operator.client.fence import LeadershipFence
 from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
-from mpi_operator.client.lean_imports import ApiClient, Configuration
+from mpi_operator.client.lean_imports import ApiClient, Configuration, RESTClientObject
 from mpi_operator.client.ratelimit import FairTokenBucket
 
 log = structlog.get_logger()
@@ -55,6 +58,9 @@ _MAX_429_RETRIES = 10
 
 #: The read buffer of each TLS connection (asyncio's default: 256 KiB).
 TLS_READ_BUFFER = 64 * 1024
+#: Connections for requests (not watches): client-go keeps 25 idle per host over
+#: HTTP/1.1. At 100 QPS and even 300 ms a request, 32 are never the limit.
+REQUEST_CONNECTIONS = 32
 
 
 def small_tls_read_buffers() -> None:
@@ -100,7 +106,8 @@ class ApiTransport:
             FairTokenBucket(qps, max(burst, 1), self.clock) if qps > 0 else None
         )
         self.user_agent = user_agent
-        self._session: aiohttp.ClientSession | None = None
+        #: Sessions for requests and for watches (see the module's docstring).
+        self._sessions: dict[bool, tuple[RESTClientObject, aiohttp.ClientSession]] = {}
         self._proxy: str | None = None
 
     @classmethod
@@ -142,28 +149,34 @@ class ApiTransport:
     async def close(self) -> None:
         if self.credentials is not None:
             await self.credentials.close()
-        if self._session is not None:
-            await self._session.close()
+        for pool, session in self._sessions.values():
+            await session.close()
+            await pool.close()
+        self._sessions.clear()
         await self.api_client.close()
 
-    def _http(self) -> aiohttp.ClientSession:
-        """Our session on kubernetes_asyncio's connector (its TLS set-up), made on first use.
+    def _http(self, watch: bool = False) -> aiohttp.ClientSession:
+        """Our session for requests or for watches, made on first use, on a
+        kubernetes_asyncio connector (its TLS set-up) with our connection limit.
 
         Deviation from kubernetes_asyncio's own session: trust_env is off (it reads
         ~/.netrc and the proxy variables in a thread on every request); a proxy from
         the environment is looked up once, as Go's ProxyFromEnvironment caches it.
         """
-        if self._session is None:
-            connector = self.api_client.rest_client.pool_manager.connector
-            self._session = aiohttp.ClientSession(
-                connector=connector,
+        made = self._sessions.get(watch)
+        if made is None:
+            # 0: no limit; each watch holds its connection for as long as it runs.
+            pool = RESTClientObject(self.configuration, maxsize=0 if watch else REQUEST_CONNECTIONS)
+            session = aiohttp.ClientSession(
+                connector=pool.pool_manager.connector,
                 connector_owner=False,
                 trust_env=False,
                 read_bufsize=2**21,
             )
+            made = self._sessions[watch] = (pool, session)
             host = str(self.configuration.host or "")
             self._proxy = self.configuration.proxy or _env_proxy(host)
-        return self._session
+        return made[1]
 
     async def __aenter__(self) -> Self:
         return self
@@ -195,11 +208,12 @@ class ApiTransport:
         body: Any,
         content_type: str,
         client_timeout: aiohttp.ClientTimeout,
+        watch: bool = False,
     ) -> aiohttp.ClientResponse:
         """One request (after the throttle and the fence); a 401 reloads the
         credentials and, if they changed, sends it once more."""
         resp, sent_with = await self._send_once(
-            method, path, query, body, content_type, client_timeout
+            method, path, query, body, content_type, client_timeout, watch
         )
         if resp.status != 401 or self.credentials is None:
             return resp
@@ -210,7 +224,9 @@ class ApiTransport:
         log.info(
             "credentials rejected (401); retrying with reloaded ones", method=method, path=path
         )
-        resp, _ = await self._send_once(method, path, query, body, content_type, client_timeout)
+        resp, _ = await self._send_once(
+            method, path, query, body, content_type, client_timeout, watch
+        )
         return resp
 
     async def _send_once(
@@ -221,6 +237,7 @@ class ApiTransport:
         body: Any,
         content_type: str,
         client_timeout: aiohttp.ClientTimeout,
+        watch: bool = False,
     ) -> tuple[aiohttp.ClientResponse, str | None]:
         await self._throttle()
         headers: dict[str, str] = {
@@ -238,7 +255,7 @@ class ApiTransport:
             data = body.encode()
         else:
             data = orjson.dumps(body)
-        session = self._http()
+        session = self._http(watch)
         if self.fence is not None:
             # Last, so that a write that waited for the throttle is judged when it leaves.
             await self.fence.admit(method, path)
@@ -305,7 +322,7 @@ class ApiTransport:
     ) -> AsyncIterator[aiohttp.ClientResponse]:
         """Open a long-lived GET (a watch); raises :class:`ApiError` on non-2xx."""
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
-        resp = await self._send("GET", path, query, None, "application/json", timeout)
+        resp = await self._send("GET", path, query, None, "application/json", timeout, watch=True)
         try:
             if not 200 <= resp.status < 300:
                 data = await resp.read()
