@@ -11,6 +11,7 @@ from mpi_operator.client import PODS
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete
 from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.core.slowstart import create_slow_start
 
 #: A pod to create: its name and the function that builds it (called only when its
@@ -29,7 +30,10 @@ async def create_pods(
     by name. ``kind`` and ``failed`` as for :func:`.owner.create_or_adopt`."""
 
     async def create(build: Callable[[], Obj]) -> Obj:
-        return await create_or_adopt(ctx, owner, PODS, build(), kind, relabel=False, failed=failed)
+        pod = await create_or_adopt(ctx, owner, PODS, build(), kind, relabel=False, failed=failed)
+        # Kept until the sync ends, like the cache's pods: a burst of 500 full pods
+        # (spec, managedFields) would be megabytes held for nothing.
+        return slim_pod(pod)
 
     pending = [(name, partial(create, build)) for name, build in pods]
     return await create_slow_start(ctx.expectations, owner.key, pending, ctx.requeue)
