@@ -82,6 +82,9 @@ def test_sidebyside_smoke(tmp_path: Path) -> None:
         assert 0 < latency["p50"] <= latency["p90"] and latency["n"] >= 1, latency
         if r["scenario"] == "fanout":
             assert r["running_s"] >= r["all_pods_created_s"] - 1.0
+            # The small job created during the fan-out got its pods and its status.
+            assert not r["small_job_pods_timed_out"] and r["small_job_pods_s"] > 0
+            assert r["small_job_created_s"] > 0
         else:
             # Not never_running == 0: an operator may sync a job only after its
             # 1-second launcher finished and go straight to Succeeded.

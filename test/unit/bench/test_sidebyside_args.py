@@ -72,9 +72,10 @@ def test_profile_and_ours_only_flags(
 @pytest.mark.parametrize(
     ("preset", "args", "fairness", "running_wait"),
     [
-        ("smoke", [], False, None),
-        ("smoke", ["--fairness"], True, None),
-        ("smoke", ["--running-wait", "30"], False, 30.0),
+        ("smoke", [], True, None),
+        ("reduced", [], False, None),
+        ("reduced", ["--fairness"], True, None),
+        ("reduced", ["--running-wait", "30"], False, 30.0),
         ("full", [], False, 120.0),
         ("full", ["--fairness", "--running-wait", "5.5"], True, 5.5),
         ("scale", [], True, None),
