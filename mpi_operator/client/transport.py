@@ -20,16 +20,19 @@ responses are retried after ``Retry-After`` like client-go's request retry.
 
 HTTP/1.1 takes a TLS connection per request in flight, and asyncio gives each a 256 KiB
 read buffer, zero-filled, so resident: :func:`small_tls_read_buffers` makes it 64 KiB
-(four TLS records) for the process. Requests share a pool of
-:data:`REQUEST_CONNECTIONS` connections (a burst of pod creates waits for one); watches
-take connections of their own, as many as there are watches, so that no number of
-watched namespaces can hold every request back. client-go multiplexes both on one
-HTTP/2 connection instead.
+(four TLS records) for the process. The connection pool has no limit: each watch holds
+a connection while it runs, so a limit shared with requests lets enough watched
+namespaces hold every request back. Requests are bounded instead: at most
+:data:`REQUEST_CONNECTIONS` wait for their response at once (a burst of pod creates
+waits for a slot, before the leadership fence judges it). client-go multiplexes both on
+one HTTP/2 connection instead.
 """
 
 from __future__ import annotations
 
+import asyncio
 import asyncio.sslproto
+import contextlib
 import os
 import urllib.parse
 import urllib.request
@@ -58,8 +61,9 @@ _MAX_429_RETRIES = 10
 
 #: The read buffer of each TLS connection (asyncio's default: 256 KiB).
 TLS_READ_BUFFER = 64 * 1024
-#: Connections for requests (not watches): client-go keeps 25 idle per host over
-#: HTTP/1.1. At 100 QPS and even 300 ms a request, 32 are never the limit.
+#: Requests (not watches) waiting for their response at once, so connections in use
+#: for them: client-go keeps 25 idle per host over HTTP/1.1. At 100 QPS, 32 wait for
+#: a slot only while the API server takes over 0.3 s a request.
 REQUEST_CONNECTIONS = 32
 
 
@@ -106,9 +110,11 @@ class ApiTransport:
             FairTokenBucket(qps, max(burst, 1), self.clock) if qps > 0 else None
         )
         self.user_agent = user_agent
-        #: Sessions for requests and for watches (see the module's docstring).
-        self._sessions: dict[bool, tuple[RESTClientObject, aiohttp.ClientSession]] = {}
+        self._pool: RESTClientObject | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
         self._proxy: str | None = None
+        self._request_slots = asyncio.Semaphore(REQUEST_CONNECTIONS)
 
     @classmethod
     def from_config(
@@ -149,34 +155,34 @@ class ApiTransport:
     async def close(self) -> None:
         if self.credentials is not None:
             await self.credentials.close()
-        for pool, session in self._sessions.values():
-            await session.close()
-            await pool.close()
-        self._sessions.clear()
+        self._closed = True
+        if self._session is not None:
+            await self._session.close()
+        if self._pool is not None:
+            await self._pool.close()
         await self.api_client.close()
 
-    def _http(self, watch: bool = False) -> aiohttp.ClientSession:
-        """Our session for requests or for watches, made on first use, on a
-        kubernetes_asyncio connector (its TLS set-up) with our connection limit.
+    def _http(self) -> aiohttp.ClientSession:
+        """Our session, made on first use, on a kubernetes_asyncio connector (its TLS
+        set-up) without a connection limit (see the module's docstring).
 
         Deviation from kubernetes_asyncio's own session: trust_env is off (it reads
         ~/.netrc and the proxy variables in a thread on every request); a proxy from
         the environment is looked up once, as Go's ProxyFromEnvironment caches it.
         """
-        made = self._sessions.get(watch)
-        if made is None:
-            # 0: no limit; each watch holds its connection for as long as it runs.
-            pool = RESTClientObject(self.configuration, maxsize=0 if watch else REQUEST_CONNECTIONS)
-            session = aiohttp.ClientSession(
-                connector=pool.pool_manager.connector,
+        if self._closed:
+            raise RuntimeError("the API transport is closed")
+        if self._session is None:
+            self._pool = RESTClientObject(self.configuration, maxsize=0)
+            self._session = aiohttp.ClientSession(
+                connector=self._pool.pool_manager.connector,
                 connector_owner=False,
                 trust_env=False,
                 read_bufsize=2**21,
             )
-            made = self._sessions[watch] = (pool, session)
             host = str(self.configuration.host or "")
             self._proxy = self.configuration.proxy or _env_proxy(host)
-        return made[1]
+        return self._session
 
     async def __aenter__(self) -> Self:
         return self
@@ -255,20 +261,22 @@ class ApiTransport:
             data = body.encode()
         else:
             data = orjson.dumps(body)
-        session = self._http(watch)
-        if self.fence is not None:
-            # Last, so that a write that waited for the throttle is judged when it leaves.
-            await self.fence.admit(method, path)
-        resp: aiohttp.ClientResponse = await session.request(
-            method,
-            url,
-            params=queries or None,
-            headers=headers,
-            data=data,
-            timeout=client_timeout,
-            proxy=self._proxy,
-            server_hostname=self.configuration.tls_server_name,
-        )
+        session = self._http()
+        async with contextlib.nullcontext() if watch else self._request_slots:
+            if self.fence is not None:
+                # Last, so that a write that waited for the throttle or a slot is judged
+                # when it leaves.
+                await self.fence.admit(method, path)
+            resp: aiohttp.ClientResponse = await session.request(
+                method,
+                url,
+                params=queries or None,
+                headers=headers,
+                data=data,
+                timeout=client_timeout,
+                proxy=self._proxy,
+                server_hostname=self.configuration.tls_server_name,
+            )
         return resp, sent_with
 
     async def request(

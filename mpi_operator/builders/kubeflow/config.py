@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from operator import itemgetter
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import MPIImplementation, MPIJob
@@ -74,10 +75,9 @@ def discover_hosts_script(
         host = host_domain(launcher_name(job), job, job.namespace, cluster_domain)
         lines.append(f"echo {host}\n")
     job_name = job.name
-    pods = sorted(
-        (str(meta["name"]), meta.get("namespace", ""))
-        for meta in (pod["metadata"] for pod in running_worker_pods)
-    )
+    metas = (pod["metadata"] for pod in running_worker_pods)
+    # By name only, stable: as the hosts were always ordered.
+    pods = sorted(((str(m["name"]), m.get("namespace", "")) for m in metas), key=itemgetter(0))
     lines += [f"echo {name}{_domain_suffix(job_name, ns, cluster_domain)}\n" for name, ns in pods]
     return "".join(lines)
 

@@ -61,10 +61,6 @@ def replica_status(status: JobStatus, replica_type: ReplicaType) -> ReplicaStatu
     return fresh
 
 
-def _count(value: int | None, delta: int = 1) -> int:
-    return (value or 0) + delta
-
-
 def _failed_reason_and_message(
     job: MPIJob, launcher: Obj, launcher_pods: Sequence[Obj]
 ) -> tuple[str, str]:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from mpi_operator.client.clock import FakeClock
+from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.core.owner import Owner
@@ -16,14 +19,22 @@ Obj = dict[str, Any]
 
 
 class EchoingClient:
-    """Answers a create with the object sent, as the API server would (plus its fields)."""
+    """Answers a create with the object sent, as the API server would (plus its fields);
+    a name in ``existing`` exists already, and a get answers it."""
 
-    def __init__(self) -> None:
+    def __init__(self, existing: dict[str, Obj] | None = None) -> None:
         self.created: list[str] = []
+        self.existing = existing or {}
 
     async def create(self, resource: Any, namespace: str | None, body: Obj) -> Obj:
-        self.created.append(body["metadata"]["name"])
+        name = body["metadata"]["name"]
+        if name in self.existing:
+            raise ApiError(409, {"reason": "AlreadyExists", "message": "exists"})
+        self.created.append(name)
         return copy.deepcopy(body)
+
+    async def get(self, resource: Any, namespace: str | None, name: str) -> Obj:
+        return copy.deepcopy(self.existing[name])
 
 
 def full_pod(name: str) -> Obj:
@@ -36,20 +47,36 @@ def full_pod(name: str) -> Obj:
     }
 
 
-async def test_created_pods_are_kept_slim() -> None:
-    clock, client = FakeClock(), EchoingClient()
+JOB = {"metadata": {"name": "pi", "namespace": "ns", "uid": "u1"}}
+OWNER = Owner.of(JOB, "kubeflow.org/v2beta1", "MPIJob", {})
+
+
+def adopted(name: str) -> Obj:
+    """The pod as a get returns it: it exists already, and the job controls it."""
+    pod = full_pod(name)
+    pod["metadata"]["ownerReferences"] = [{"uid": "u1", "controller": True}]
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("existing", "created"),
+    [
+        pytest.param({}, ["pi-worker-0", "pi-worker-1"], id="created"),
+        pytest.param({"pi-worker-1": adopted("pi-worker-1")}, ["pi-worker-0"], id="adopted"),
+    ],
+)
+async def test_created_pods_are_kept_slim(existing: dict[str, Obj], created: list[str]) -> None:
+    clock, client = FakeClock(), EchoingClient(existing)
     ctx = CoreContext(
         client=client,  # type: ignore[arg-type]
         recorder=None,  # type: ignore[arg-type]
         clock=clock,
         expectations=CreationExpectations(clock),
     )
-    job = {"metadata": {"name": "pi", "namespace": "ns", "uid": "u1"}}
-    owner = Owner.of(job, "kubeflow.org/v2beta1", "MPIJob", {})
     names = ["pi-worker-0", "pi-worker-1"]
     pods = [(name, lambda name=name: full_pod(name)) for name in names]
-    made = await create_pods(ctx, owner, pods, "", ("FailedCreatePod", ""))
-    assert client.created == names
+    made = await create_pods(ctx, OWNER, pods, "", ("FailedCreatePod", ""))
+    assert client.created == created
     assert sorted(made) == names
     for name, pod in made.items():
         assert pod["metadata"]["name"] == name

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from recording_client import ApiError, already_exists, forbidden, internal_error, invalid
 from seam_objects import (
+    KF,
+    KF_OPERATOR,
     BatchJobBuilder,
     ChildBuilder,
     MPIJobBuilder,
@@ -235,10 +237,10 @@ async def test_not_controlled_by_us_when_create_finds_it(
             id="worker-pod",
         ),
         pytest.param(
-            # Not labelled as a worker: found by name all the same, never replaced.
-            lambda job: PodBuilder("pi-worker-0").owned_by(None),
+            # Ours by label but not a worker: found by name all the same, never replaced.
+            lambda job: PodBuilder("pi-worker-0").owned_by(None).labels(**launcher_labels()),
             SHARED,
-            id="unlabelled-pod-named-like-a-worker",
+            id="non-worker-pod-named-like-a-worker",
         ),
         pytest.param(
             lambda job: BatchJobBuilder.launcher(job).owned_by(None),
@@ -255,6 +257,22 @@ async def test_not_controlled_by_us_when_the_cache_has_it(
     await world.sync_error()
     assert world.events == [("Warning", "ErrResourceExists")]
     assert world.writes == writes
+
+
+def launcher_labels(job: str = "pi") -> dict[str, str]:
+    return {**KF_OPERATOR, KF + "job-name": job, KF + "job-role": "launcher"}
+
+
+async def test_a_pod_we_control_named_like_a_worker_is_kept_as_that_worker() -> None:
+    """Not labelled as a worker, but controlled by the job: counted, neither replaced
+    nor reported, as the reference finds workers by name."""
+    job = MPIJobBuilder("pi").workers(2).obj()
+    pod = PodBuilder("pi-worker-0").owned_by(job).labels(**launcher_labels())
+    world = kubeflow_world(job, pod.obj())
+    await world.sync()
+    assert world.writes[: len(SHARED) + 1] == [*SHARED, ("create", "pods", "pi-worker-1")]
+    assert ("create", "pods", "pi-worker-0") not in world.writes
+    assert ("Warning", "ErrResourceExists") not in world.events
 
 
 async def test_fails_fast_when_the_api_server_rejects_the_worker_template() -> None:
