@@ -33,7 +33,14 @@ from .machine import CpuTimes, cpu_probe_ms, host_cpu, total_cpu_seconds
 from .operators import OPERATORS, OURS, REFERENCE, RunningOperator, ours_binary, reference_binary
 from .presets import QpsConfig, Sizes
 from .report import format_markdown
-from .scenarios import create_unrelated_pods, delete_namespace, fanout, raw_ceiling, throughput
+from .scenarios import (
+    create_unrelated_pods,
+    delete_namespace,
+    fanout,
+    raw_ceiling,
+    settle,
+    throughput,
+)
 from .summary import summarize
 
 
@@ -58,6 +65,8 @@ class Runner:
         self.cluster = BenchCluster(workdir / "cluster", nodes=sizes.nodes)
         self.records: list[dict[str, Any]] = []
         self.meta: dict[str, Any] = {}
+        self._settle_ns = ""
+        self._settled = 0
 
     def run(self) -> dict[str, Any]:
         s = self.sizes
@@ -69,6 +78,7 @@ class Runner:
                 info = create_unrelated_pods(self.cluster, s.unrelated_pods)
                 _log(f"created {info['pods']} unrelated pods in {info['seconds']:.1f}s")
                 self.meta["unrelated_pods"] = {k: info[k] for k in ("pods", "seconds")}
+            self._settle_ns = self.cluster.create_namespace("settle")
             for config in s.configs:
                 for rep in range(s.fanout_repetitions):
                     self._fanout_rep(config, rep)
@@ -89,6 +99,7 @@ class Runner:
         rep: int,
         body: Callable[[RunningOperator, str], dict[str, Any]],
     ) -> None:
+        settle_s = self._settle()
         ns = self.cluster.create_namespace(f"{scenario}-{kind[:3]}")
         log = self.workdir / "logs" / f"{scenario}-{config.name}-{rep}-{kind}.log"
         op = RunningOperator(
@@ -106,6 +117,7 @@ class Runner:
             "config": config.name,
             "rep": rep,
             "operator": kind,
+            "settle_s": settle_s,
             "cpu_probe_ms": cpu_probe_ms(),
         }
         audit_start = self.cluster.audit_offset()
@@ -132,6 +144,11 @@ class Runner:
         record["audit_log_offsets"] = [audit_start, audit_end]
         self._add(record)
         _log(f"{scenario}/{config.name}/rep{rep}/{kind}: " + _brief(record))
+
+    def _settle(self) -> float:
+        """Seconds a canary pod took to be Ready before this run (see :func:`settle`)."""
+        self._settled += 1
+        return settle(self.cluster, self._settle_ns, self._settled)
 
     def _flame_graph(self, kind: str, scenario: str, config: QpsConfig, rep: int) -> Path | None:
         if not self.sizes.profile or kind != OURS:
@@ -184,6 +201,7 @@ class Runner:
                 },
             )
         if self.sizes.raw_ceiling and rep < self.sizes.raw_reps.get(config.name, self.sizes.reps):
+            settle_s = self._settle()
             ns = self.cluster.create_namespace("fanout-raw")
             record: dict[str, Any] = {
                 "scenario": "fanout",
@@ -191,6 +209,7 @@ class Runner:
                 "rep": rep,
                 "operator": "raw-client",
                 "workers": workers,
+                "settle_s": settle_s,
                 "cpu_probe_ms": cpu_probe_ms(),
             }
             cpu_before = CpuTimes.read()

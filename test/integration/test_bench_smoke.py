@@ -67,6 +67,8 @@ def test_sidebyside_smoke(tmp_path: Path) -> None:
         if r["scenario"] == "fanout":
             assert r["all_pods_created_s"] > 0
         assert r["cpu_probe_ms"] > 0
+        # Each run started on a quiet control plane: a canary pod was Ready first.
+        assert r["settle_s"] > 0
         host = r["host_cpu"]
         assert 0 <= host["steal_pct"] <= 100 and 0 < host["busy_pct"] <= 100, host
         if r["operator"] == "raw-client":
