@@ -185,10 +185,7 @@ class Indexer:
         return [self._items[k] for k in sorted(index.get(value, ()))]
 
     def index_keys(self, index_name: str, value: str) -> KeyList:
-        index = self._indices.get(index_name)
-        if index is None:
-            raise KeyError(f"index {index_name!r} does not exist")
-        return sorted(index.get(value, ()))
+        return sorted(self.index_key_set(index_name, value))
 
     def index_key_set(self, index_name: str, value: str) -> frozenset[str]:
         """The keys of ``index_keys``, unsorted, for membership tests."""

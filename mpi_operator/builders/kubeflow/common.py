@@ -51,9 +51,9 @@ def worker_name(job: MPIJob, index: int) -> str:
     return f"{job.name}{WORKER_SUFFIX}-{index}"
 
 
-def worker_names(job: MPIJob, replicas: int) -> list[str]:
-    """``worker_name`` of indexes 0 to ``replicas - 1``."""
-    prefix = f"{job.name}{WORKER_SUFFIX}-"
+def worker_names(job_name: str, replicas: int) -> list[str]:
+    """``worker_name`` of indexes 0 to ``replicas - 1`` of the job named ``job_name``."""
+    prefix = f"{job_name}{WORKER_SUFFIX}-"
     return [f"{prefix}{i}" for i in range(replicas)]
 
 
@@ -77,8 +77,13 @@ def pod_restart_policy(spec: ReplicaSpec) -> str:
 
 
 def host_domain(pod_name: str, job: MPIJob, namespace: str, cluster_domain: str) -> str:
-    domain = f"{pod_name}.{job.name}.{namespace}.svc"
-    return f"{domain}.{cluster_domain}" if cluster_domain else domain
+    return pod_name + domain_suffix(job.name, namespace, cluster_domain)
+
+
+def domain_suffix(job_name: str, namespace: str, cluster_domain: str) -> str:
+    """What :func:`host_domain` appends to a pod's name."""
+    suffix = f".{job_name}.{namespace}.svc"
+    return f"{suffix}.{cluster_domain}" if cluster_domain else suffix
 
 
 def set_pod_identity(pod_spec: Obj, job: MPIJob, hostname: str) -> None:

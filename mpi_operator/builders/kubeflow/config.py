@@ -13,11 +13,12 @@ from mpi_operator.builders.kubeflow.common import (
     DISCOVER_HOSTS_SCRIPT_NAME,
     HOSTFILE_NAME,
     LAUNCHER_SUFFIX,
-    WORKER_SUFFIX,
     child_metadata,
+    domain_suffix,
     host_domain,
     launcher_name,
     run_launcher_as_worker,
+    worker_names,
 )
 
 
@@ -54,16 +55,10 @@ def _hostfile(
     launcher_as_worker: bool,
     cluster_domain: str,
 ) -> str:
-    suffix = _domain_suffix(job_name, namespace, cluster_domain)
+    suffix = domain_suffix(job_name, namespace, cluster_domain)
     names = [job_name + LAUNCHER_SUFFIX] if launcher_as_worker else []
-    names += [f"{job_name}{WORKER_SUFFIX}-{i}" for i in range(replicas)]
+    names += worker_names(job_name, replicas)
     return "".join(_hostfile_line(implementation, name + suffix, slots) for name in names)
-
-
-def _domain_suffix(job_name: str, namespace: str, cluster_domain: str) -> str:
-    """What :func:`host_domain` appends to a pod's name."""
-    suffix = f".{job_name}.{namespace}.svc"
-    return f"{suffix}.{cluster_domain}" if cluster_domain else suffix
 
 
 def discover_hosts_script(
@@ -78,7 +73,7 @@ def discover_hosts_script(
     metas = (pod["metadata"] for pod in running_worker_pods)
     # By name only, stable: as the hosts were always ordered.
     pods = sorted(((str(m["name"]), m.get("namespace", "")) for m in metas), key=itemgetter(0))
-    lines += [f"echo {name}{_domain_suffix(job_name, ns, cluster_domain)}\n" for name, ns in pods]
+    lines += [f"echo {name}{domain_suffix(job_name, ns, cluster_domain)}\n" for name, ns in pods]
     return "".join(lines)
 
 

@@ -86,7 +86,7 @@ async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Ob
     # One set lookup per worker instead of reading each pod's owner references.
     controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
     namespace, existing, missing = job.namespace, dict[int, Obj](), list[int]()
-    for i, name in enumerate(worker_names(job, replicas)):
+    for i, name in enumerate(worker_names(job.name, replicas)):
         found = ctx.listers.pods.get(namespace, name)
         if found is None and name in in_flight:
             # Created by an earlier sync, not yet in the cache: a pod that has not started.
@@ -110,7 +110,7 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
     keep_finished = job.spec.run_policy.clean_pod_policy == CleanPodPolicy.RUNNING
     doomed: list[str] = []
     foreign: str | None = None
-    for name in worker_names(job, spec.replicas or 0):
+    for name in worker_names(job.name, spec.replicas or 0):
         pod = ctx.listers.pods.get(job.namespace, name)
         if pod is None:
             continue
