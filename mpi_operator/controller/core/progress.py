@@ -11,9 +11,11 @@ and starts the spacing over: a condition that changes (Running, Succeeded, Faile
 Restarting ...), an event, the complete set of workers, a host that goes away. A
 deferred write is not lost: the sync asks to be run again when the wait is over.
 
-Only for jobs of ``SPACED_FROM_WORKERS`` workers or more: a smaller job's progress is
-a few writes anyway, and goes at once, as with the reference. Ours only; the reference
-writes on every sync, and its 10/s event bucket spaces the syncs instead.
+A job of fewer than ``SPACED_FROM_WORKERS`` workers waits only ``SMALL_JOB_FIRST_GAP``
+for its first progress write: its workers start within a second or two, so the Running
+write (which goes at once) nearly always carries that progress, and the job costs one
+status write and one ``discover_hosts.sh`` write fewer. Ours only; the reference writes
+on every sync, and its 10/s event bucket spaces the syncs instead.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from dataclasses import dataclass
 
 from mpi_operator.client.clock import Clock
 
-#: Jobs with fewer workers write every change: a handful of writes, as the reference.
+#: Jobs with fewer workers wait only ``SMALL_JOB_FIRST_GAP`` for their first progress write.
 SPACED_FROM_WORKERS = 100
 FIRST_GAP = 60.0
+SMALL_JOB_FIRST_GAP = 5.0
 MAX_GAP = 120.0
 
 
@@ -33,40 +36,59 @@ MAX_GAP = 120.0
 class _Schedule:
     next_at: float
     gap: float
+    first_gap: float
 
 
 class ProgressWrites:
-    def __init__(self, clock: Clock, first_gap: float = FIRST_GAP, max_gap: float = MAX_GAP):
+    def __init__(
+        self,
+        clock: Clock,
+        first_gap: float = FIRST_GAP,
+        max_gap: float = MAX_GAP,
+        small_job_first_gap: float = SMALL_JOB_FIRST_GAP,
+    ):
         self._clock = clock
         self._first_gap = first_gap
+        self._small_job_first_gap = min(small_job_first_gap, first_gap)
         self._max_gap = max_gap
         self._schedules: dict[tuple[str, str], _Schedule] = {}
 
-    def due(self, kind: str, key: str) -> float:
-        """Seconds until a progress-only write of ``kind`` for ``key`` may go (0.0: now)."""
+    def _first_gap_for(self, workers: int | None) -> float:
+        small = workers is not None and workers < SPACED_FROM_WORKERS
+        return self._small_job_first_gap if small else self._first_gap
+
+    def due(self, kind: str, key: str, workers: int | None = None) -> float:
+        """Seconds until a progress-only write of ``kind`` for ``key`` may go (0.0: now);
+        ``workers``: the job's worker count (None: a big job)."""
         now = self._clock.monotonic()
         schedule = self._schedules.get((kind, key))
         if schedule is None:
             # The first progress seen starts the clock: it is written ``first_gap`` later.
-            schedule = self._schedules[(kind, key)] = _Schedule(now + self._first_gap, 0.0)
+            first = self._first_gap_for(workers)
+            schedule = self._schedules[(kind, key)] = _Schedule(now + first, 0.0, first)
         return max(schedule.next_at - now, 0.0)
 
-    def wrote(self, kind: str, key: str) -> None:
+    def wrote(self, kind: str, key: str, workers: int | None = None) -> None:
         """A progress-only write went: the next waits twice as long as the last did."""
         now = self._clock.monotonic()
         schedule = self._schedules.get((kind, key))
-        gap = self._first_gap if schedule is None or not schedule.gap else schedule.gap * 2
+        first = self._first_gap_for(workers) if schedule is None else schedule.first_gap
+        gap = first if schedule is None or not schedule.gap else schedule.gap * 2
         gap = min(gap, self._max_gap)
-        self._schedules[(kind, key)] = _Schedule(now + gap, gap)
+        self._schedules[(kind, key)] = _Schedule(now + gap, gap, first)
 
     def defer(
-        self, kind: str, key: str, requeue_after: Callable[[str, float], None] | None
+        self,
+        kind: str,
+        key: str,
+        requeue_after: Callable[[str, float], None] | None,
+        workers: int | None = None,
     ) -> bool:
         """True when the write must wait: the key is queued again for when it may go.
         Without a way to requeue (a bare syncer in tests), nothing is deferred."""
         if requeue_after is None:
             return False
-        wait = self.due(kind, key)
+        wait = self.due(kind, key, workers)
         if wait <= 0.0:
             return False
         requeue_after(key, wait)

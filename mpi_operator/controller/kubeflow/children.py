@@ -37,7 +37,6 @@ from mpi_operator.client.kubeapi import (
 )
 from mpi_operator.controller.core.missing_crd import raise_if_not_served
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete, ensure_controlled
-from mpi_operator.controller.core.progress import SPACED_FROM_WORKERS
 from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext
 from mpi_operator.controller.kubeflow.workers import worker_pods
 
@@ -82,19 +81,15 @@ async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     data = current.get("data") or {}
     if data != desired["data"]:
         key = f"{job.namespace}/{job.name}"
-        progress = (
-            replicas >= SPACED_FROM_WORKERS
-            and len(running) < replicas
-            and _more_hosts_only(data, desired["data"])
-        )
-        if progress and ctx.progress.defer("configmap", key, ctx.requeue_after):
+        progress = len(running) < replicas and _more_hosts_only(data, desired["data"])
+        if progress and ctx.progress.defer("configmap", key, ctx.requeue_after, replicas):
             return current
         updated = {**current, "data": desired["data"]}
         result: Obj = await ctx.client.replace(
             CONFIGMAPS, job.namespace, current["metadata"]["name"], updated
         )
         if progress:
-            ctx.progress.wrote("configmap", key)
+            ctx.progress.wrote("configmap", key, replicas)
         return result
     return current
 

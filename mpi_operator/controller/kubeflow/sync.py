@@ -34,7 +34,6 @@ from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import is_job_finished
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
-from mpi_operator.controller.core.progress import SPACED_FROM_WORKERS
 from mpi_operator.controller.core.writes import dump_status, write_status
 from mpi_operator.controller.kubeflow import children, ttl
 from mpi_operator.controller.kubeflow import launcher as launchers
@@ -191,18 +190,19 @@ class MPIJobSyncer(Syncer[SyncContext]):
         new_status = dump_status(update.status)
         old_status = owner.obj.get("status") or {}
         changed = new_status != old_status
+        workers = worker_replicas(job)
         progress = (
             changed
             and not update.events
-            and worker_replicas(job) >= SPACED_FROM_WORKERS
             and _fanning_out(update.status)
             and _counts_only(old_status, new_status)
         )
-        if progress and self.ctx.progress.defer("status", owner.key, self.ctx.requeue_after):
+        requeue = self.ctx.requeue_after
+        if progress and self.ctx.progress.defer("status", owner.key, requeue, workers):
             return
         await write_status(self.ctx, owner, MPIJOBS, new_status, update.events)
         if progress:
-            self.ctx.progress.wrote("status", owner.key)
+            self.ctx.progress.wrote("status", owner.key, workers)
         elif changed:
             self.ctx.progress.reset(owner.key)
         metrics = self.ctx.metrics

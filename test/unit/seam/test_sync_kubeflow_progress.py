@@ -1,6 +1,6 @@
 """While a big job's workers start, progress-only writes (more hosts in discover_hosts.sh,
-higher replica counts) are spaced out; the complete host set goes at once; a small job
-writes every change, as the reference."""
+higher replica counts) are spaced out; the complete host set goes at once; a small job's
+progress waits only a few seconds, and its complete host set goes at once too."""
 
 from __future__ import annotations
 
@@ -26,11 +26,24 @@ def start(world: SyncWorld, *indexes: int) -> None:
 BIG = 120
 
 
-async def test_a_small_job_writes_its_progress_at_once() -> None:
+async def test_a_small_job_writes_its_progress_after_a_few_seconds() -> None:
     world = await fanning_out(4)
     start(world, 0)
     await world.sync()
+    assert CONFIG not in world.writes and STATUS not in world.writes
+    assert world.requeued_after and all(0 < s <= 5.0 for _, s in world.requeued_after)
+    world.step(5.1)
+    await world.sync()
     assert CONFIG in world.writes and STATUS in world.writes
+
+
+async def test_a_small_job_whose_workers_all_start_writes_them_at_once() -> None:
+    world = await fanning_out(4)
+    start(world, 0)
+    await world.sync()
+    start(world, 1, 2, 3)
+    await world.sync()
+    assert CONFIG in world.writes
 
 
 async def test_progress_waits_and_asks_for_the_key_again() -> None:
