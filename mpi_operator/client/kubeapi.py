@@ -198,6 +198,26 @@ class KubeClient(ApiTransport):
         )
         return result
 
+    async def delete_collection(
+        self,
+        resource: Resource,
+        namespace: str,
+        *,
+        label_selector: str,
+        field_selector: str | None = None,
+        request_timeout: float = 120.0,
+    ) -> None:
+        """Deletes every object of ``resource`` in ``namespace`` that the selectors
+        match, in one request (the answer, a list of them all, is dropped unread)."""
+        await self.request(
+            "DELETE",
+            resource.path(namespace),
+            query=self._selectors(label_selector, field_selector),
+            body={"apiVersion": "v1", "kind": "DeleteOptions"},
+            request_timeout=request_timeout,
+            discard_body=True,
+        )
+
     async def watch(
         self,
         resource: Resource,

@@ -57,6 +57,8 @@ log = structlog.get_logger()
 DEFAULT_QPS = 5.0
 DEFAULT_BURST = 10
 _MAX_429_RETRIES = 10
+#: Bytes read at a time from a body that is dropped (``discard_body``).
+_DISCARD_CHUNK = 65536
 
 
 #: The read buffer of each TLS connection (asyncio's default: 256 KiB).
@@ -288,8 +290,11 @@ class ApiTransport:
         body: Any = None,
         content_type: str = "application/json",
         request_timeout: float = 60.0,
+        discard_body: bool = False,
     ) -> Any:
-        """Send one request; return the decoded JSON body or raise :class:`ApiError`."""
+        """Send one request; return the decoded JSON body or raise :class:`ApiError`.
+        ``discard_body``: a successful answer's body is read in chunks and dropped, and
+        None returned (a delete of a collection answers with every object it deleted)."""
         client_timeout = aiohttp.ClientTimeout(total=request_timeout)
         for attempt in range(_MAX_429_RETRIES + 1):
             try:
@@ -302,6 +307,10 @@ class ApiTransport:
                 log.debug("connection lost, sending again", method=method, error=str(err))
                 resp = await self._send(method, path, query, body, content_type, client_timeout)
             try:
+                if discard_body and 200 <= resp.status < 300:
+                    async for _ in resp.content.iter_chunked(_DISCARD_CHUNK):
+                        pass
+                    return None
                 data = await resp.read()
             finally:
                 resp.release()

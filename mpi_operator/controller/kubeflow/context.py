@@ -55,6 +55,9 @@ class SyncContext(CoreContext):
     requeue_after: Callable[[str, float], None] | None = None
     #: Spaces out progress-only writes (hostfile, replica counts) while a job fans out.
     progress: ProgressWrites = field(init=False)
+    #: False once the API server refused a deletecollection of pods (no RBAC right):
+    #: workers are then deleted one by one.
+    collection_deletes: bool = True
 
     def __post_init__(self) -> None:
         self.progress = ProgressWrites(self.clock)
@@ -63,6 +66,14 @@ class SyncContext(CoreContext):
 #: Our worker pods by "<namespace>/<job-name label>": a job's workers, without scanning
 #: its namespace or filtering its other pods on every sync.
 WORKERS_INDEX = "mpijob-workers"
+
+
+def worker_selector(job_name: str) -> str:
+    """The label selector of the job's worker pods that :func:`workers_index` files."""
+    return (
+        f"{OPERATOR_NAME_LABEL}={OPERATOR_NAME},{JOB_NAME_LABEL}={job_name},"
+        f"{JOB_ROLE_LABEL}={WORKER}"
+    )
 
 
 def workers_index(obj: Obj) -> list[str]:

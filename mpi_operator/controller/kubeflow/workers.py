@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import structlog
+
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
     REPLICA_INDEX_LABEL,
@@ -21,6 +23,8 @@ from mpi_operator.api.v2beta1 import (
 )
 from mpi_operator.builders.kubeflow.common import worker_name, worker_names
 from mpi_operator.builders.kubeflow.worker import new_worker
+from mpi_operator.client import PODS
+from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.objects import is_terminating, pod_phase
 from mpi_operator.controller.core.owner import Owner, resource_exists
 from mpi_operator.controller.core.pods import create_pods, delete_pods
@@ -29,9 +33,18 @@ from mpi_operator.controller.kubeflow.context import (
     WORKERS_INDEX,
     SyncContext,
     with_restart_attempt,
+    worker_selector,
 )
 
+log = structlog.get_logger(__name__)
+
 FAILED_REASON = "MPIJobFailed"
+#: From this many workers to delete, they go in one delete of a collection.
+COLLECTION_FROM = 2
+#: What cleanPodPolicy Running deletes: pods that have not finished (Pending, Running).
+UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown"
+FORBIDDEN = 403
+METHOD_NOT_ALLOWED = 405
 WORKER_FAILED = "worker pod created failed: "
 
 
@@ -122,11 +135,50 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
         if is_terminating(pod):
             continue  # Deviation: the reference deletes a terminating pod again on every sync.
         doomed.append(name)
+    collection = foreign is None and len(doomed) >= COLLECTION_FROM
+    if collection and await _delete_collection(ctx, owner, job, keep_finished):
+        return
     # Deviation: the reference deletes one pod at a time and stops at the first pod
     # it does not own; we delete all of ours at once, then report that pod.
     await delete_pods(ctx, job.namespace, doomed)
     if foreign is not None:
         raise resource_exists(ctx, owner, foreign, NO_KIND)
+
+
+async def _delete_collection(
+    ctx: SyncContext, owner: Owner, job: MPIJob, keep_finished: bool
+) -> bool:
+    """Deletes the job's workers in one request when every worker pod of ours that the
+    cache holds for it is the job's (the selector then matches only those); False when
+    it may not (another owner's pod, or no ``deletecollection`` right: then by name).
+
+    Deviation: the reference deletes each worker with a request of its own, so a
+    2,000-worker job's cleanup took 2,000 writes of the client's budget; this takes one.
+    """
+    if not ctx.collection_deletes:
+        return False
+    controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
+    namespace = job.namespace
+    if any(f"{namespace}/{p['metadata']['name']}" not in controlled for p in worker_pods(ctx, job)):
+        return False
+    try:
+        await ctx.client.delete_collection(
+            PODS,
+            namespace,
+            label_selector=worker_selector(job.name),
+            field_selector=UNFINISHED_PODS if keep_finished else None,
+        )
+    except ApiError as err:
+        if err.status not in (FORBIDDEN, METHOD_NOT_ALLOWED):
+            raise
+        ctx.collection_deletes = False
+        log.warning(
+            "deleting workers one by one: deletecollection on pods is not allowed",
+            mpijob=owner.key,
+            status=err.status,
+        )
+        return False
+    return True
 
 
 def count_ready(pods: list[Obj]) -> int:

@@ -56,9 +56,7 @@ def test_kinds_and_jobs_are_spaced_independently() -> None:
     assert writes.due("status", KEY) == pytest.approx(50.0)
 
 
-@pytest.mark.parametrize(
-    ("workers", "first"), [(4, 5.0), (99, 5.0), (100, 60.0), (None, 60.0)]
-)
+@pytest.mark.parametrize(("workers", "first"), [(4, 5.0), (99, 5.0), (100, 60.0), (None, 60.0)])
 def test_a_small_job_waits_only_seconds_for_its_first_progress(
     workers: int | None, first: float
 ) -> None:

@@ -26,7 +26,7 @@ __all__ = ["Action", "ApiError", "RecordingClient", "merge_patch"]
 Obj = dict[str, Any]
 
 #: The verbs, as client-go's testing actions name them.
-VERBS = ("create", "get", "list", "update", "patch", "delete")
+VERBS = ("create", "get", "list", "update", "patch", "delete", "deletecollection")
 #: Verbs that read; everything else writes.
 READS = ("get", "list")
 
@@ -260,6 +260,21 @@ class RecordingClient:
         action = Action("delete", resource.plural, namespace, name, options=options)
         result: Obj = self._do(action, lambda: {})
         return result
+
+    async def delete_collection(
+        self,
+        resource: Any,
+        namespace: str,
+        *,
+        label_selector: str,
+        field_selector: str | None = None,
+        **_: Any,
+    ) -> None:
+        options: dict[str, Any] = {"label_selector": label_selector}
+        if field_selector:
+            options["field_selector"] = field_selector
+        action = Action("deletecollection", resource.plural, namespace, "", options=options)
+        self._do(action, lambda: None)
 
     async def request(self, method: str, path: str, **_: Any) -> Any:
         raise AssertionError(f"unexpected raw request {method} {path} in a sync test")

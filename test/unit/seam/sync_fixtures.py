@@ -25,11 +25,15 @@ from recording_client import Action, RecordingClient, merge_patch
 from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.builders.ssh import SSHKeyPair
 from mpi_operator.client import EventRecorder, FakeClock
+from mpi_operator.client.selectors import parse_selector
 from mpi_operator.controller.kubeflow.controller import MPIJobController
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k import T9kMPIJobController
 
 Obj = dict[str, Any]
+
+#: A job's workers deleted in one request (a delete of the pods collection).
+DELETE_WORKERS = ("deletecollection", "pods", "")
 
 # Documented behaviour (README), spelled out here rather than imported, so that a
 # change of the code's constants is caught by the tests.
@@ -158,6 +162,11 @@ class SyncWorld:
             indexer.add(merge_patch(indexer.get_by_key(key) or {}, action.body))
         elif action.verb == "delete":
             indexer.delete_key(key)
+        elif action.verb == "deletecollection":
+            for obj in indexer.list():
+                meta = obj["metadata"]
+                if meta.get("namespace") == namespace and _collection_matches(action, obj):
+                    indexer.delete_key(f"{namespace}/{meta['name']}")
 
     # -- syncing -----------------------------------------------------------
     async def sync(self) -> None:
@@ -320,3 +329,19 @@ def t9k_world(job: Obj, *objects: Obj, pod_groups_synced: bool = True) -> SyncWo
 
 def pod_names(world: SyncWorld, verb: str = "create") -> list[str]:
     return [a.name for a in world.recorded(verb, "pods")]
+
+
+def _collection_matches(action: Action, obj: Obj) -> bool:
+    """Whether a delete of a collection takes ``obj``: its label selector, and a field
+    selector of ``status.phase!=...`` terms (all the operator sends)."""
+    labels = obj["metadata"].get("labels") or {}
+    if not parse_selector(action.options["label_selector"]).matches(labels):
+        return False
+    phase = (obj.get("status") or {}).get("phase")
+    fields = action.options.get("field_selector")
+    for term in fields.split(",") if fields else []:
+        name, _, value = term.partition("!=")
+        assert name == "status.phase", term
+        if phase == value:
+            return False
+    return True

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from recording_client import forbidden
 from seam_objects import MPIJobBuilder, PodBuilder, pod_status
-from sync_fixtures import SyncWorld, kubeflow_world
+from sync_fixtures import DELETE_WORKERS, SyncWorld, kubeflow_world
 
 STATUS = ("update", "mpijobs/status", "pi")
 LAUNCHER = "pi-launcher"
@@ -61,7 +62,7 @@ async def test_suspending_a_running_job_suspends_the_launcher_and_deletes_the_wo
     world = await running(MPIJobBuilder("pi"))
     suspend(world)
     await world.sync()
-    assert world.writes == [("update", "jobs", LAUNCHER), *workers(2, "delete"), STATUS]
+    assert world.writes == [("update", "jobs", LAUNCHER), DELETE_WORKERS, STATUS]
     (update,) = world.recorded("update", "jobs", LAUNCHER)
     assert update.body["spec"]["suspend"] is True
     assert world.events == [("Normal", "MPIJobSuspended")]
@@ -131,27 +132,71 @@ def complete_launcher(world: SyncWorld) -> None:
 
 
 @pytest.mark.parametrize(
-    ("policy", "deleted"),
+    ("policy", "replicas", "deletes", "left"),
     [
-        ("All", ["pi-worker-0", "pi-worker-1"]),
-        ("Running", ["pi-worker-0"]),  # pi-worker-1 finished and stays
-        ("None", []),
+        ("All", 2, [DELETE_WORKERS], []),
+        # pi-worker-1 finished and stays; one pod to delete goes by name.
+        ("Running", 2, [("delete", "pods", "pi-worker-0")], ["pi-worker-1"]),
+        ("Running", 3, [DELETE_WORKERS], ["pi-worker-1"]),
+        ("None", 2, [], ["pi-worker-0", "pi-worker-1"]),
     ],
 )
 async def test_cleanup_on_completion_follows_the_clean_pod_policy(
-    policy: str, deleted: list[str]
+    policy: str, replicas: int, deletes: list[tuple[str, str, str]], left: list[str]
 ) -> None:
-    world = await running(MPIJobBuilder("pi").clean_pod_policy(policy))
+    world = await running(MPIJobBuilder("pi").clean_pod_policy(policy), replicas)
     world.change("Pod", "pi-worker-1", {"status": {"phase": "Succeeded"}})
     complete_launcher(world)
     await world.sync()
     # Cleanup before the one status write: nothing runs on a finished job.
-    assert world.writes == [*[("delete", "pods", n) for n in deleted], STATUS]
+    assert world.writes == [*deletes, STATUS]
     assert world.events == [("Normal", "MPIJobSucceeded")]
     assert condition(world, "Succeeded") == ("Succeeded", "True", "MPIJobSucceeded")
     assert world.status["completionTime"] == "2026-01-01T00:05:00Z"
-    if deleted:
+    if deletes:
         assert world.status["replicaStatuses"]["Worker"] == {}
+    world.settle()
+    assert [n for n in world.names("Pod") if "worker" in n] == left
+
+
+async def test_the_workers_collection_is_selected_by_label_and_by_phase() -> None:
+    world = await running(MPIJobBuilder("pi").clean_pod_policy("Running"), replicas=3)
+    complete_launcher(world)
+    await world.sync()
+    (collection,) = world.recorded(*DELETE_WORKERS)
+    assert collection.namespace == "default"
+    assert collection.options == {
+        "label_selector": "training.kubeflow.org/operator-name=mpi-operator,"
+        "training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=worker",
+        "field_selector": "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown",
+    }
+
+
+async def test_workers_go_by_name_when_a_pod_of_theirs_is_not_the_jobs() -> None:
+    world = await running(MPIJobBuilder("pi").clean_pod_policy("All"), replicas=3)
+    # A pod labelled as pi's worker 5 that pi does not control: the selector would take it.
+    stray = PodBuilder.worker(world.cached("MPIJob", "pi") or {}, 5).running().obj()
+    stray["metadata"]["ownerReferences"] = []
+    world.add(stray)
+    complete_launcher(world)
+    await world.sync()
+    assert world.writes == [*workers(3, "delete"), STATUS]
+
+
+async def test_without_the_right_to_delete_a_collection_workers_go_by_name() -> None:
+    world = await running(MPIJobBuilder("pi").clean_pod_policy("All"), replicas=3)
+    world.client.fail("deletecollection", "pods", forbidden("cannot deletecollection pods"))
+    complete_launcher(world)
+    await world.sync()
+    assert world.writes == [DELETE_WORKERS, *workers(3, "delete"), STATUS]
+    world.settle()
+    assert world.names("Pod") == ["pi-launcher-x7k2p"]
+    # Not asked again: the next cleanup goes by name at once.
+    for i in range(3):
+        world.add(PodBuilder.worker(world.cached("MPIJob", "pi") or {}, i).running().obj())
+    world.clear()
+    await world.sync()
+    assert world.writes == workers(3, "delete")
 
 
 async def test_a_finished_job_is_cleaned_up_again_on_a_later_sync() -> None:
