@@ -36,19 +36,24 @@ async def test_clean_pod_policy(
 async def test_terminating_workers_are_not_deleted_again(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
-    """A worker already being deleted (held here by a finalizer) gets one DELETE, however
-    often the finished job is synced again."""
+    """A worker already being deleted (held here by a finalizer) gets one DELETE (here the
+    delete of the workers' collection), however often the finished job is synced again."""
     controller = await start_operator()
     client = controller.syncer.ctx.client
     deletes: list[str] = []
-    real_delete = client.delete
+    real_delete, real_collection = client.delete, client.delete_collection
 
     async def spy_delete(resource: Any, namespace: str | None, name: str, **kw: Any) -> Obj:
         if resource is PODS:
             deletes.append(name)
         return await real_delete(resource, namespace, name, **kw)
 
+    async def spy_collection(resource: Any, namespace: str, **kw: Any) -> None:
+        deletes.append("the workers' collection")
+        await real_collection(resource, namespace, **kw)
+
     client.delete = spy_delete  # type: ignore[method-assign]
+    client.delete_collection = spy_collection  # type: ignore[method-assign]
     await cluster.create(mpijob(runPolicy={"cleanPodPolicy": "All"}))
     workers = await cluster.wait_workers(2)
     held = workers[0]["metadata"]["name"]
@@ -84,7 +89,7 @@ async def test_terminating_workers_are_not_deleted_again(
             what="a sync after the terminating pod's last update",
         )
         await cluster.wait_condition("Succeeded")
-        assert deletes.count(held) == 1, deletes
+        assert deletes == ["the workers' collection"], deletes
     finally:
         await cluster.kube.patch(PODS, cluster.ns, held, {"metadata": {"finalizers": None}})
 

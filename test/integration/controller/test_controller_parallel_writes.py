@@ -53,16 +53,41 @@ async def test_service_config_map_and_secret_are_created_together(
     assert creates.peak == 3
 
 
-async def test_finished_jobs_workers_are_deleted_together(
+async def test_finished_jobs_workers_are_deleted_in_one_request(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:
+    """All of a finished job's workers go in one delete of the pods collection, selected
+    by the job's worker labels; no pod is deleted by name."""
     controller = await start_operator()
-    deletes = Overlap(controller, "delete", (PODS,), expected=4)
+    client = controller.syncer.ctx.client
+    by_name: list[str] = []
+    collections: list[dict[str, Any]] = []
+    real_delete, real_collection = client.delete, client.delete_collection
+
+    async def spy_delete(resource: Any, namespace: str | None, name: str, **kw: Any) -> Obj:
+        if resource is PODS:
+            by_name.append(name)
+        return await real_delete(resource, namespace, name, **kw)
+
+    async def spy_collection(resource: Any, namespace: str, **kw: Any) -> None:
+        collections.append({"resource": resource.plural, "namespace": namespace, **kw})
+        await real_collection(resource, namespace, **kw)
+
+    client.delete = spy_delete
+    client.delete_collection = spy_collection
     await cluster.create(mpijob(workers=4, runPolicy={"cleanPodPolicy": "All"}))
     workers = await cluster.wait_workers(4)
     await cluster.set_pods_running(workers)
     await cluster.finish_launcher(succeeded=True)
     await cluster.wait_condition("Succeeded")
     await cluster.wait_workers(0)
-    assert sorted(deletes.names) == [f"job-worker-{i}" for i in range(4)]
-    assert deletes.peak == 4
+    assert by_name == []
+    assert collections == [
+        {
+            "resource": "pods",
+            "namespace": cluster.ns,
+            "label_selector": "training.kubeflow.org/operator-name=mpi-operator,"
+            "training.kubeflow.org/job-name=job,training.kubeflow.org/job-role=worker",
+            "field_selector": None,
+        }
+    ]
