@@ -55,8 +55,8 @@ SMALL_WAIT = 60.0
 #: Seconds the control plane may take to work off the runs before.
 SETTLE_TIMEOUT = 180.0
 #: Seconds kube-scheduler's client needs to refill its burst once its backlog is gone
-#: (its defaults: burst 100 at 50 QPS).
-SCHEDULER_REFILL_S = 2.0
+#: (its defaults: burst 100 at 50 QPS), and a margin.
+SCHEDULER_REFILL_S = 2.5
 
 
 def settle(cluster: LocalCluster, ns: str, n: int, timeout: float = SETTLE_TIMEOUT) -> float:

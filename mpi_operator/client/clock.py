@@ -54,10 +54,20 @@ class RealClock:
         return datetime.now(UTC)
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
-        return asyncio.get_running_loop().call_later(max(delay, 0.0), callback)
+        return asyncio.get_running_loop().call_later(_with_slack(delay), callback)
 
     async def sleep(self, delay: float) -> None:
-        await asyncio.sleep(max(delay, 0.0))
+        await asyncio.sleep(_with_slack(delay))
+
+
+#: uvloop runs timers on whole milliseconds of a cached loop time, so one can fire up to
+#: about 2 ms before ``time.monotonic()`` reaches its deadline; a timer set for a
+#: deadline is set this much later, so that whoever it wakes finds the deadline passed.
+TIMER_SLACK = 0.002
+
+
+def _with_slack(delay: float) -> float:
+    return delay + TIMER_SLACK if delay > 0 else 0.0
 
 
 class _FakeTimer:

@@ -18,14 +18,15 @@ FIFO bucket, tokens go in turns to the request flows (one per MPIJob being synce
 one for everything else), so one job's backlog does not hold back the others. HTTP 429
 responses are retried after ``Retry-After`` like client-go's request retry.
 
-HTTP/1.1 takes a TLS connection per request in flight, and asyncio gives each a 256 KiB
-read buffer, zero-filled, so resident: :func:`small_tls_read_buffers` makes it 64 KiB
-(four TLS records) for the process. The connection pool has no limit: each watch holds
-a connection while it runs, so a limit shared with requests lets enough watched
-namespaces hold every request back. Requests are bounded instead: at most
-:data:`REQUEST_CONNECTIONS` wait for their response at once (a burst of pod creates
-waits for a slot, before the leadership fence judges it). client-go multiplexes both on
-one HTTP/2 connection instead.
+HTTP/1.1 takes a TLS connection per request in flight, and asyncio's own loop gives
+each a 256 KiB read buffer, zero-filled, so resident: :func:`small_tls_read_buffers`
+makes it 64 KiB (four TLS records) for the process. (The operator's process runs on
+uvloop, whose buffer is allocated but not filled, so only what TLS reads is resident.)
+The connection pool has no limit: each watch holds a connection while it runs, so a
+limit shared with requests lets enough watched namespaces hold every request back.
+Requests are bounded instead: at most :data:`REQUEST_CONNECTIONS` wait for their
+response at once (a burst of pod creates waits for a slot, before the leadership fence
+judges it). client-go multiplexes both on one HTTP/2 connection instead.
 """
 
 from __future__ import annotations

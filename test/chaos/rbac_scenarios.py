@@ -24,6 +24,7 @@ from rbac_support import (
     mpijob_path,
     parsed,
     succeeded,
+    workers_exist,
     workers_gone,
 )
 
@@ -72,8 +73,12 @@ def suspend(run: Run) -> Drive:
         return check
 
     def drive() -> None:
+        # Its one worker is deleted by name on suspension (pods delete; the workers of
+        # a finished job go as one collection).
+        run.wait(workers_exist(run, ns, "pause"), "pause's worker created")
         merge_patch(c, mpijob_path(ns, "pause"), {"spec": {"runPolicy": {"suspend": True}}})
         run.wait(launcher_suspended(True), "the launcher Job suspended")
+        run.wait(workers_gone(run, ns, "pause"), "pause's worker deleted")
         merge_patch(c, mpijob_path(ns, "pause"), {"spec": {"runPolicy": {"suspend": False}}})
         run.wait(launcher_suspended(False), "the launcher Job resumed")
         job = get(c, path) or {}
@@ -216,7 +221,9 @@ def scenario_for(t: Triple) -> tuple[str, Scenario]:
         return "coscheduling", coscheduling
     if resource == "events" and verb == "patch":
         return "plain", clash
-    if resource in ("jobs", "jobs/status") and verb == "update":
+    if (resource in ("jobs", "jobs/status") and verb == "update") or (
+        resource == "pods" and verb == "delete"
+    ):
         return "plain", suspend
     if verb in ("get", "patch") or (verb == "update" and resource in CHILDREN):
         return "plain", adopt

@@ -356,16 +356,21 @@ def succeeded(run: Run, ns: str, name: str) -> Callable[[], bool]:
     return check
 
 
-def workers_gone(run: Run, ns: str, name: str) -> Callable[[], bool]:
-    def check() -> bool:
-        pods = list_items(
-            run.cluster,
-            f"/api/v1/namespaces/{ns}/pods",
-            f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=worker",
-        )
-        return not [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+def _live_workers(run: Run, ns: str, name: str) -> list[Obj]:
+    pods = list_items(
+        run.cluster,
+        f"/api/v1/namespaces/{ns}/pods",
+        f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=worker",
+    )
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
 
-    return check
+
+def workers_gone(run: Run, ns: str, name: str) -> Callable[[], bool]:
+    return lambda: not _live_workers(run, ns, name)
+
+
+def workers_exist(run: Run, ns: str, name: str) -> Callable[[], bool]:
+    return lambda: bool(_live_workers(run, ns, name))
 
 
 def parsed(obj: Obj) -> Any:

@@ -13,10 +13,11 @@ Deployment runs it. The ClusterRole and the Role are expanded into
 The job suite (one namespace per scenario):
 
 * ``pi``: a 2-worker job to Succeeded; cleanPodPolicy Running deletes the workers
-  (pods create/delete, every informer's list/watch, mpijobs/status update, events
+  in one request (pods create/deletecollection, every informer's list/watch, mpijobs/status update, events
   create, the children's create, configmaps update of the hostfile; leases
   get/create/update: the Lease is deleted before every run, renewed every 0.5 s);
-* ``suspend``: a running job suspended, then resumed (jobs update; jobs/status
+* ``suspend``: a running job suspended, its one worker deleted by name (pods
+  delete), then resumed (jobs update; jobs/status
   update: the started launcher Job's startTime is cleared before its template is;
   the launcher Job is managed by nobody here, so the Job controller cannot clear
   startTime first and make that write unnecessary);

@@ -11,11 +11,12 @@ and starts the spacing over: a condition that changes (Running, Succeeded, Faile
 Restarting ...), an event, the complete set of workers, a host that goes away. A
 deferred write is not lost: the sync asks to be run again when the wait is over.
 
-A job of fewer than ``SPACED_FROM_WORKERS`` workers waits only ``SMALL_JOB_FIRST_GAP``
-for its first progress write: its workers start within a second or two, so the Running
-write (which goes at once) nearly always carries that progress, and the job costs one
-status write and one ``discover_hosts.sh`` write fewer. Ours only; the reference writes
-on every sync, and its 10/s event bucket spaces the syncs instead.
+A job of fewer than ``SPACED_FROM_WORKERS`` workers waits ``SMALL_JOB_GAP`` for each
+progress write, without doubling: its workers start within a second or two, so the
+Running write (which goes at once) nearly always carries that progress, and the job
+costs one status write and one ``discover_hosts.sh`` write fewer, while a small job
+whose workers never all start still shows each change within seconds. Ours only; the
+reference writes on every sync, and its 10/s event bucket spaces the syncs instead.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from dataclasses import dataclass
 
 from mpi_operator.client.clock import Clock
 
-#: Jobs with fewer workers wait only ``SMALL_JOB_FIRST_GAP`` for their first progress write.
+#: Jobs with fewer workers wait ``SMALL_JOB_GAP`` for each progress write.
 SPACED_FROM_WORKERS = 100
 FIRST_GAP = 60.0
-SMALL_JOB_FIRST_GAP = 5.0
+SMALL_JOB_GAP = 5.0
 MAX_GAP = 120.0
 
 
@@ -37,6 +38,8 @@ class _Schedule:
     next_at: float
     gap: float
     first_gap: float
+    #: Doubles after each write (big jobs) or stays ``first_gap`` (small ones).
+    doubling: bool
 
 
 class ProgressWrites:
@@ -45,17 +48,18 @@ class ProgressWrites:
         clock: Clock,
         first_gap: float = FIRST_GAP,
         max_gap: float = MAX_GAP,
-        small_job_first_gap: float = SMALL_JOB_FIRST_GAP,
+        small_job_gap: float = SMALL_JOB_GAP,
     ):
         self._clock = clock
         self._first_gap = first_gap
-        self._small_job_first_gap = min(small_job_first_gap, first_gap)
+        self._small_job_gap = min(small_job_gap, first_gap)
         self._max_gap = max_gap
         self._schedules: dict[tuple[str, str], _Schedule] = {}
 
-    def _first_gap_for(self, workers: int | None) -> float:
-        small = workers is not None and workers < SPACED_FROM_WORKERS
-        return self._small_job_first_gap if small else self._first_gap
+    def _new(self, at: float, workers: int | None) -> _Schedule:
+        if workers is not None and workers < SPACED_FROM_WORKERS:
+            return _Schedule(at + self._small_job_gap, 0.0, self._small_job_gap, False)
+        return _Schedule(at + self._first_gap, 0.0, self._first_gap, True)
 
     def due(self, kind: str, key: str, workers: int | None = None) -> float:
         """Seconds until a progress-only write of ``kind`` for ``key`` may go (0.0: now);
@@ -64,18 +68,20 @@ class ProgressWrites:
         schedule = self._schedules.get((kind, key))
         if schedule is None:
             # The first progress seen starts the clock: it is written ``first_gap`` later.
-            first = self._first_gap_for(workers)
-            schedule = self._schedules[(kind, key)] = _Schedule(now + first, 0.0, first)
+            schedule = self._schedules[(kind, key)] = self._new(now, workers)
         return max(schedule.next_at - now, 0.0)
 
     def wrote(self, kind: str, key: str, workers: int | None = None) -> None:
-        """A progress-only write went: the next waits twice as long as the last did."""
+        """A progress-only write went: the next waits twice as long as the last did (a
+        small job's next waits as long)."""
         now = self._clock.monotonic()
-        schedule = self._schedules.get((kind, key))
-        first = self._first_gap_for(workers) if schedule is None else schedule.first_gap
-        gap = first if schedule is None or not schedule.gap else schedule.gap * 2
-        gap = min(gap, self._max_gap)
-        self._schedules[(kind, key)] = _Schedule(now + gap, gap, first)
+        schedule = self._schedules.get((kind, key)) or self._new(now, workers)
+        gap = schedule.first_gap
+        if schedule.doubling and schedule.gap:
+            gap = min(schedule.gap * 2, self._max_gap)
+        self._schedules[(kind, key)] = _Schedule(
+            now + gap, gap, schedule.first_gap, schedule.doubling
+        )
 
     def defer(
         self,

@@ -55,9 +55,9 @@ class SyncContext(CoreContext):
     requeue_after: Callable[[str, float], None] | None = None
     #: Spaces out progress-only writes (hostfile, replica counts) while a job fans out.
     progress: ProgressWrites = field(init=False)
-    #: False once the API server refused a deletecollection of pods (no RBAC right):
-    #: workers are then deleted one by one.
-    collection_deletes: bool = True
+    #: When the API server last refused a deletecollection of pods (no RBAC right, a
+    #: webhook; monotonic seconds): workers are deleted one by one for a while.
+    collection_deletes_refused_at: float | None = None
 
     def __post_init__(self) -> None:
         self.progress = ProgressWrites(self.clock)

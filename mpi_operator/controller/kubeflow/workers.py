@@ -44,7 +44,11 @@ COLLECTION_FROM = 2
 #: What cleanPodPolicy Running deletes: pods that have not finished (Pending, Running).
 UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown"
 FORBIDDEN = 403
+NOT_FOUND = 404
 METHOD_NOT_ALLOWED = 405
+#: Seconds after a refused deletecollection (no RBAC right, a webhook) before it is
+#: tried again; meanwhile workers are deleted one by one.
+COLLECTION_RETRY_S = 600.0
 WORKER_FAILED = "worker pod created failed: "
 
 
@@ -150,12 +154,13 @@ async def _delete_collection(
 ) -> bool:
     """Deletes the job's workers in one request when every worker pod of ours that the
     cache holds for it is the job's (the selector then matches only those); False when
-    it may not (another owner's pod, or no ``deletecollection`` right: then by name).
+    it may not (another owner's pod, or the API server refused it lately: then by name).
 
     Deviation: the reference deletes each worker with a request of its own, so a
     2,000-worker job's cleanup took 2,000 writes of the client's budget; this takes one.
     """
-    if not ctx.collection_deletes:
+    refused = ctx.collection_deletes_refused_at
+    if refused is not None and ctx.clock.monotonic() - refused < COLLECTION_RETRY_S:
         return False
     controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
     namespace = job.namespace
@@ -169,13 +174,16 @@ async def _delete_collection(
             field_selector=UNFINISHED_PODS if keep_finished else None,
         )
     except ApiError as err:
+        if err.status == NOT_FOUND:
+            return True  # the namespace is gone, and the pods with it
         if err.status not in (FORBIDDEN, METHOD_NOT_ALLOWED):
             raise
-        ctx.collection_deletes = False
+        ctx.collection_deletes_refused_at = ctx.clock.monotonic()
         log.warning(
-            "deleting workers one by one: deletecollection on pods is not allowed",
+            "deleting workers one by one: deletecollection on pods was refused",
             mpijob=owner.key,
             status=err.status,
+            retry_after_s=COLLECTION_RETRY_S,
         )
         return False
     return True

@@ -33,6 +33,23 @@ async def test_clean_pod_policy(
     assert [p["metadata"]["name"] for p in pods] == left
 
 
+async def test_clean_pod_policy_running_keeps_finished_workers_of_a_collection(
+    cluster: Cluster, start_operator: StartOperator
+) -> None:
+    """Two workers to delete go as one collection, whose field selector (status.phase)
+    the real API server applies: the Succeeded worker stays."""
+    await start_operator()
+    await cluster.create(mpijob(workers=3, runPolicy={"cleanPodPolicy": "Running"}))
+    workers = await cluster.wait_workers(3)
+    await cluster.set_pod_status(workers[0], phase="Running")
+    await cluster.set_pod_status(workers[1], phase="Succeeded")
+    await cluster.set_pod_status(workers[2], phase="Pending")
+    await cluster.finish_launcher(succeeded=True)
+    await cluster.wait_condition("Succeeded")
+    pods = await cluster.wait_workers(1)
+    assert [p["metadata"]["name"] for p in pods] == ["job-worker-1"]
+
+
 async def test_terminating_workers_are_not_deleted_again(
     cluster: Cluster, start_operator: StartOperator
 ) -> None:

@@ -56,16 +56,21 @@ def test_kinds_and_jobs_are_spaced_independently() -> None:
     assert writes.due("status", KEY) == pytest.approx(50.0)
 
 
-@pytest.mark.parametrize(("workers", "first"), [(4, 5.0), (99, 5.0), (100, 60.0), (None, 60.0)])
-def test_a_small_job_waits_only_seconds_for_its_first_progress(
-    workers: int | None, first: float
-) -> None:
+def test_a_small_jobs_progress_goes_every_few_seconds_without_doubling() -> None:
     clock = FakeClock()
     writes = ProgressWrites(clock)
-    assert writes.due("status", KEY, workers) == pytest.approx(first)
-    clock.step(first)
-    writes.wrote("status", KEY, workers)
-    assert writes.due("status", KEY, workers) == pytest.approx(first)  # then doubling
+    went = []
+    for tick in range(60):  # 30 s, a try every 0.5 s
+        if writes.due("status", KEY, 4) == 0.0:
+            writes.wrote("status", KEY, 4)
+            went.append(tick / 2)
+        clock.step(0.5)
+    assert went == [5.0, 10.0, 15.0, 20.0, 25.0]
+
+
+@pytest.mark.parametrize(("workers", "first"), [(99, 5.0), (100, 60.0), (None, 60.0)])
+def test_the_worker_count_sets_the_first_wait(workers: int | None, first: float) -> None:
+    assert ProgressWrites(FakeClock()).due("status", KEY, workers) == pytest.approx(first)
 
 
 def test_a_write_that_failed_books_nothing() -> None:

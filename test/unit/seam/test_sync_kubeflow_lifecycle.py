@@ -191,12 +191,20 @@ async def test_without_the_right_to_delete_a_collection_workers_go_by_name() -> 
     assert world.writes == [DELETE_WORKERS, *workers(3, "delete"), STATUS]
     world.settle()
     assert world.names("Pod") == ["pi-launcher-x7k2p"]
-    # Not asked again: the next cleanup goes by name at once.
+    # Not asked again for ten minutes: the next cleanup goes by name at once.
+    job = world.cached("MPIJob", "pi") or {}
     for i in range(3):
-        world.add(PodBuilder.worker(world.cached("MPIJob", "pi") or {}, i).running().obj())
+        world.add(PodBuilder.worker(job, i).running().obj())
     world.clear()
     await world.sync()
     assert world.writes == workers(3, "delete")
+    world.settle()
+    for i in range(3):
+        world.add(PodBuilder.worker(job, i).running().obj())
+    world.clear()
+    world.step(600)
+    await world.sync()
+    assert world.writes == [DELETE_WORKERS, *workers(3, "delete")]
 
 
 async def test_a_finished_job_is_cleaned_up_again_on_a_later_sync() -> None:
