@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
+from local_http import serving
 
 from mpi_operator.client.errors import ApiError
 from mpi_operator.client.kubeapi import PODS, KubeClient
@@ -36,17 +37,12 @@ async def served() -> AsyncIterator[tuple[Server, KubeClient]]:
     server = Server()
     app = web.Application()
     app.router.add_delete("/api/v1/namespaces/{ns}/pods", server.delete_pods)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    client = KubeClient(ApiClient(Configuration(host=f"http://127.0.0.1:{port}")), qps=-1)
-    try:
-        yield server, client
-    finally:
-        await client.close()
-        await runner.cleanup()
+    async with serving(app) as url:
+        client = KubeClient(ApiClient(Configuration(host=url)), qps=-1)
+        try:
+            yield server, client
+        finally:
+            await client.close()
 
 
 async def test_a_collection_delete_sends_its_selectors_and_drops_the_answer(

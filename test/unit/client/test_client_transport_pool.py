@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 from aiohttp import web
+from local_http import serving
 
 from mpi_operator.client.lean_imports import ApiClient, Configuration
 from mpi_operator.client.transport import REQUEST_CONNECTIONS, ApiTransport
@@ -64,18 +65,13 @@ async def served() -> AsyncIterator[tuple[Server, ApiTransport]]:
     app.router.add_get("/slow", server.slow)
     app.router.add_get("/fast", server.fast)
     app.router.add_get("/watch", server.watch)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    transport = ApiTransport(ApiClient(Configuration(host=f"http://127.0.0.1:{port}")), qps=-1)
-    try:
-        yield server, transport
-    finally:
-        server.release.set()
-        await transport.close()
-        await runner.cleanup()
+    async with serving(app) as url:
+        transport = ApiTransport(ApiClient(Configuration(host=url)), qps=-1)
+        try:
+            yield server, transport
+        finally:
+            server.release.set()
+            await transport.close()
 
 
 async def test_requests_wait_for_a_slot_and_watches_do_not(
