@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from controller_harness import Cluster, Obj, StartOperator, mpijob
+from controller_harness import Cluster, StartOperator, mpijob, record_pod_deletes
 
 from devcluster.polling import eventually
 from mpi_operator.client import PODS
@@ -56,21 +56,7 @@ async def test_terminating_workers_are_not_deleted_again(
     """A worker already being deleted (held here by a finalizer) gets one DELETE (here the
     delete of the workers' collection), however often the finished job is synced again."""
     controller = await start_operator()
-    client = controller.syncer.ctx.client
-    deletes: list[str] = []
-    real_delete, real_collection = client.delete, client.delete_collection
-
-    async def spy_delete(resource: Any, namespace: str | None, name: str, **kw: Any) -> Obj:
-        if resource is PODS:
-            deletes.append(name)
-        return await real_delete(resource, namespace, name, **kw)
-
-    async def spy_collection(resource: Any, namespace: str, **kw: Any) -> None:
-        deletes.append("the workers' collection")
-        await real_collection(resource, namespace, **kw)
-
-    client.delete = spy_delete  # type: ignore[method-assign]
-    client.delete_collection = spy_collection  # type: ignore[method-assign]
+    deletes = record_pod_deletes(controller)
     await cluster.create(mpijob(runPolicy={"cleanPodPolicy": "All"}))
     workers = await cluster.wait_workers(2)
     held = workers[0]["metadata"]["name"]
@@ -106,7 +92,9 @@ async def test_terminating_workers_are_not_deleted_again(
             what="a sync after the terminating pod's last update",
         )
         await cluster.wait_condition("Succeeded")
-        assert deletes == ["the workers' collection"], deletes
+        assert [d.get("name", "the workers' collection") for d in deletes] == [
+            "the workers' collection"
+        ], deletes
     finally:
         await cluster.kube.patch(PODS, cluster.ns, held, {"metadata": {"finalizers": None}})
 

@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 from typing import Any
 
-from controller_harness import Cluster, Obj, StartOperator, mpijob
+from controller_harness import Cluster, Obj, StartOperator, mpijob, record_pod_deletes
 
-from mpi_operator.client import CONFIGMAPS, PODS, SECRETS, SERVICES
+from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES
 
 
 class Overlap:
@@ -59,32 +59,15 @@ async def test_finished_jobs_workers_are_deleted_in_one_request(
     """All of a finished job's workers go in one delete of the pods collection, selected
     by the job's worker labels; no pod is deleted by name."""
     controller = await start_operator()
-    client = controller.syncer.ctx.client
-    by_name: list[str] = []
-    collections: list[dict[str, Any]] = []
-    real_delete, real_collection = client.delete, client.delete_collection
-
-    async def spy_delete(resource: Any, namespace: str | None, name: str, **kw: Any) -> Obj:
-        if resource is PODS:
-            by_name.append(name)
-        return await real_delete(resource, namespace, name, **kw)
-
-    async def spy_collection(resource: Any, namespace: str, **kw: Any) -> None:
-        collections.append({"resource": resource.plural, "namespace": namespace, **kw})
-        await real_collection(resource, namespace, **kw)
-
-    client.delete = spy_delete
-    client.delete_collection = spy_collection
+    deletes = record_pod_deletes(controller)
     await cluster.create(mpijob(workers=4, runPolicy={"cleanPodPolicy": "All"}))
     workers = await cluster.wait_workers(4)
     await cluster.set_pods_running(workers)
     await cluster.finish_launcher(succeeded=True)
     await cluster.wait_condition("Succeeded")
     await cluster.wait_workers(0)
-    assert by_name == []
-    assert collections == [
+    assert deletes == [
         {
-            "resource": "pods",
             "namespace": cluster.ns,
             "label_selector": "training.kubeflow.org/operator-name=mpi-operator,"
             "training.kubeflow.org/job-name=job,training.kubeflow.org/job-role=worker",
