@@ -17,6 +17,11 @@ Running write (which goes at once) nearly always carries that progress, and the 
 costs one status write and one ``discover_hosts.sh`` write fewer, while a small job
 whose workers never all start still shows each change within seconds. Ours only; the
 reference writes on every sync, and its 10/s event bucket spaces the syncs instead.
+
+The same short wait serves a status that passes by itself (``TRANSIENT``): a
+launcher pod that ended shows as one active launcher fewer for the moment before
+the Job controller marks its Job finished, and that finished Job's status write
+follows at once, so the count alone is not written unless the moment lasts.
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ SPACED_FROM_WORKERS = 100
 FIRST_GAP = 60.0
 SMALL_JOB_GAP = 5.0
 MAX_GAP = 120.0
+#: ``workers`` for a state that passes by itself within seconds whatever the job's
+#: size (a launcher whose pod ended before its Job is marked finished): it waits
+#: ``SMALL_JOB_GAP``.
+TRANSIENT = 0
 
 
 @dataclass

@@ -20,6 +20,7 @@ from mpi_operator.api.v2beta1 import (
     LauncherCreationPolicy,
     ManagedBy,
     MPIJob,
+    ReplicaType,
     limit_errors,
     parse,
     set_defaults,
@@ -34,6 +35,7 @@ from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import is_job_finished
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.progress import TRANSIENT
 from mpi_operator.controller.core.writes import dump_status, write_status
 from mpi_operator.controller.kubeflow import children, ttl
 from mpi_operator.controller.kubeflow import launcher as launchers
@@ -197,12 +199,24 @@ class MPIJobSyncer(Syncer[SyncContext]):
             and _fanning_out(update.status)
             and _counts_only(old_status, new_status)
         )
-        requeue = self.ctx.requeue_after
-        if progress and self.ctx.progress.defer("status", owner.key, requeue, workers):
+        # Ours only: a launcher pod that ended leaves its Job unfinished for a moment;
+        # the finished Job's write (or the next pod's) follows, so the gap waits.
+        between = (
+            changed
+            and not update.events
+            and not is_finished(update.status)
+            and _launcher_between_pods(old_status, new_status)
+        )
+        requeue, progress_writes = self.ctx.requeue_after, self.ctx.progress
+        if progress and progress_writes.defer("status", owner.key, requeue, workers):
+            return
+        if between and progress_writes.defer("launcher", owner.key, requeue, TRANSIENT):
             return
         await write_status(self.ctx, owner, MPIJOBS, new_status, update.events)
         if progress:
-            self.ctx.progress.wrote("status", owner.key, workers)
+            progress_writes.wrote("status", owner.key, workers)
+        elif between:
+            progress_writes.wrote("launcher", owner.key, TRANSIENT)
         elif changed:
             self.ctx.progress.reset(owner.key)
         metrics = self.ctx.metrics
@@ -231,6 +245,9 @@ class MPIJobSyncer(Syncer[SyncContext]):
         self.ctx.metrics.job_duration.labels(result).observe(seconds)
 
 
+LAUNCHER = ReplicaType.LAUNCHER.value
+
+
 def _counts_only(old: Obj, new: Obj) -> bool:
     """Only more replicas became active (progress): the conditions, times, the other
     counts and the rest are as written."""
@@ -245,6 +262,22 @@ def _counts_only(old: Obj, new: Obj) -> bool:
         _without(was, "active") == _without(after[kind], "active")
         and int(after[kind].get("active") or 0) >= int(was.get("active") or 0)
         for kind, was in before.items()
+    )
+
+
+def _launcher_between_pods(old: Obj, new: Obj) -> bool:
+    """Only the launcher's active count went down: its pod ended, and its Job is not
+    yet marked finished (nor its next pod counted)."""
+    if not old.get("conditions") or _without(old, "replicaStatuses") != _without(
+        new, "replicaStatuses"
+    ):
+        return False
+    before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
+    if _without(before, LAUNCHER) != _without(after, LAUNCHER):
+        return False
+    was, now = before.get(LAUNCHER) or {}, after.get(LAUNCHER) or {}
+    return _without(was, "active") == _without(now, "active") and int(now.get("active") or 0) < int(
+        was.get("active") or 0
     )
 
 

@@ -266,3 +266,30 @@ async def test_status_is_written_once_per_sync(scenario: str) -> None:
     world.clear()
     await world.sync()
     assert world.status_writes() == []  # nothing changed: nothing written
+
+
+async def test_a_launcher_pod_that_ended_waits_for_its_job_to_be_marked_finished() -> None:
+    """The moment between the launcher pod's end and its Job's Complete costs no write
+    of its own: the Succeeded write that follows carries it."""
+    world = await running(MPIJobBuilder("pi"))
+    world.change("Pod", "pi-launcher-x7k2p", {"status": {"phase": "Succeeded"}})
+    await world.sync()
+    assert STATUS not in world.writes
+    assert world.requeued_after and all(0 < s <= 5.0 for _, s in world.requeued_after)
+    complete_launcher(world)
+    await world.sync()
+    assert world.writes[-1] == STATUS
+    assert condition(world, "Succeeded") == ("Succeeded", "True", "MPIJobSucceeded")
+    assert world.status["replicaStatuses"]["Launcher"] == {"succeeded": 1}
+
+
+async def test_a_launcher_between_pods_is_written_when_the_moment_lasts() -> None:
+    world = await running(MPIJobBuilder("pi"))
+    world.change("Pod", "pi-launcher-x7k2p", {"status": {"phase": "Failed"}})
+    await world.sync()
+    assert STATUS not in world.writes
+    world.step(5.1)
+    await world.sync()
+    assert world.writes == [STATUS]
+    assert world.status["replicaStatuses"]["Launcher"] == {}
+    assert condition(world, "Running") == ("Running", "True", "MPIJobRunning")
