@@ -104,7 +104,7 @@ class QueueController:
                 namespace, _, name = key.partition("/")
                 if self.informers["mpijobs"].lister.get(namespace, name) is None:
                     self.expectations.forget(key)
-                    self.forget_job_metrics(key)
+                    self.forget_job_state(key)
 
         return run
 
@@ -135,15 +135,16 @@ class QueueController:
         return SyncFailures(report, self.clock)
 
     def _job_deleted(self, key: str) -> None:
-        """A deleted MPIJob's creation expectations, sync-failure record and per-job
-        metric series go with it."""
+        """A deleted MPIJob's creation expectations, sync-failure record, per-job
+        metric series and write spacing go with it."""
         self.expectations.forget(key)
-        self.forget_job_metrics(key)
+        self.forget_job_state(key)
         if self.runner.failures is not None:
             self.runner.failures.forget(key)
 
-    def forget_job_metrics(self, key: str) -> None:
-        """Drops the metric series labelled with the MPIJob ``key`` (none by default)."""
+    def forget_job_state(self, key: str) -> None:
+        """Drops what the controller keeps for the MPIJob ``key`` besides its
+        expectations: metric series, spacing of its writes (nothing by default)."""
 
     def connect_handlers(self, children: ChildHandlers, ignore: tuple[str, ...] = ()) -> None:
         """MPIJob changes are enqueued at once, children's changes batched; the

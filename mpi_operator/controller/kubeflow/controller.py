@@ -78,9 +78,10 @@ class MPIJobController(QueueController):
             ignore=("priority_classes",),
         )
 
-    def forget_job_metrics(self, key: str) -> None:
+    def forget_job_state(self, key: str) -> None:
         namespace, name = split_key(key)
         self.metrics.forget_job(namespace, name)
+        self.syncer.ctx.progress.forget(key)
 
     def _informers(self) -> dict[str, SharedInformer]:
         f = self.factory

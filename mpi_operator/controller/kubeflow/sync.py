@@ -200,11 +200,13 @@ class MPIJobSyncer(Syncer[SyncContext]):
             and _counts_only(old_status, new_status)
         )
         # Ours only: a launcher pod that ended leaves its Job unfinished for a moment;
-        # the finished Job's write (or the next pod's) follows, so the gap waits.
+        # the finished Job's write (or the next pod's) follows, so the gap waits. Not
+        # while suspended: a suspended launcher Job does not finish.
         between = (
             changed
             and not update.events
             and not is_finished(update.status)
+            and not is_suspended(job)
             and _launcher_between_pods(old_status, new_status)
         )
         requeue, progress_writes = self.ctx.requeue_after, self.ctx.progress
@@ -215,8 +217,6 @@ class MPIJobSyncer(Syncer[SyncContext]):
         await write_status(self.ctx, owner, MPIJOBS, new_status, update.events)
         if progress:
             progress_writes.wrote("status", owner.key, workers)
-        elif between:
-            progress_writes.wrote("launcher", owner.key, TRANSIENT)
         elif changed:
             self.ctx.progress.reset(owner.key)
         metrics = self.ctx.metrics

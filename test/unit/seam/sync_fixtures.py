@@ -120,6 +120,11 @@ class SyncWorld:
             self._indexer(_INFORMER_BY_KIND[obj["kind"]]).add(copy.deepcopy(obj))
         return self
 
+    def job_deleted(self) -> None:
+        """What the MPIJob informer's delete event makes the controller do (the job
+        stays in the cache here: a later sync sees it as created again)."""
+        self.controller._job_deleted(self.key)
+
     def remove(self, kind: str, name: str) -> None:
         namespace = self.key.split("/")[0]
         self._indexer(_INFORMER_BY_KIND[kind]).delete_key(f"{namespace}/{name}")

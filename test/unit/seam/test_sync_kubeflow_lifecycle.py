@@ -288,8 +288,31 @@ async def test_a_launcher_between_pods_is_written_when_the_moment_lasts() -> Non
     world.change("Pod", "pi-launcher-x7k2p", {"status": {"phase": "Failed"}})
     await world.sync()
     assert STATUS not in world.writes
-    world.step(5.1)
+    assert world.requeued_after and all(0 < s <= 5.0 for _, s in world.requeued_after)
+    world.step(4.9)
+    await world.sync()
+    assert STATUS not in world.writes
+    world.step(0.2)
     await world.sync()
     assert world.writes == [STATUS]
     assert world.status["replicaStatuses"]["Launcher"] == {}
     assert condition(world, "Running") == ("Running", "True", "MPIJobRunning")
+
+
+async def test_a_launcher_pod_that_failed_and_was_counted_is_written_at_once() -> None:
+    world = await running(MPIJobBuilder("pi"))
+    world.change("Pod", "pi-launcher-x7k2p", {"status": {"phase": "Failed"}})
+    world.change("Job", LAUNCHER, {"status": {"active": 0, "failed": 1}})
+    await world.sync()
+    assert world.writes == [STATUS]
+    assert world.status["replicaStatuses"]["Launcher"] == {"failed": 1}
+
+
+async def test_a_suspended_jobs_launcher_pod_that_ended_is_written_at_once() -> None:
+    world = await running(MPIJobBuilder("pi"))
+    suspend(world)
+    await world.converge()
+    world.change("Pod", "pi-launcher-x7k2p", {"status": {"phase": "Failed"}})
+    await world.sync()
+    assert world.writes == [STATUS]
+    assert world.status["replicaStatuses"]["Launcher"] == {}

@@ -66,3 +66,15 @@ async def test_the_complete_host_set_is_written_at_once() -> None:
     start(world, *range(1, BIG))
     await world.sync()
     assert CONFIG in world.writes
+
+
+async def test_a_deleted_jobs_spacing_is_forgotten() -> None:
+    world = await fanning_out(BIG)
+    start(world, 0)
+    await world.sync()
+    world.step(59.0)
+    world.job_deleted()
+    world.forget()
+    await world.sync()
+    assert STATUS not in world.writes
+    assert world.requeued_after and all(s > 59.0 for _, s in world.requeued_after)
