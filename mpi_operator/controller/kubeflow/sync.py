@@ -218,7 +218,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if progress:
             progress_writes.wrote("status", owner.key, workers)
         elif changed:
-            self.ctx.progress.reset(owner.key)
+            progress_writes.reset(owner.key)
         metrics = self.ctx.metrics
         if update.created:
             metrics.jobs_created.inc()
@@ -251,9 +251,7 @@ LAUNCHER = ReplicaType.LAUNCHER.value
 def _counts_only(old: Obj, new: Obj) -> bool:
     """Only more replicas became active (progress): the conditions, times, the other
     counts and the rest are as written."""
-    if not old.get("conditions") or _without(old, "replicaStatuses") != _without(
-        new, "replicaStatuses"
-    ):
+    if not _only_replica_statuses_differ(old, new):
         return False
     before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
     if before.keys() != after.keys():
@@ -268,9 +266,7 @@ def _counts_only(old: Obj, new: Obj) -> bool:
 def _launcher_between_pods(old: Obj, new: Obj) -> bool:
     """Only the launcher's active count went down: its pod ended, and its Job is not
     yet marked finished (nor its next pod counted)."""
-    if not old.get("conditions") or _without(old, "replicaStatuses") != _without(
-        new, "replicaStatuses"
-    ):
+    if not _only_replica_statuses_differ(old, new):
         return False
     before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
     if _without(before, LAUNCHER) != _without(after, LAUNCHER):
@@ -278,6 +274,14 @@ def _launcher_between_pods(old: Obj, new: Obj) -> bool:
     was, now = before.get(LAUNCHER) or {}, after.get(LAUNCHER) or {}
     return _without(was, "active") == _without(now, "active") and int(now.get("active") or 0) < int(
         was.get("active") or 0
+    )
+
+
+def _only_replica_statuses_differ(old: Obj, new: Obj) -> bool:
+    """A status was written before (it has conditions) and only the replica counts
+    changed since."""
+    return bool(old.get("conditions")) and _without(old, "replicaStatuses") == _without(
+        new, "replicaStatuses"
     )
 
 
