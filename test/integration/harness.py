@@ -1,6 +1,6 @@
 """What the controller and T9k integration tests share: an API client, an in-process
 controller started per test (and always stopped), and a view of one namespace's job
-objects and Events. (A unique module name: several test folders have a conftest.py.)"""
+objects and Events, and a spy on its pod deletes. (A unique module name: several test folders have a conftest.py.)"""
 
 from __future__ import annotations
 
@@ -124,3 +124,26 @@ async def delete_when_added(kube: KubeClient, namespace: str, pod: str) -> async
         raise AssertionError(f"pod {pod} was not created")
 
     return asyncio.create_task(run())
+
+
+def record_pod_deletes(controller: Any) -> list[Obj]:
+    """Spies on the pod deletes of a controller of either kind: each delete by name is
+    recorded as ``{"name": ...}``, each collection delete as its namespace and selectors."""
+    client: Any = controller.syncer.ctx.client
+    deletes: list[Obj] = []
+    real_delete, real_collection = client.delete, client.delete_collection
+
+    async def delete(resource: Any, namespace: str | None, name: str, **kw: Any) -> Obj:
+        if resource is PODS:
+            deletes.append({"name": name})
+        result: Obj = await real_delete(resource, namespace, name, **kw)
+        return result
+
+    async def delete_collection(resource: Any, namespace: str, **kw: Any) -> None:
+        if resource is PODS:
+            deletes.append({"namespace": namespace, **kw})
+        await real_collection(resource, namespace, **kw)
+
+    client.delete = delete
+    client.delete_collection = delete_collection
+    return deletes

@@ -1,6 +1,6 @@
 """What a sync of either kind needs: the API client, the recorder, the clock, the SSH
-key generator and the pod creation expectations. Each kind's context adds its
-listers and settings."""
+key generator, the pod creation expectations and whether pod collections may be
+deleted. Each kind's context adds its listers and settings."""
 
 from __future__ import annotations
 
@@ -12,6 +12,22 @@ from mpi_operator.api.object_model import Obj
 from mpi_operator.builders.ssh import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, split_key
 from mpi_operator.controller.core.expectations import CreationExpectations
+
+#: Seconds after a refused delete of the pods collection before it is tried again;
+#: meanwhile pods are deleted one by one (:mod:`.pod_collection`).
+COLLECTION_RETRY_S = 600.0
+
+
+@dataclass(slots=True)
+class CollectionDeletes:
+    """Whether the API server refused a delete of the pods collection lately (no RBAC
+    right, a webhook). One per controller: each kind learns it on its own."""
+
+    refused_at: float | None = None
+    """Monotonic seconds of the last refusal."""
+
+    def allowed(self, now: float) -> bool:
+        return self.refused_at is None or now - self.refused_at >= COLLECTION_RETRY_S
 
 
 @dataclass(slots=True, kw_only=True)
@@ -25,6 +41,8 @@ class CoreContext:
     keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
     requeue: Callable[[str], None] | None = None
     """Adds a key back at the end of the queue (a sync that left pods for later)."""
+    collection_deletes: CollectionDeletes = field(default_factory=CollectionDeletes)
+    """Whether the API server refused a delete of the pods collection lately."""
 
     def in_flight(self, key: str, names: Iterable[str]) -> set[str]:
         """The pods of ``key`` created by an earlier sync that the cache (``names``)

@@ -55,9 +55,6 @@ class SyncContext(CoreContext):
     requeue_after: Callable[[str, float], None] | None = None
     #: Spaces out progress-only writes (hostfile, replica counts) while a job fans out.
     progress: ProgressWrites = field(init=False)
-    #: When the API server last refused a deletecollection of pods (no RBAC right, a
-    #: webhook; monotonic seconds): workers are deleted one by one for a while.
-    collection_deletes_refused_at: float | None = None
 
     def __post_init__(self) -> None:
         self.progress = ProgressWrites(self.clock)

@@ -4,15 +4,14 @@ Missing pods are created concurrently in growing batches (1, 2, 4, ...) that
 stop at the first error, at most 500 per sync, as the Job controller's slow start
 does (:mod:`~mpi_operator.controller.core.slowstart`); the reference operator creates
 them one call at a time, all in one sync. Pods to remove are deleted
-all at once, as the Job controller deletes them; the reference again goes one
-call at a time.
+all at once, as the Job controller deletes them, and a finished job's workers in one
+delete of their collection (:mod:`~mpi_operator.controller.core.pod_collection`); the
+reference again goes one call at a time.
 """
 
 from __future__ import annotations
 
 from functools import partial
-
-import structlog
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
@@ -23,10 +22,9 @@ from mpi_operator.api.v2beta1 import (
 )
 from mpi_operator.builders.kubeflow.common import worker_name, worker_names
 from mpi_operator.builders.kubeflow.worker import new_worker
-from mpi_operator.client import PODS
-from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.objects import is_terminating, pod_phase
 from mpi_operator.controller.core.owner import Owner, resource_exists
+from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
 from mpi_operator.controller.core.pods import create_pods, delete_pods
 from mpi_operator.controller.kubeflow.context import (
     NO_KIND,
@@ -36,19 +34,9 @@ from mpi_operator.controller.kubeflow.context import (
     worker_selector,
 )
 
-log = structlog.get_logger(__name__)
-
 FAILED_REASON = "MPIJobFailed"
-#: From this many workers to delete, they go in one delete of a collection.
-COLLECTION_FROM = 2
 #: What cleanPodPolicy Running deletes: pods that have not finished (Pending, Running).
 UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown"
-FORBIDDEN = 403
-NOT_FOUND = 404
-METHOD_NOT_ALLOWED = 405
-#: Seconds after a refused deletecollection (no RBAC right, a webhook) before it is
-#: tried again; meanwhile workers are deleted one by one.
-COLLECTION_RETRY_S = 600.0
 WORKER_FAILED = "worker pod created failed: "
 
 
@@ -139,54 +127,16 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
         if is_terminating(pod):
             continue  # Deviation: the reference deletes a terminating pod again on every sync.
         doomed.append(name)
-    collection = foreign is None and len(doomed) >= COLLECTION_FROM
-    if collection and await _delete_collection(ctx, owner, job, keep_finished):
+    if foreign is None:
+        selected = PodCollection(
+            job.namespace, worker_selector(job.name), UNFINISHED_PODS if keep_finished else None
+        )
+        await delete_pod_collection(ctx, owner, ctx.listers.pods, selected, doomed)
         return
     # Deviation: the reference deletes one pod at a time and stops at the first pod
     # it does not own; we delete all of ours at once, then report that pod.
     await delete_pods(ctx, job.namespace, doomed)
-    if foreign is not None:
-        raise resource_exists(ctx, owner, foreign, NO_KIND)
-
-
-async def _delete_collection(
-    ctx: SyncContext, owner: Owner, job: MPIJob, keep_finished: bool
-) -> bool:
-    """Deletes the job's workers in one request when every worker pod of ours that the
-    cache holds for it is the job's (the selector then matches only those); False when
-    it may not (another owner's pod, or the API server refused it lately: then by name).
-
-    Deviation: the reference deletes each worker with a request of its own, so a
-    2,000-worker job's cleanup took 2,000 writes of the client's budget; this takes one.
-    """
-    refused = ctx.collection_deletes_refused_at
-    if refused is not None and ctx.clock.monotonic() - refused < COLLECTION_RETRY_S:
-        return False
-    controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
-    namespace = job.namespace
-    if any(f"{namespace}/{p['metadata']['name']}" not in controlled for p in worker_pods(ctx, job)):
-        return False
-    try:
-        await ctx.client.delete_collection(
-            PODS,
-            namespace,
-            label_selector=worker_selector(job.name),
-            field_selector=UNFINISHED_PODS if keep_finished else None,
-        )
-    except ApiError as err:
-        if err.status == NOT_FOUND:
-            return True  # the namespace is gone, and the pods with it
-        if err.status not in (FORBIDDEN, METHOD_NOT_ALLOWED):
-            raise
-        ctx.collection_deletes_refused_at = ctx.clock.monotonic()
-        log.warning(
-            "deleting workers one by one: deletecollection on pods was refused",
-            mpijob=owner.key,
-            status=err.status,
-            retry_after_s=COLLECTION_RETRY_S,
-        )
-        return False
-    return True
+    raise resource_exists(ctx, owner, foreign, NO_KIND)
 
 
 def count_ready(pods: list[Obj]) -> int:

@@ -6,7 +6,14 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 from mpi_operator.api.object_model import Obj
-from mpi_operator.api.t9k import JOB_NAME_LABEL, OPERATOR_LABEL, OPERATOR_NAME, MPIJob
+from mpi_operator.api.t9k import (
+    JOB_NAME_LABEL,
+    OPERATOR_LABEL,
+    OPERATOR_NAME,
+    REPLICA_TYPE_LABEL,
+    MPIJob,
+    ReplicaType,
+)
 from mpi_operator.builders.t9k.common import config_name, secret_name
 from mpi_operator.builders.t9k.config import new_config_map
 from mpi_operator.builders.t9k.podgroup import new_pod_group
@@ -15,12 +22,15 @@ from mpi_operator.builders.t9k.service import new_service
 from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES, ApiError
 from mpi_operator.controller.core.missing_crd import raise_if_not_served
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, ensure_controlled
+from mpi_operator.controller.core.pod_collection import PodCollection
 from mpi_operator.controller.core.pods import create_pods
 from mpi_operator.controller.t9k.context import T9K_POD_GROUPS, SyncContext
 
 POD_FAILED = ("FailedCreatePod", "pod {name}: ")
 #: What a job uses the PodGroup for, as a missing CRD's message says.
 POD_GROUP_NEEDED_FOR = "spec.scheduler.t9kScheduler"
+#: What ``cleanUpWorkers: unfinished`` deletes: pods that have not finished.
+UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 async def ensure_service(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
@@ -76,12 +86,27 @@ async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
 
 def job_pods(ctx: SyncContext, owner: Owner) -> dict[str, Obj]:
     """This job's pods in the cache, by name."""
-    selector = {OPERATOR_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: owner.name}
     return {
         str(p["metadata"]["name"]): p
-        for p in ctx.listers.pods.list(selector, owner.namespace)
+        for p in ctx.listers.pods.list(_pod_labels(owner.name), owner.namespace)
         if owner.controls(p)
     }
+
+
+def pod_collection(
+    owner: Owner, replica_type: ReplicaType | None = None, *, unfinished: bool = False
+) -> PodCollection:
+    """The job's pods (of ``replica_type`` only, if given; those that have not finished
+    only, if ``unfinished``), as one delete of their collection selects them."""
+    labels = _pod_labels(owner.name)
+    if replica_type is not None:
+        labels[REPLICA_TYPE_LABEL] = replica_type.value
+    selector = ",".join(f"{key}={value}" for key, value in labels.items())
+    return PodCollection(owner.namespace, selector, UNFINISHED_PODS if unfinished else None)
+
+
+def _pod_labels(job_name: str) -> dict[str, str]:
+    return {OPERATOR_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: job_name}
 
 
 async def create_pods_of(

@@ -5,7 +5,8 @@ ConfigMap and SSH Secret (also while paused, so the job keeps its identity);
 deletes every pod while paused; otherwise creates missing pods in slow-start
 batches, at most 500 a sync (the PodGroup first, when the t9k scheduler is
 used); computes the status in memory and writes it once; applies
-``cleanUpWorkers`` once the job has finished.
+``cleanUpWorkers`` once the job has finished. Pods to delete go in one delete of
+their collection when they may (:mod:`~mpi_operator.controller.core.pod_collection`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import get_condition, is_terminating, pod_phase
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.pod_collection import delete_pod_collection
 from mpi_operator.controller.core.pods import delete_pods
 from mpi_operator.controller.core.writes import dump_status, write_status
 from mpi_operator.controller.t9k import children
@@ -82,13 +84,14 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             )
             if job.paused:
                 live = [name for name, pod in pods.items() if not is_terminating(pod)]
-                await delete_pods(ctx, job.namespace, live)
+                everyone = children.pod_collection(owner)
+                await delete_pod_collection(ctx, owner, ctx.listers.pods, everyone, live)
             else:
                 await self._delete_surplus_pods(job, pods)
                 pods.update(await self._create_missing_pods(owner, job, pods))
         update = next_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
         if update.finished:
-            await self._clean_up_workers(job, pods)
+            await self._clean_up_workers(owner, job, pods)
         await write_status(ctx, owner, T9K_MPIJOBS, dump_status(update.status), update.events)
 
     async def _create_missing_pods(
@@ -129,7 +132,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         for name in surplus:
             del pods[name]
 
-    async def _clean_up_workers(self, job: MPIJob, pods: dict[str, Obj]) -> None:
+    async def _clean_up_workers(self, owner: Owner, job: MPIJob, pods: dict[str, Obj]) -> None:
         policy = job.spec.run_policy.clean_up_policy()
         if policy == CleanUpPolicy.NONE:
             return
@@ -142,7 +145,10 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             and not is_terminating(pod)
             and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
         ]
-        await delete_pods(self.ctx, job.namespace, doomed)
+        workers = children.pod_collection(
+            owner, ReplicaType.WORKER, unfinished=policy != CleanUpPolicy.ALL
+        )
+        await delete_pod_collection(self.ctx, owner, self.ctx.listers.pods, workers, doomed)
 
 
 def _was_paused(job: MPIJob) -> bool:

@@ -29,29 +29,6 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def record_pod_deletes(controller: MPIJobController) -> list[Obj]:
-    """Spies on the controller's pod deletes: each delete by name is recorded as
-    ``{"name": ...}``, each collection delete as its namespace and selectors."""
-    client: Any = controller.syncer.ctx.client
-    deletes: list[Obj] = []
-    real_delete, real_collection = client.delete, client.delete_collection
-
-    async def delete(resource: Any, namespace: str | None, name: str, **kw: Any) -> Obj:
-        if resource is PODS:
-            deletes.append({"name": name})
-        result: Obj = await real_delete(resource, namespace, name, **kw)
-        return result
-
-    async def delete_collection(resource: Any, namespace: str, **kw: Any) -> None:
-        if resource is PODS:
-            deletes.append({"namespace": namespace, **kw})
-        await real_collection(resource, namespace, **kw)
-
-    client.delete = delete
-    client.delete_collection = delete_collection
-    return deletes
-
-
 @pytest.fixture
 async def start_operator(api_cluster: Any, namespace: str) -> AsyncIterator[StartOperator]:
     async with controllers(api_cluster, namespace, MPIJobController) as start:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from controller_harness import Cluster, StartOperator, mpijob, record_pod_deletes
+from controller_harness import Cluster, StartOperator, mpijob
+from harness import record_pod_deletes
 
 from devcluster.polling import eventually
 from mpi_operator.client import PODS

@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 from typing import Any
 
-from controller_harness import Cluster, Obj, StartOperator, mpijob, record_pod_deletes
+from controller_harness import Cluster, Obj, StartOperator, mpijob
+from harness import record_pod_deletes
 
 from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES
 

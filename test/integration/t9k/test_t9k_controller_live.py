@@ -6,6 +6,7 @@ import base64
 from typing import Any
 
 import pytest
+from harness import record_pod_deletes
 from t9k_harness import StartT9k, T9kCluster, conditions, t9k_job
 
 from devcluster.polling import eventually
@@ -15,6 +16,9 @@ from mpi_operator.controller.t9k.context import T9K_POD_GROUPS
 
 ALL = {"job-launcher", "job-worker-0", "job-worker-1"}
 WORKERS = {"job-worker-0", "job-worker-1"}
+#: The job's pods, and its workers among them, as a delete of the collection selects them.
+JOB_PODS = "batch.tensorstack.dev/operator-name=mpi-operator,batch.tensorstack.dev/job-name=job"
+WORKER_PODS = "batch.tensorstack.dev/replica-type=worker"
 
 
 def agg(**counts: int) -> dict[str, int]:
@@ -36,7 +40,7 @@ async def run_all(t9k: T9kCluster, names: set[str] = ALL) -> None:
 async def test_success_children_status_and_clean_up_all(
     t9k: T9kCluster, start_t9k: StartT9k
 ) -> None:
-    await start_t9k()
+    deletes = record_pod_deletes(await start_t9k())
     await t9k.create(
         t9k_job(mca={"btl": "^openib"}, mpiHome="/opt/mpi", runPolicy={"cleanUpWorkers": True})
     )
@@ -94,6 +98,10 @@ async def test_success_children_status_and_clean_up_all(
     status = await t9k.wait_status(
         lambda s: s.get("aggregate") == agg(succeeded=1, deleted=2), "workers deleted"
     )
+    # The two workers went in one delete of their collection.
+    assert deletes == [
+        {"namespace": t9k.ns, "label_selector": f"{JOB_PODS},{WORKER_PODS}", "field_selector": None}
+    ]
     assert status["tasks"][0]["replicas"][0]["containers"] == [
         {"name": "mpi-worker", "containerPhase": "Terminated", "exitCode": 0}
     ]
@@ -122,7 +130,7 @@ async def test_failed_launcher_fails_the_job_and_none_keeps_workers(
 async def test_worker_failure_fails_the_job_and_unfinished_cleans_only_live_workers(
     t9k: T9kCluster, start_t9k: StartT9k
 ) -> None:
-    await start_t9k()
+    deletes = record_pod_deletes(await start_t9k())
     await t9k.create(t9k_job(workers=3, runPolicy={"cleanUpWorkers": "unfinished"}))
     await t9k.wait_pods({"job-launcher", "job-worker-0", "job-worker-1", "job-worker-2"})
     await run_all(t9k, {"job-launcher", "job-worker-0", "job-worker-2"})
@@ -135,6 +143,14 @@ async def test_worker_failure_fails_the_job_and_unfinished_cleans_only_live_work
         lambda s: s.get("aggregate") == agg(running=1, failed=1, deleted=2),
         "aggregate after clean-up",
     )
+    # One delete of the collection, whose field selector kept the failed worker.
+    assert deletes == [
+        {
+            "namespace": t9k.ns,
+            "label_selector": f"{JOB_PODS},{WORKER_PODS}",
+            "field_selector": "status.phase!=Succeeded,status.phase!=Failed",
+        }
+    ]
 
 
 @pytest.mark.parametrize("value", [False, "none"])
@@ -151,7 +167,7 @@ async def test_clean_up_none_forms(t9k: T9kCluster, start_t9k: StartT9k, value: 
 async def test_pause_deletes_pods_and_resume_recreates_them_with_resume_specs(
     t9k: T9kCluster, start_t9k: StartT9k
 ) -> None:
-    await start_t9k()
+    deletes = record_pod_deletes(await start_t9k())
     pause = {
         "enable": False,
         "resumeSpecs": [
@@ -175,6 +191,7 @@ async def test_pause_deletes_pods_and_resume_recreates_them_with_resume_specs(
     assert conditions(status)["Paused"] == "True"
     assert status["aggregate"] == agg(deleted=3)
     assert await t9k.pods() == {}
+    assert deletes == [{"namespace": t9k.ns, "label_selector": JOB_PODS, "field_selector": None}]
     for resource, name in ((SERVICES, "job"), (CONFIGMAPS, "job-config"), (SECRETS, "job-ssh")):
         await t9k.kube.get(resource, t9k.ns, name)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from recording_client import ApiError, already_exists, internal_error, invalid
+from recording_client import ApiError, already_exists, forbidden, internal_error, invalid
 from seam_objects import ChildBuilder, PodBuilder, T9kJobBuilder, pod_status
 from sync_fixtures import REPEATS, SYNC_FAILED, SyncWorld, pod_names, t9k_world
 
@@ -19,6 +19,10 @@ SHARED = [
 STATUS = ("update", "mpijobs/status", "pi")
 LAUNCHER = "pi-launcher"
 T9K_OPERATOR = {"batch.tensorstack.dev/operator-name": "mpi-operator"}
+#: Every pod of the job "pi", as a delete of the pods collection selects them.
+JOB_PODS = "batch.tensorstack.dev/operator-name=mpi-operator,batch.tensorstack.dev/job-name=pi"
+#: A delete of the pods collection.
+DELETE_PODS = ("deletecollection", "pods", "")
 
 
 def pods(*names: str, verb: str = "create") -> list[tuple[str, str, str]]:
@@ -265,9 +269,11 @@ async def test_pausing_deletes_every_pod_then_reports_paused() -> None:
     world = await running(T9kJobBuilder("pi").workers(2))
     world.change("MPIJob", "pi", {"spec": {"runMode": {"pause": {"enabled": True}}}})
     await world.sync()
-    deletes = pods(LAUNCHER, "pi-worker-0", "pi-worker-1", verb="delete")
-    assert world.writes[:3] == deletes
-    world.clear()  # the pods are gone
+    (collection,) = world.recorded(*DELETE_PODS)
+    assert collection.options == {"label_selector": JOB_PODS}
+    assert world.writes == [DELETE_PODS]  # the status waits for the pods to be gone
+    world.clear()
+    assert world.names("Pod") == []
     await world.sync()
     assert world.writes == [STATUS]
     assert world.status["phase"] == "Paused"
@@ -288,22 +294,25 @@ async def test_resuming_creates_the_pods_again_for_the_resumed_run() -> None:
 
 
 @pytest.mark.parametrize(
-    ("policy", "deleted"),
+    ("policy", "deletes", "left"),
     [
-        ("all", ["pi-worker-0", "pi-worker-1"]),
-        ("unfinished", ["pi-worker-0"]),  # pi-worker-1 finished and stays
-        ("none", []),
-        (True, ["pi-worker-0", "pi-worker-1"]),
+        ("all", [DELETE_PODS], [LAUNCHER]),
+        # pi-worker-1 finished and stays; one pod to delete goes by name.
+        ("unfinished", pods("pi-worker-0", verb="delete"), [LAUNCHER, "pi-worker-1"]),
+        ("none", [], [LAUNCHER, "pi-worker-0", "pi-worker-1"]),
+        (True, [DELETE_PODS], [LAUNCHER]),
     ],
 )
 async def test_cleanup_on_completion_follows_clean_up_workers(
-    policy: str | bool, deleted: list[str]
+    policy: str | bool, deletes: list[tuple[str, str, str]], left: list[str]
 ) -> None:
     world = await running(T9kJobBuilder("pi").workers(2).clean_up_workers(policy))
     world.change("Pod", "pi-worker-1", {"status": {"phase": "Succeeded"}})
     world.change("Pod", LAUNCHER, {"status": {"phase": "Succeeded"}})
     await world.sync()
-    assert world.writes == [*pods(*deleted, verb="delete"), STATUS]  # cleanup first
+    assert world.writes == [*deletes, STATUS]  # cleanup first
+    world.settle()
+    assert world.names("Pod") == left
     assert world.status["phase"] == "Succeeded"
     assert conditions(world)["Completed"] == ("True", "LauncherSucceeded")
     assert world.events == [("Normal", "MPIJobSucceeded")]
@@ -313,6 +322,55 @@ async def test_cleanup_on_completion_follows_clean_up_workers(
     world.clear()
     await world.sync()
     assert world.writes == []
+
+
+async def test_unfinished_workers_are_one_collection_selected_by_phase() -> None:
+    world = await running(T9kJobBuilder("pi").workers(3).clean_up_workers("unfinished"))
+    world.change("Pod", "pi-worker-2", {"status": {"phase": "Failed"}})
+    await world.sync()
+    (collection,) = world.recorded(*DELETE_PODS)
+    assert collection.namespace == "default"
+    assert collection.options == {
+        "label_selector": f"{JOB_PODS},batch.tensorstack.dev/replica-type=worker",
+        "field_selector": "status.phase!=Succeeded,status.phase!=Failed",
+    }
+    world.settle()
+    assert world.names("Pod") == [LAUNCHER, "pi-worker-2"]
+
+
+async def test_workers_go_by_name_when_a_pod_the_selector_takes_is_not_the_jobs() -> None:
+    world = await running(T9kJobBuilder("pi").workers(2).clean_up_workers("all"))
+    stray = PodBuilder.t9k(world.cached("MPIJob", "pi") or {}, "worker", 7).running().obj()
+    stray["metadata"]["ownerReferences"] = []
+    world.add(stray)
+    world.change("Pod", LAUNCHER, {"status": {"phase": "Succeeded"}})
+    await world.sync()
+    assert world.writes == [*pods("pi-worker-0", "pi-worker-1", verb="delete"), STATUS]
+    world.settle()
+    assert world.names("Pod") == [LAUNCHER, "pi-worker-7"]
+
+
+async def test_without_the_right_to_delete_a_collection_pods_go_by_name() -> None:
+    world = await running(T9kJobBuilder("pi").workers(2))
+    world.client.fail("deletecollection", "pods", forbidden("cannot deletecollection pods"))
+    world.change("MPIJob", "pi", {"spec": {"runMode": {"pause": {"enabled": True}}}})
+    await world.sync()
+    everyone = pods(LAUNCHER, "pi-worker-0", "pi-worker-1", verb="delete")
+    assert world.writes == [DELETE_PODS, *everyone]
+    world.settle()
+    assert world.names("Pod") == []
+    # Not asked again for ten minutes: the next deletes go by name at once.
+    world.change("MPIJob", "pi", {"spec": {"runMode": {"pause": {"enabled": False}}}})
+    await world.converge()
+    world.change("MPIJob", "pi", {"spec": {"runMode": {"pause": {"enabled": True}}}})
+    await world.sync()
+    assert world.writes == everyone
+    world.change("MPIJob", "pi", {"spec": {"runMode": {"pause": {"enabled": False}}}})
+    await world.converge()
+    world.change("MPIJob", "pi", {"spec": {"runMode": {"pause": {"enabled": True}}}})
+    world.step(600)
+    await world.sync()
+    assert world.writes == [DELETE_PODS, *everyone]
 
 
 async def test_a_failed_worker_fails_the_job() -> None:

@@ -1,0 +1,92 @@
+"""Deleting many of a job's pods in one request: a delete of the pods collection,
+selected by the job's labels (and, to keep finished pods, by ``status.phase``).
+
+Used for both kinds' cleanups (a finished job's workers, a paused T9k job's pods).
+The collection is deleted only when the selector takes nothing but the owner's pods:
+every pod in the cache that it matches must be controlled by the owner. Otherwise,
+or while the API server refuses such deletes (the operator's role lacks
+``deletecollection`` on pods, a webhook), the pods go one request each.
+
+Deviation: the reference deletes each pod with a request of its own, so a 2,000-worker
+job's cleanup took 2,000 writes of the client's budget; this takes one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from mpi_operator.client import PODS, Lister
+from mpi_operator.client.errors import ApiError
+from mpi_operator.controller.core.context import COLLECTION_RETRY_S, CoreContext
+from mpi_operator.controller.core.owner import Owner
+from mpi_operator.controller.core.pods import delete_pods
+
+log = structlog.get_logger(__name__)
+
+#: From this many pods to delete, they go in one delete of their collection.
+COLLECTION_FROM = 2
+_NOT_FOUND = 404
+#: Forbidden (no RBAC right) and MethodNotAllowed: the one-by-one fallback works.
+_REFUSED = (403, 405)
+
+
+@dataclass(frozen=True, slots=True)
+class PodCollection:
+    """The pods one delete takes: in ``namespace``, those ``label_selector`` matches,
+    of them only those ``field_selector`` (``status.phase!=...`` terms) keeps, if any."""
+
+    namespace: str
+    label_selector: str
+    field_selector: str | None = None
+
+
+async def delete_pod_collection(
+    ctx: CoreContext,
+    owner: Owner,
+    pods: Lister,
+    collection: PodCollection,
+    names: Sequence[str],
+) -> None:
+    """Deletes the pods ``names`` (the members of ``collection`` to go, as the cache
+    shows them): in one delete of ``collection`` when there are at least
+    :data:`COLLECTION_FROM` of them and it may be used, else one request each."""
+    if len(names) >= COLLECTION_FROM and await _delete_collection(ctx, owner, pods, collection):
+        return
+    await delete_pods(ctx, collection.namespace, names)
+
+
+async def _delete_collection(
+    ctx: CoreContext, owner: Owner, pods: Lister, collection: PodCollection
+) -> bool:
+    """True once the collection is deleted; False when it may not be (a pod the label
+    selector matches is not the owner's, or the API server refused lately)."""
+    deletes = ctx.collection_deletes
+    if not deletes.allowed(ctx.clock.monotonic()):
+        return False
+    members = pods.list(collection.label_selector, collection.namespace)
+    if not all(owner.controls(pod) for pod in members):
+        return False
+    try:
+        await ctx.client.delete_collection(
+            PODS,
+            collection.namespace,
+            label_selector=collection.label_selector,
+            field_selector=collection.field_selector,
+        )
+    except ApiError as err:
+        if err.status == _NOT_FOUND:
+            return True  # the namespace is gone, and the pods with it
+        if err.status not in _REFUSED:
+            raise
+        deletes.refused_at = ctx.clock.monotonic()
+        log.warning(
+            "deleting pods one by one: deletecollection on pods was refused",
+            mpijob=owner.key,
+            status=err.status,
+            retry_after_s=COLLECTION_RETRY_S,
+        )
+        return False
+    return True
