@@ -127,14 +127,25 @@ class FairTokenBucket:
     token that comes due goes to the next flow in round-robin order. A request of a flow
     with nothing queued therefore waits at most one token per busy flow, whatever the
     backlog of the others, and the total rate is still ``qps`` with bursts of ``burst``.
+
+    ``tick``: while requests wait, tokens are handed out at most every ``tick`` seconds,
+    all those due at once (at 100 qps and a 50 ms tick, 5 requests every 50 ms instead of
+    one every 10 ms). The rate is the same; each waiting request may go up to ``tick``
+    later. Deviation: fewer timer and socket wakeups, each costly here (see
+    :data:`DISPATCH_TICK`); 0 hands each token out the moment it is due.
     """
 
-    def __init__(self, qps: float, burst: int, clock: Clock | None = None) -> None:
+    def __init__(
+        self, qps: float, burst: int, clock: Clock | None = None, *, tick: float = 0.0
+    ) -> None:
         self._clock = clock or RealClock()
         self._bucket = TokenBucket(qps, burst, self._clock)
         self.qps, self.burst = self._bucket.qps, self._bucket.burst
+        # Never longer than the bucket takes to fill: tokens beyond ``burst`` are lost.
+        self.tick = min(tick, self.burst / self.qps)
         self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
         self._timer: TimerHandle | None = None
+        self._dispatched_at = -math.inf
 
     async def wait(self, flow: str | None = None) -> None:
         """Returns once a token is this request's (``flow`` defaults to the context's)."""
@@ -151,10 +162,15 @@ class FairTokenBucket:
 
     def _schedule(self) -> None:
         if self._timer is None and self._waiting:
-            self._timer = self._clock.call_later(self._bucket.until_next(), self._dispatch)
+            delay = self._bucket.until_next()
+            if self.tick > 0:
+                next_tick = self._dispatched_at + self.tick - self._clock.monotonic()
+                delay = max(delay, next_tick)
+            self._timer = self._clock.call_later(delay, self._dispatch)
 
     def _dispatch(self) -> None:
         self._timer = None
+        self._dispatched_at = self._clock.monotonic()
         while self._waiting:
             flow, queue = next(iter(self._waiting.items()))
             while queue and queue[0].done():
@@ -170,6 +186,12 @@ class FairTokenBucket:
             else:
                 del self._waiting[flow]
         self._schedule()
+
+
+#: The API client's :attr:`FairTokenBucket.tick`. An isolated request cost about 0.7 ms
+#: of CPU here against 0.4 ms for one of 5 sent together (``python -m bench.hot_path``'s
+#: paced creates): each timer and socket wakeup of the event loop costs about 0.1 ms.
+DISPATCH_TICK = 0.05
 
 
 class RateLimiter(Protocol):

@@ -51,7 +51,7 @@ from mpi_operator.client.errors import ApiError
 from mpi_operator.client.fence import LeadershipFence
 from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
 from mpi_operator.client.lean_imports import ApiClient, Configuration, RESTClientObject
-from mpi_operator.client.ratelimit import FairTokenBucket
+from mpi_operator.client.ratelimit import DISPATCH_TICK, FairTokenBucket
 
 log = structlog.get_logger()
 
@@ -108,9 +108,10 @@ class ApiTransport:
         self.configuration: Configuration = api_client.configuration
         self.clock = clock or RealClock()
         qps, burst = _effective_rate(qps, burst)
-        # Deviation from client-go's flowcontrol limiter: turns per request flow, not first come.
+        # Deviation from client-go's flowcontrol limiter: turns per request flow, not first
+        # come, and tokens handed out in ticks while requests wait.
         self.rate_limiter: FairTokenBucket | None = (
-            FairTokenBucket(qps, max(burst, 1), self.clock) if qps > 0 else None
+            FairTokenBucket(qps, max(burst, 1), self.clock, tick=DISPATCH_TICK) if qps > 0 else None
         )
         self.user_agent = user_agent
         self._pool: RESTClientObject | None = None

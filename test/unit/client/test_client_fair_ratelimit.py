@@ -124,3 +124,61 @@ async def test_flow_comes_from_the_context_and_reaches_child_tasks() -> None:
     assert current_flow() == ""
     await _run_for(clock, 2, step=1)
     await task
+
+
+async def test_a_tick_hands_out_every_token_due_at_once_at_the_same_rate() -> None:
+    clock = FakeClock()
+    bucket = FairTokenBucket(qps=100, burst=10, clock=clock, tick=0.05)
+    log: list[str] = []
+    tasks = await _start(bucket, "a", 22, log)
+    assert len(log) == 10  # the burst
+    await _run_for(clock, 0.01)
+    assert len(log) == 11  # the first token after a pause is not held back
+    await _run_for(clock, 0.04)
+    assert len(log) == 11  # the next ones wait for the tick...
+    await _run_for(clock, 0.01)
+    assert len(log) == 16  # ...and go together: the 5 tokens of 50 ms
+    await _run_for(clock, 0.05)
+    assert len(log) == 21
+    await _run_for(clock, 0.05)
+    assert len(log) == 22
+    await asyncio.gather(*tasks)
+
+
+async def test_a_tick_never_outlasts_the_burst() -> None:
+    """With room for 2 tokens, a 50 ms tick would lose 3 of every 5: it becomes 20 ms."""
+    clock = FakeClock()
+    bucket = FairTokenBucket(qps=100, burst=2, clock=clock, tick=0.05)
+    assert bucket.tick == pytest.approx(0.02)
+    log: list[str] = []
+    tasks = await _start(bucket, "a", 102, log)
+    await _run_for(clock, 1.0)
+    assert len(log) == pytest.approx(102, abs=2)  # still 100 a second
+    for task in tasks:
+        task.cancel()
+
+
+async def test_without_a_tick_each_token_goes_when_due() -> None:
+    clock = FakeClock()
+    bucket = FairTokenBucket(qps=100, burst=1, clock=clock)
+    log: list[str] = []
+    tasks = await _start(bucket, "a", 4, log)
+    for expected in (2, 3, 4):
+        await _run_for(clock, 0.01)
+        assert len(log) == expected
+    await asyncio.gather(*tasks)
+
+
+async def test_a_tick_keeps_the_turns_between_flows() -> None:
+    clock = FakeClock()
+    bucket = FairTokenBucket(qps=100, burst=10, clock=clock, tick=0.05)
+    log: list[str] = []
+    tasks = await _start(bucket, "big", 60, log)
+    await _run_for(clock, 0.02)
+    before = len(log)
+    tasks += await _start(bucket, "small", 1, log)
+    await _run_for(clock, 0.05)
+    # Served in the first tick after it came, one of the first two of that tick.
+    assert "small0" in log[before : before + 2]
+    for task in tasks:
+        task.cancel()
