@@ -21,7 +21,7 @@ COLLECTION_RETRY_S = 600.0
 @dataclass(slots=True)
 class CollectionDeletes:
     """Whether the API server refused a delete of the pods collection lately (no RBAC
-    right, a webhook). One per controller: each kind learns it on its own."""
+    right). One per controller: each kind learns it on its own."""
 
     refused_at: float | None = None
     """Monotonic seconds of the last refusal."""

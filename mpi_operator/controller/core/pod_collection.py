@@ -1,11 +1,12 @@
 """Deleting many of a job's pods in one request: a delete of the pods collection,
 selected by the job's labels (and, to keep finished pods, by ``status.phase``).
 
-Used for both kinds' cleanups (a finished job's workers, a paused T9k job's pods).
-The collection is deleted only when the selector takes nothing but the owner's pods:
-every pod in the cache that it matches must be controlled by the owner. Otherwise,
-or while the API server refuses such deletes (the operator's role lacks
-``deletecollection`` on pods, a webhook), the pods go one request each.
+Used for a finished or suspended Kubeflow job's workers, a finished T9k job's workers
+and a paused T9k job's pods. The collection is deleted only when the selector takes
+nothing but the owner's pods: every pod in the cache that it matches must be
+controlled by the owner. Otherwise, or while the API server refuses such deletes with
+Forbidden or MethodNotAllowed (the operator's role lacks ``deletecollection`` on pods),
+the pods go one request each.
 
 Deviation: the reference deletes each pod with a request of its own, so a 2,000-worker
 job's cleanup took 2,000 writes of the client's budget; this takes one.
@@ -18,7 +19,8 @@ from dataclasses import dataclass
 
 import structlog
 
-from mpi_operator.client import PODS, Lister
+from mpi_operator.api.object_model import Obj
+from mpi_operator.client import PODS
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import COLLECTION_RETRY_S, CoreContext
 from mpi_operator.controller.core.owner import Owner
@@ -46,27 +48,30 @@ class PodCollection:
 async def delete_pod_collection(
     ctx: CoreContext,
     owner: Owner,
-    pods: Lister,
     collection: PodCollection,
+    members: Sequence[Obj],
     names: Sequence[str],
 ) -> None:
-    """Deletes the pods ``names`` (the members of ``collection`` to go, as the cache
-    shows them): in one delete of ``collection`` when there are at least
-    :data:`COLLECTION_FROM` of them and it may be used, else one request each."""
-    if len(names) >= COLLECTION_FROM and await _delete_collection(ctx, owner, pods, collection):
+    """Deletes the pods ``names`` (those of ``collection`` to go, as the cache shows
+    them): in one delete of ``collection`` when there are at least
+    :data:`COLLECTION_FROM` of them and it may be used, else one request each.
+    ``members``: every pod in the cache that the collection's label selector matches."""
+    if len(names) >= COLLECTION_FROM and await _delete_collection(ctx, owner, collection, members):
+        # It also took the pods created for the owner that the cache has yet to show:
+        # none is in flight any more (the owner's syncs never overlap, so no create is).
+        ctx.expectations.forget(owner.key)
         return
     await delete_pods(ctx, collection.namespace, names)
 
 
 async def _delete_collection(
-    ctx: CoreContext, owner: Owner, pods: Lister, collection: PodCollection
+    ctx: CoreContext, owner: Owner, collection: PodCollection, members: Sequence[Obj]
 ) -> bool:
     """True once the collection is deleted; False when it may not be (a pod the label
     selector matches is not the owner's, or the API server refused lately)."""
     deletes = ctx.collection_deletes
     if not deletes.allowed(ctx.clock.monotonic()):
         return False
-    members = pods.list(collection.label_selector, collection.namespace)
     if not all(owner.controls(pod) for pod in members):
         return False
     try:

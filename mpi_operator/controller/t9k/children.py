@@ -22,7 +22,7 @@ from mpi_operator.builders.t9k.service import new_service
 from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES, ApiError
 from mpi_operator.controller.core.missing_crd import raise_if_not_served
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, ensure_controlled
-from mpi_operator.controller.core.pod_collection import PodCollection
+from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
 from mpi_operator.controller.core.pods import create_pods
 from mpi_operator.controller.t9k.context import T9K_POD_GROUPS, SyncContext
 
@@ -93,16 +93,24 @@ def job_pods(ctx: SyncContext, owner: Owner) -> dict[str, Obj]:
     }
 
 
-def pod_collection(
-    owner: Owner, replica_type: ReplicaType | None = None, *, unfinished: bool = False
-) -> PodCollection:
-    """The job's pods (of ``replica_type`` only, if given; those that have not finished
-    only, if ``unfinished``), as one delete of their collection selects them."""
+async def delete_pods_together(
+    ctx: SyncContext,
+    owner: Owner,
+    names: Sequence[str],
+    replica_type: ReplicaType | None = None,
+    *,
+    unfinished: bool = False,
+) -> None:
+    """Deletes ``names``, the job's pods (of ``replica_type`` only, if given; of those
+    that have not finished only, if ``unfinished``) that are to go, in one delete of
+    their collection when it may be used (:mod:`~mpi_operator.controller.core.pod_collection`)."""
     labels = _pod_labels(owner.name)
     if replica_type is not None:
         labels[REPLICA_TYPE_LABEL] = replica_type.value
     selector = ",".join(f"{key}={value}" for key, value in labels.items())
-    return PodCollection(owner.namespace, selector, UNFINISHED_PODS if unfinished else None)
+    collection = PodCollection(owner.namespace, selector, UNFINISHED_PODS if unfinished else None)
+    members = ctx.listers.pods.list(selector, owner.namespace)
+    await delete_pod_collection(ctx, owner, collection, members, names)
 
 
 def _pod_labels(job_name: str) -> dict[str, str]:

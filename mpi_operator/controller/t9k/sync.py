@@ -5,8 +5,9 @@ ConfigMap and SSH Secret (also while paused, so the job keeps its identity);
 deletes every pod while paused; otherwise creates missing pods in slow-start
 batches, at most 500 a sync (the PodGroup first, when the t9k scheduler is
 used); computes the status in memory and writes it once; applies
-``cleanUpWorkers`` once the job has finished. Pods to delete go in one delete of
-their collection when they may (:mod:`~mpi_operator.controller.core.pod_collection`).
+``cleanUpWorkers`` once the job has finished. The pods a pause or ``cleanUpWorkers``
+deletes go in one delete of their collection when they may
+(:mod:`~mpi_operator.controller.core.pod_collection`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import get_condition, is_terminating, pod_phase
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
-from mpi_operator.controller.core.pod_collection import delete_pod_collection
 from mpi_operator.controller.core.pods import delete_pods
 from mpi_operator.controller.core.writes import dump_status, write_status
 from mpi_operator.controller.t9k import children
@@ -84,8 +84,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             )
             if job.paused:
                 live = [name for name, pod in pods.items() if not is_terminating(pod)]
-                everyone = children.pod_collection(owner)
-                await delete_pod_collection(ctx, owner, ctx.listers.pods, everyone, live)
+                await children.delete_pods_together(ctx, owner, live)
             else:
                 await self._delete_surplus_pods(job, pods)
                 pods.update(await self._create_missing_pods(owner, job, pods))
@@ -145,10 +144,9 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             and not is_terminating(pod)
             and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
         ]
-        workers = children.pod_collection(
-            owner, ReplicaType.WORKER, unfinished=policy != CleanUpPolicy.ALL
+        await children.delete_pods_together(
+            self.ctx, owner, doomed, ReplicaType.WORKER, unfinished=policy != CleanUpPolicy.ALL
         )
-        await delete_pod_collection(self.ctx, owner, self.ctx.listers.pods, workers, doomed)
 
 
 def _was_paused(job: MPIJob) -> bool:

@@ -32,6 +32,13 @@ def mpi_container(pod: dict[str, Any]) -> dict[str, Any]:
     return pod["spec"]["containers"][0]
 
 
+def only_collections(deletes: list[dict[str, Any]], collection: dict[str, Any]) -> None:
+    """The pods went in deletes of ``collection``, none by name. (A sync that ran before
+    the cache showed the first delete sends the same one again; it finds nothing.)"""
+    assert deletes, "no pod was deleted"
+    assert all(d == collection for d in deletes), deletes
+
+
 async def run_all(t9k: T9kCluster, names: set[str] = ALL) -> None:
     for name in sorted(names):
         await t9k.set_phase(name, "Running")
@@ -99,9 +106,14 @@ async def test_success_children_status_and_clean_up_all(
         lambda s: s.get("aggregate") == agg(succeeded=1, deleted=2), "workers deleted"
     )
     # The two workers went in one delete of their collection.
-    assert deletes == [
-        {"namespace": t9k.ns, "label_selector": f"{JOB_PODS},{WORKER_PODS}", "field_selector": None}
-    ]
+    only_collections(
+        deletes,
+        {
+            "namespace": t9k.ns,
+            "label_selector": f"{JOB_PODS},{WORKER_PODS}",
+            "field_selector": None,
+        },
+    )
     assert status["tasks"][0]["replicas"][0]["containers"] == [
         {"name": "mpi-worker", "containerPhase": "Terminated", "exitCode": 0}
     ]
@@ -144,13 +156,14 @@ async def test_worker_failure_fails_the_job_and_unfinished_cleans_only_live_work
         "aggregate after clean-up",
     )
     # One delete of the collection, whose field selector kept the failed worker.
-    assert deletes == [
+    only_collections(
+        deletes,
         {
             "namespace": t9k.ns,
             "label_selector": f"{JOB_PODS},{WORKER_PODS}",
             "field_selector": "status.phase!=Succeeded,status.phase!=Failed",
-        }
-    ]
+        },
+    )
 
 
 @pytest.mark.parametrize("value", [False, "none"])
@@ -191,7 +204,9 @@ async def test_pause_deletes_pods_and_resume_recreates_them_with_resume_specs(
     assert conditions(status)["Paused"] == "True"
     assert status["aggregate"] == agg(deleted=3)
     assert await t9k.pods() == {}
-    assert deletes == [{"namespace": t9k.ns, "label_selector": JOB_PODS, "field_selector": None}]
+    only_collections(
+        deletes, {"namespace": t9k.ns, "label_selector": JOB_PODS, "field_selector": None}
+    )
     for resource, name in ((SERVICES, "job"), (CONFIGMAPS, "job-config"), (SECRETS, "job-ssh")):
         await t9k.kube.get(resource, t9k.ns, name)
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
-from mpi_operator.client.clock import FakeClock
+from mpi_operator.client.clock import TIMER_SLACK, FakeClock, TimerHandle
 from mpi_operator.client.ratelimit import FairTokenBucket, current_flow, request_flow
 
 
@@ -128,34 +129,54 @@ async def test_flow_comes_from_the_context_and_reaches_child_tasks() -> None:
 
 async def test_a_tick_hands_out_every_token_due_at_once_at_the_same_rate() -> None:
     clock = FakeClock()
-    bucket = FairTokenBucket(qps=100, burst=10, clock=clock, tick=0.05)
+    bucket = FairTokenBucket(qps=100, burst=20, clock=clock, tick=0.05)
     log: list[str] = []
-    tasks = await _start(bucket, "a", 22, log)
-    assert len(log) == 10  # the burst
+    tasks = await _start(bucket, "a", 32, log)
+    assert len(log) == 20  # the burst
     await _run_for(clock, 0.01)
-    assert len(log) == 11  # the first token after a pause is not held back
+    assert len(log) == 21  # the first token after a pause is not held back
     await _run_for(clock, 0.04)
-    assert len(log) == 11  # the next ones wait for the tick...
+    assert len(log) == 21  # the next ones wait for the tick...
     await _run_for(clock, 0.01)
-    assert len(log) == 16  # ...and go together: the 5 tokens of 50 ms
+    assert len(log) == 26  # ...and go together: the 5 tokens of 50 ms
     await _run_for(clock, 0.05)
-    assert len(log) == 21
+    assert len(log) == 31
     await _run_for(clock, 0.05)
-    assert len(log) == 22
+    assert len(log) == 32
     await asyncio.gather(*tasks)
 
 
-async def test_a_tick_never_outlasts_the_burst() -> None:
-    """With room for 2 tokens, a 50 ms tick would lose 3 of every 5: it becomes 20 ms."""
-    clock = FakeClock()
-    bucket = FairTokenBucket(qps=100, burst=2, clock=clock, tick=0.05)
-    assert bucket.tick == pytest.approx(0.02)
+class _LateClock(FakeClock):
+    """Timers fire late by the real clock's slack (``TIMER_SLACK``)."""
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
+        return super().call_later(delay + TIMER_SLACK if delay > 0 else 0.0, callback)
+
+
+async def _served_in_3_s(burst: int, tick: float) -> int:
+    clock = _LateClock()
+    bucket = FairTokenBucket(qps=100, burst=burst, clock=clock, tick=tick)
     log: list[str] = []
-    tasks = await _start(bucket, "a", 102, log)
-    await _run_for(clock, 1.0)
-    assert len(log) == pytest.approx(102, abs=2)  # still 100 a second
+    tasks = await _start(bucket, "a", burst + 400, log)
+    await _run_for(clock, 3.0, step=0.001)
     for task in tasks:
         task.cancel()
+    return len(log) - burst
+
+
+@pytest.mark.parametrize(("burst", "tick"), [(1, 0.0), (2, 0.005), (5, 0.02), (11, 0.05)])
+async def test_a_tick_never_loses_tokens_to_a_full_bucket(burst: int, tick: float) -> None:
+    """A dispatch leaves a token's fraction in the bucket and its timer fires late (by
+    the real clock's slack): a tick as long as the bucket takes to fill would lose
+    tokens (with a burst of 5, 4 a second). It is cut to half the time the bucket takes
+    to fill all but one token, and serves as many as no tick does, but for the tokens
+    of the last tick, not yet handed out."""
+    assert FairTokenBucket(qps=100, burst=burst, tick=0.05).tick == pytest.approx(tick)
+    served = await _served_in_3_s(burst, 0.05)
+    last_tick = tick * 100 + 1
+    assert served >= await _served_in_3_s(burst, 0.0) - last_tick
+    if burst > 1:  # a bucket of 1 loses the slack's share with or without a tick
+        assert served >= 300 - last_tick - 1
 
 
 async def test_without_a_tick_each_token_goes_when_due() -> None:
@@ -171,9 +192,9 @@ async def test_without_a_tick_each_token_goes_when_due() -> None:
 
 async def test_a_tick_keeps_the_turns_between_flows() -> None:
     clock = FakeClock()
-    bucket = FairTokenBucket(qps=100, burst=10, clock=clock, tick=0.05)
+    bucket = FairTokenBucket(qps=100, burst=20, clock=clock, tick=0.05)
     log: list[str] = []
-    tasks = await _start(bucket, "big", 60, log)
+    tasks = await _start(bucket, "big", 70, log)
     await _run_for(clock, 0.02)
     before = len(log)
     tasks += await _start(bucket, "small", 1, log)
