@@ -14,7 +14,7 @@ job's cleanup took 2,000 writes of the client's budget; this takes one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -49,13 +49,14 @@ async def delete_pod_collection(
     ctx: CoreContext,
     owner: Owner,
     collection: PodCollection,
-    members: Sequence[Obj],
+    members: Callable[[], Sequence[Obj]],
     names: Sequence[str],
 ) -> None:
     """Deletes the pods ``names`` (those of ``collection`` to go, as the cache shows
     them): in one delete of ``collection`` when there are at least
     :data:`COLLECTION_FROM` of them and it may be used, else one request each.
-    ``members``: every pod in the cache that the collection's label selector matches."""
+    ``members``: lists every pod in the cache that the collection's label selector
+    matches (called only when the collection may be deleted)."""
     if len(names) >= COLLECTION_FROM and await _delete_collection(ctx, owner, collection, members):
         # It also took the pods created for the owner that the cache has yet to show:
         # none is in flight any more (the owner's syncs never overlap, so no create is).
@@ -65,14 +66,17 @@ async def delete_pod_collection(
 
 
 async def _delete_collection(
-    ctx: CoreContext, owner: Owner, collection: PodCollection, members: Sequence[Obj]
+    ctx: CoreContext,
+    owner: Owner,
+    collection: PodCollection,
+    members: Callable[[], Sequence[Obj]],
 ) -> bool:
     """True once the collection is deleted; False when it may not be (a pod the label
     selector matches is not the owner's, or the API server refused lately)."""
     deletes = ctx.collection_deletes
     if not deletes.allowed(ctx.clock.monotonic()):
         return False
-    if not all(owner.controls(pod) for pod in members):
+    if not all(owner.controls(pod) for pod in members()):
         return False
     try:
         await ctx.client.delete_collection(

@@ -131,7 +131,8 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
         selected = PodCollection(
             job.namespace, worker_selector(job.name), UNFINISHED_PODS if keep_finished else None
         )
-        await delete_pod_collection(ctx, owner, selected, worker_pods(ctx, job), doomed)
+        members = partial(worker_pods, ctx, job)
+        await delete_pod_collection(ctx, owner, selected, members, doomed)
         return
     # Deviation: the reference deletes one pod at a time and stops at the first pod
     # it does not own; we delete all of ours at once, then report that pod.

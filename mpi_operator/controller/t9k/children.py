@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
@@ -109,7 +110,7 @@ async def delete_pods_together(
         labels[REPLICA_TYPE_LABEL] = replica_type.value
     selector = ",".join(f"{key}={value}" for key, value in labels.items())
     collection = PodCollection(owner.namespace, selector, UNFINISHED_PODS if unfinished else None)
-    members = ctx.listers.pods.list(selector, owner.namespace)
+    members = partial(ctx.listers.pods.list, selector, owner.namespace)
     await delete_pod_collection(ctx, owner, collection, members, names)
 
 
