@@ -46,6 +46,7 @@ from mpi_operator.client.resources import (
     Resource,
 )
 from mpi_operator.client.transport import DEFAULT_BURST, DEFAULT_QPS, ApiTransport
+from mpi_operator.client.watch_pacing import paced_chunks
 
 __all__ = [
     "CONFIGMAPS",
@@ -228,9 +229,11 @@ class KubeClient(ApiTransport):
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
+        batch_window: float = 0.0,
     ) -> AsyncGenerator[dict[str, Any] | bytes, None]:
         """Yield decoded watch events; a line that is not valid JSON is yielded
-        as raw ``bytes`` so the caller can log it and carry on."""
+        as raw ``bytes`` so the caller can log it and carry on. With a
+        ``batch_window``, a busy stream is read in batches (:mod:`watch_pacing`)."""
         query = self._selectors(label_selector, field_selector)
         query += [("watch", "true"), ("timeoutSeconds", str(timeout_seconds))]
         if allow_bookmarks:
@@ -241,7 +244,9 @@ class KubeClient(ApiTransport):
             resource.path(namespace), query=query, read_timeout=timeout_seconds + 60
         ) as resp:
             lines = LineSplitter()
-            async for chunk in resp.content.iter_any():
+            connection = resp.connection
+            reading = connection.transport if connection is not None else None
+            async for chunk in paced_chunks(resp.content, reading, batch_window):
                 for line in lines.feed(chunk):
                     yield _decode_line(line)
             for line in lines.end():

@@ -8,7 +8,8 @@ Cycle, as client-go's ListAndWatch:
    pager does.
 2. **Watch** from that resourceVersion with ``allowWatchBookmarks=true`` and a
    randomised server-side ``timeoutSeconds`` (so a fleet of informers does not
-   reconnect in lockstep). Every event, bookmarks included, advances the
+   reconnect in lockstep). A busy stream is read in batches, ``watch_batch_window``
+   apart (:mod:`~mpi_operator.client.watch_pacing`). Every event, bookmarks included, advances the
    resourceVersion we resume from.
 3. When the server ends the watch cleanly (its timeout), re-watch at once
    from the last resourceVersion; nothing is lost because watches resume
@@ -47,6 +48,7 @@ from mpi_operator.client.kubeapi import (
     Resource,
     is_gone,
 )
+from mpi_operator.client.watch_pacing import WATCH_BATCH_WINDOW
 
 log = structlog.get_logger()
 
@@ -124,6 +126,7 @@ class Reflector:
         clock: Clock | None = None,
         backoff: Backoff | None = None,
         rng: random.Random | None = None,
+        watch_batch_window: float = WATCH_BATCH_WINDOW,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -133,6 +136,7 @@ class Reflector:
         self.field_selector = field_selector
         self.page_size = page_size
         self.min_watch_timeout = min_watch_timeout
+        self.watch_batch_window = watch_batch_window
         self._clock = clock or RealClock()
         self._rng = rng or random.Random()
         self._backoff = backoff or Backoff(self._clock, rng=self._rng)
@@ -234,6 +238,7 @@ class Reflector:
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             timeout_seconds=max(timeout, 1),
+            batch_window=self.watch_batch_window,
         )
         async with aclosing(stream) as events:
             async for event in events:

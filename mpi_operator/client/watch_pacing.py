@@ -1,0 +1,68 @@
+"""Reading a busy watch stream in batches, to wake the event loop less per event.
+
+The API server writes each watch event on its own. Read as it arrives, every event
+costs a wakeup of the event loop and a step of the reading task, each about 0.1 ms of
+CPU on the benchmark machine: more than handling the event. During a 2,000-worker
+fan-out the pod watch alone brings 6,000 events.
+
+So, while a stream is busy, its reader stops reading for a short window and then takes
+everything that came meanwhile at once; the connection keeps it. A stream counts as
+busy when its next chunk was already there, or came within the window. The first
+event after a quiet spell is read the moment it arrives; on a busy stream an event
+waits at most one window (and the timer's slack).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+#: How long a busy watch stream is left unread between reads. Events of a busy stream
+#: already wait up to a second for the job's status batching, so 50 ms is not seen.
+WATCH_BATCH_WINDOW = 0.05
+
+
+class Chunks(Protocol):
+    """What is read: aiohttp's ``StreamReader`` of a response body."""
+
+    async def readany(self) -> bytes: ...
+
+
+class Reading(Protocol):
+    """What is paused: the connection's transport.
+
+    Not aiohttp's protocol: its ``pause_reading`` is for its own flow control, from
+    inside ``data_received``. Pausing the transport under it is safe because a read has
+    just emptied its buffer, so its flow control holds nothing, and nothing reaches it
+    until the transport resumes."""
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+
+async def paced_chunks(
+    content: Chunks,
+    reading: Reading | None,
+    window: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> AsyncIterator[bytes]:
+    """The body's chunks until its end, read as the module docstring says.
+
+    Without ``reading`` (no connection to pause) or with a ``window`` of 0, each chunk
+    is read as it comes, as ``iter_any`` reads."""
+    pace = reading is not None and window > 0
+    while True:
+        asked = clock()
+        chunk = await content.readany()
+        if not chunk:
+            return
+        busy = clock() - asked < window
+        yield chunk
+        if pace and busy and reading is not None:
+            # Deviation from client-go's watch decoder, which reads each event as it comes.
+            reading.pause_reading()
+            await asyncio.sleep(window)
+            reading.resume_reading()
