@@ -18,6 +18,10 @@ Run: ``python -m bench.hot_path``. Prints one JSON line:
   fan-out sends them: one every 10 ms, or 5 together every 50 ms (the API client's
   dispatch tick, :data:`~mpi_operator.client.ratelimit.DISPATCH_TICK`). Each event-loop
   wakeup has a cost of its own, so fewer, fuller ones take less CPU per request.
+* ``paced_watch_us_per_event``: CPU of this process per event of a pod watch through
+  :meth:`~mpi_operator.client.kubeapi.KubeClient.watch` (reading, splitting, decoding;
+  no handlers) when the server sends one event every 2 ms, as during a fan-out: read
+  one by one, or in batches (the informers' :data:`WATCH_BATCH_WINDOW`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import orjson
 import uvloop
 
 from mpi_operator.client.kubeapi import PODS, KubeClient, LineSplitter, _decode_line
+from mpi_operator.client.watch_pacing import WATCH_BATCH_WINDOW
 
 PODS_PER_ROUND = 2000
 ROUNDS = 5
@@ -44,6 +49,9 @@ CHUNK = 65536
 #: Paced creates: how many, at what rate (the client's default qps).
 PACED_CREATES = 200
 PACED_QPS = 100
+#: Paced watch events: how many, how far apart.
+PACED_EVENTS = 600
+PACED_EVENT_GAP = 0.002
 EVENTS = Path(__file__).with_name("fanout_worker_events.jsonl")
 JOB = "fanout"
 NAMESPACE = "fanout-ours"
@@ -134,8 +142,22 @@ def _serve(port: int, body: bytes) -> None:
         await request.read()
         return web.Response(status=201, body=body, content_type="application/json")
 
+    event = orjson.dumps({"type": "MODIFIED", "object": orjson.loads(body)}) + b"\n"
+
+    async def watch(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        loop = asyncio.get_running_loop()
+        due = loop.time()
+        for _ in range(PACED_EVENTS):
+            due += PACED_EVENT_GAP
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            await resp.write(event)
+        return resp
+
     app = web.Application()
     app.router.add_post("/api/v1/namespaces/{ns}/pods", create)
+    app.router.add_get("/api/v1/namespaces/{ns}/pods", watch)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
@@ -188,6 +210,31 @@ def _paced(port: int, every: int) -> float:
     return round(statistics.median(rounds) / PACED_CREATES * 1e6, 1)
 
 
+async def _watch_stream(port: int, window: float) -> float:
+    from mpi_operator.client.lean_imports import ApiClient, Configuration
+
+    client = KubeClient(ApiClient(Configuration(host=f"http://127.0.0.1:{port}")), qps=-1)
+    async with client:
+        start = time.process_time()
+        events = [e async for e in client.watch(PODS, NAMESPACE, batch_window=window)]
+        spent = time.process_time() - start
+    assert len(events) == PACED_EVENTS, len(events)
+    return spent
+
+
+def _paced_watch(port: int) -> dict[str, float]:
+    """CPU per watch event read one by one and in batches, on uvloop."""
+    return {
+        label: round(
+            statistics.median(uvloop.run(_watch_stream(port, window)) for _ in range(3))
+            / PACED_EVENTS
+            * 1e6,
+            1,
+        )
+        for label, window in (("one by one", 0.0), ("batched", WATCH_BATCH_WINDOW))
+    }
+
+
 def pod_creates() -> dict[str, Any]:
     port = _free_port()
     response = orjson.dumps(orjson.loads(recorded_events()[0])["object"])
@@ -209,6 +256,7 @@ def pod_creates() -> dict[str, Any]:
         paced = {
             f"{every} every {every * 1000 // PACED_QPS} ms": _paced(port, every) for every in (1, 5)
         }
+        paced_watch = _paced_watch(port)
     finally:
         server.terminate()
         server.join(10)
@@ -217,6 +265,7 @@ def pod_creates() -> dict[str, Any]:
         "create_us_per_request": round(statistics.median(rounds) / CREATES * 1e6, 1),
         "create_rounds_s": [round(r, 4) for r in rounds],
         "paced_create_us_per_request": paced,
+        "paced_watch_us_per_event": paced_watch,
     }
 
 
