@@ -42,6 +42,8 @@ class Reading(Protocol):
 
     def resume_reading(self) -> None: ...
 
+    def is_closing(self) -> bool: ...
+
 
 async def paced_chunks(
     content: Chunks,
@@ -64,5 +66,10 @@ async def paced_chunks(
         if pace and busy and reading is not None:
             # Deviation from client-go's watch decoder, which reads each event as it comes.
             reading.pause_reading()
-            await asyncio.sleep(window)
-            reading.resume_reading()
+            try:
+                await asyncio.sleep(window)
+            finally:
+                # Even when cancelled: a connection whose body had ended goes back to the
+                # pool, and a paused one would never read its next response.
+                if not reading.is_closing():
+                    reading.resume_reading()

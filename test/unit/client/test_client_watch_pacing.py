@@ -43,16 +43,21 @@ class Reading:
     def __init__(self) -> None:
         self.paused = False
         self.log: list[str] = []
+        self.has_paused = asyncio.Event()
 
     def pause_reading(self) -> None:
         assert not self.paused
         self.paused = True
         self.log.append("pause")
+        self.has_paused.set()
 
     def resume_reading(self) -> None:
         assert self.paused
         self.paused = False
         self.log.append("resume")
+
+    def is_closing(self) -> bool:
+        return False
 
 
 async def read_all(
@@ -100,6 +105,19 @@ async def test_without_a_window_or_a_transport_every_chunk_is_read_as_it_comes(
 ) -> None:
     log, _ = await read_all([(0.0, b"a"), (0.0, b"b")], window, pausable=pausable)
     assert log == ["a", "b"]
+
+
+async def test_a_reader_cancelled_in_its_pause_leaves_the_transport_reading() -> None:
+    reading = Reading()
+    body = ScriptedBody([(0.0, b"a"), (0.0, b"b")], reading)
+    chunks = paced_chunks(body, reading, 30.0, body.clock)
+    assert await anext(chunks) == b"a"
+    pausing = asyncio.ensure_future(anext(chunks))
+    await asyncio.wait_for(reading.has_paused.wait(), 10)
+    pausing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pausing
+    assert reading.log == ["pause", "resume"] and not reading.paused
 
 
 class BurstServer:
