@@ -5,11 +5,23 @@ costs a wakeup of the event loop and a step of the reading task, each about 0.1 
 CPU on the benchmark machine: more than handling the event. During a 2,000-worker
 fan-out the pod watch alone brings 6,000 events.
 
-So, while a stream is busy, its reader stops reading for a short window and then takes
-everything that came meanwhile at once; the connection keeps it. A stream counts as
-busy when its next chunk was already there, or came within the window. The first
-event after a quiet spell is read the moment it arrives; on a busy stream an event
-waits at most one window (and the timer's slack).
+So, while a stream is busy, its reader pauses the connection's transport for a short
+window and then takes everything that came meanwhile at once. A stream counts as busy
+when its next chunk was already there, or came within the window. The first event
+after a quiet spell is read the moment it arrives; on a busy stream an event waits at
+most one window (and the timer's slack).
+
+Over TLS the socket is still read during a pause (uvloop fills its TLS buffer, up to
+256 KiB); decrypting, parsing and the reading task's step are what is batched. If the
+connection drops during a pause, what that buffer held is lost with it: the watch
+fails, and the reflector watches again from the last event it applied, so those
+events come again.
+
+No pause:
+* after a read of :data:`BACKLOG` or more: the stream is behind, and a pause would cap
+  its rate at about one such read per window;
+* once the body has ended: aiohttp has already put the connection back in its pool,
+  for the next request to use.
 """
 
 from __future__ import annotations
@@ -22,6 +34,8 @@ from typing import Protocol
 #: How long a busy watch stream is left unread between reads. Events of a busy stream
 #: already wait up to a second for the job's status batching, so 50 ms is not seen.
 WATCH_BATCH_WINDOW = 0.05
+#: A read this big means the stream is behind (uvloop's TLS buffer holds 256 KiB).
+BACKLOG = 256 * 1024
 
 
 class Chunks(Protocol):
@@ -29,14 +43,17 @@ class Chunks(Protocol):
 
     async def readany(self) -> bytes: ...
 
+    def is_eof(self) -> bool: ...
+
 
 class Reading(Protocol):
     """What is paused: the connection's transport.
 
     Not aiohttp's protocol: its ``pause_reading`` is for its own flow control, from
-    inside ``data_received``. Pausing the transport under it is safe because a read has
-    just emptied its buffer, so its flow control holds nothing, and nothing reaches it
-    until the transport resumes."""
+    inside ``data_received``. Pausing the transport under it is safe: the read before
+    emptied its buffer (so its flow control holds nothing, its high-water mark being
+    far above :data:`BACKLOG`), nothing runs between that read and the pause, and
+    nothing reaches it until the transport resumes."""
 
     def pause_reading(self) -> None: ...
 
@@ -61,15 +78,14 @@ async def paced_chunks(
         chunk = await content.readany()
         if not chunk:
             return
-        busy = clock() - asked < window
+        busy = clock() - asked < window and len(chunk) < BACKLOG
         yield chunk
-        if pace and busy and reading is not None:
+        if pace and busy and reading is not None and not content.is_eof():
             # Deviation from client-go's watch decoder, which reads each event as it comes.
             reading.pause_reading()
             try:
                 await asyncio.sleep(window)
             finally:
-                # Even when cancelled: a connection whose body had ended goes back to the
-                # pool, and a paused one would never read its next response.
+                # Even when cancelled: the connection may yet go back to the pool.
                 if not reading.is_closing():
                     reading.resume_reading()

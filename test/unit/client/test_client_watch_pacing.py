@@ -14,18 +14,28 @@ from local_http import serving
 from mpi_operator.client import kubeapi
 from mpi_operator.client.kubeapi import PODS, KubeClient
 from mpi_operator.client.lean_imports import ApiClient, Configuration
-from mpi_operator.client.watch_pacing import paced_chunks
+from mpi_operator.client.watch_pacing import BACKLOG, paced_chunks
 
 WINDOW = 0.05
+#: A chunk of BACKLOG bytes, as the log shows it (its first 8).
+BIG = "B" * 8
+
+
+def names(log: list[str]) -> list[str]:
+    """The chunks of an expected log, in full."""
+    chunks = [entry for entry in log if entry not in ("pause", "resume")]
+    return ["B" * BACKLOG if chunk == BIG else chunk for chunk in chunks]
 
 
 class ScriptedBody:
-    """Chunks that each take their scripted time to arrive, on a clock of its own."""
+    """Chunks that each take their scripted time to arrive, on a clock of its own.
+    A chunk named ``END`` comes with the end of the body."""
 
     def __init__(self, script: list[tuple[float, bytes]], reading: Reading) -> None:
         self.script = list(script)
         self.now = 0.0
         self.reading = reading
+        self.ended = False
 
     def clock(self) -> float:
         return self.now
@@ -36,7 +46,11 @@ class ScriptedBody:
             return b""
         waited, chunk = self.script.pop(0)
         self.now += waited
+        self.ended = chunk == b"END"
         return chunk
+
+    def is_eof(self) -> bool:
+        return self.ended
 
 
 class Reading:
@@ -66,10 +80,8 @@ async def read_all(
     """What the reader saw, in order: each chunk and each pause."""
     reading = Reading()
     body = ScriptedBody(script, reading)
-    seen: list[str] = []
     async for chunk in paced_chunks(body, reading if pausable else None, window, body.clock):
-        seen.append(chunk.decode())
-        reading.log.append(chunk.decode())
+        reading.log.append(chunk.decode()[:8])
     return reading.log, reading
 
 
@@ -84,14 +96,18 @@ async def read_all(
             ["0", "1", "pause", "resume", "2", "pause", "resume"],
         ),
         # Busy, then quiet again: the quiet chunk is read at once.
-        ([0.0, 3.0, 0.049], ["0", "pause", "resume", "1", "2", "pause", "resume"]),
+        ([0.0, 3.0, 0.04], ["0", "pause", "resume", "1", "2", "pause", "resume"]),
+        # A backlog: a read as big as the TLS buffer does not pause, whenever it came.
+        ([0.0, 0.0], [BIG, BIG]),
+        # The body ended with the chunk: the connection is the pool's, never paused.
+        ([1.0, 0.0], ["0", "END"]),
     ],
-    ids=["quiet", "busy", "busy-then-quiet"],
+    ids=["quiet", "busy", "busy-then-quiet", "backlog", "ended"],
 )
 async def test_a_chunk_that_came_within_the_window_pauses_reading(
     waits: list[float], expected: list[str]
 ) -> None:
-    script = [(wait, str(i).encode()) for i, wait in enumerate(waits)]
+    script = [(wait, name.encode()) for wait, name in zip(waits, names(expected), strict=True)]
     log, reading = await read_all(script, WINDOW)
     assert log == expected
     assert not reading.paused
