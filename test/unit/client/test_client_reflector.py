@@ -19,6 +19,7 @@ from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.informer import SharedInformer
 from mpi_operator.client.kubeapi import CONFIGMAPS, ApiError, KubeClient
 from mpi_operator.client.store import DeletedFinalStateUnknown
+from mpi_operator.client.watch_pacing import WATCH_BATCH_WINDOW
 
 Step = list[dict[str, Any] | bytes] | BaseException
 
@@ -41,6 +42,7 @@ class ScriptedClient:
         self.list_rvs: list[str] = []
         self.watches: list[Step] = []
         self.watch_rvs: list[str | None] = []
+        self.batch_windows: list[float] = []
         self.list_calls = 0
 
     async def list(self, resource: Any, namespace: Any, **kw: Any) -> dict[str, Any]:
@@ -60,6 +62,7 @@ class ScriptedClient:
         self, resource: Any, namespace: Any, **kw: Any
     ) -> AsyncGenerator[dict[str, Any] | bytes, None]:
         self.watch_rvs.append(kw.get("resource_version"))
+        self.batch_windows.append(kw["batch_window"])
         step: Step = self.watches.pop(0) if self.watches else []
         if isinstance(step, BaseException):
             raise step
@@ -125,6 +128,8 @@ async def test_paged_list_fills_cache_strips_managed_fields_and_marks_synced() -
     assert inf.lister.get("ns", "a")["kind"] == "ConfigMap"  # type: ignore[index]
     assert rec.events == [("add", "a"), ("add", "b"), ("add", "c")]
     assert client.watch_rvs == ["10"]
+    # An informer's watch reads a busy stream in batches.
+    assert client.batch_windows == [WATCH_BATCH_WINDOW]
     await inf.stop()
 
 
