@@ -11,7 +11,7 @@ from typing import Generic, TypeVar
 from mpi_operator.api.object_model import Obj
 from mpi_operator.builders.ssh import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, split_key
-from mpi_operator.controller.core.expectations import CreationExpectations
+from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
 
 #: Seconds after a refused delete of the pods collection before it is tried again;
 #: meanwhile pods are deleted one by one (:mod:`.pod_collection`).
@@ -43,6 +43,8 @@ class CoreContext:
     """Adds a key back at the end of the queue (a sync that left pods for later)."""
     collection_deletes: CollectionDeletes = field(default_factory=CollectionDeletes)
     """Whether the API server refused a delete of the pods collection lately."""
+    deletions: DeletionExpectations = field(default_factory=DeletionExpectations)
+    """Pods whose delete of their collection was sent, not yet gone from the cache."""
 
     def in_flight(self, key: str, names: Iterable[str]) -> set[str]:
         """The pods of ``key`` created by an earlier sync that the cache (``names``)

@@ -58,3 +58,41 @@ class CreationExpectations:
     def keys(self) -> list[str]:
         """The jobs with pods in flight."""
         return list(self._pending)
+
+
+class DeletionExpectations:
+    """Pods (by uid) whose delete a sync sent, kept until ``ttl`` seconds have passed.
+
+    A sync that runs before the pod informer shows those deletes would send them again;
+    the Job controller's UIDTrackingControllerExpectations keep the uids for the same
+    reason. A pod made anew under the same name has a new uid, so it is deleted when it
+    should be. Deviation: entries age out instead of being lowered by delete events
+    (a sync skips only the uids it is told about, so a late one costs nothing); every
+    ``expect`` drops the aged entries of all jobs."""
+
+    def __init__(self, ttl: float = DEFAULT_TTL) -> None:
+        self._ttl = ttl
+        self._sent: dict[str, dict[str, float]] = {}
+
+    def expect(self, key: str, uids: Iterable[str], now: float) -> None:
+        for other in list(self._sent):
+            self._drop_aged(other, now)
+        self._sent.setdefault(key, {}).update(dict.fromkeys(uids, now))
+
+    def pending(self, key: str, now: float) -> set[str]:
+        """The uids of ``key``'s pods whose delete was sent within ``ttl``."""
+        self._drop_aged(key, now)
+        return set(self._sent.get(key, ()))
+
+    def _drop_aged(self, key: str, now: float) -> None:
+        sent = self._sent.get(key)
+        if sent is None:
+            return
+        for uid, since in list(sent.items()):
+            if now - since > self._ttl:
+                del sent[uid]
+        if not sent:
+            del self._sent[key]
+
+    def forget(self, key: str) -> None:
+        self._sent.pop(key, None)

@@ -56,27 +56,49 @@ async def delete_pod_collection(
     them): in one delete of ``collection`` when there are at least
     :data:`COLLECTION_FROM` of them and it may be used, else one request each.
     ``members``: lists every pod in the cache that the collection's label selector
-    matches (called only when the collection may be deleted)."""
-    if len(names) >= COLLECTION_FROM and await _delete_collection(ctx, owner, collection, members):
+    matches (called only when there is a pod to delete).
+
+    Pods whose collection delete an earlier sync sent are not deleted again while the
+    cache still shows them (:class:`~.expectations.DeletionExpectations`)."""
+    if not names:
+        return
+    now = ctx.clock.monotonic()
+    cached = members()
+    sent = ctx.deletions.pending(owner.key, now)
+    if sent:
+        # Deleted by an earlier sync whose deletes the cache does not show yet.
+        gone = {_name(pod) for pod in cached if _uid(pod) in sent}
+        names = [name for name in names if name not in gone]
+    if len(names) >= COLLECTION_FROM and await _delete_collection(ctx, owner, collection, cached):
         # It also took the pods created for the owner that the cache has yet to show:
         # none is in flight any more (the owner's syncs never overlap, so no create is).
         ctx.expectations.forget(owner.key)
+        doomed = set(names)
+        ctx.deletions.expect(owner.key, (_uid(pod) for pod in cached if _name(pod) in doomed), now)
         return
     await delete_pods(ctx, collection.namespace, names)
+
+
+def _name(pod: Obj) -> str:
+    return str((pod.get("metadata") or {}).get("name") or "")
+
+
+def _uid(pod: Obj) -> str:
+    return str((pod.get("metadata") or {}).get("uid") or "")
 
 
 async def _delete_collection(
     ctx: CoreContext,
     owner: Owner,
     collection: PodCollection,
-    members: Callable[[], Sequence[Obj]],
+    members: Sequence[Obj],
 ) -> bool:
     """True once the collection is deleted; False when it may not be (a pod the label
     selector matches is not the owner's, or the API server refused lately)."""
     deletes = ctx.collection_deletes
     if not deletes.allowed(ctx.clock.monotonic()):
         return False
-    if not all(owner.controls(pod) for pod in members()):
+    if not all(owner.controls(pod) for pod in members):
         return False
     try:
         await ctx.client.delete_collection(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mpi_operator.client.clock import FakeClock
-from mpi_operator.controller.core.expectations import CreationExpectations
+from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
 
 
 def test_created_names_stay_pending_until_cached() -> None:
@@ -42,3 +42,21 @@ def test_an_observed_add_or_delete_ends_the_flight() -> None:
     assert exp.keys() == []
     exp.observed("ns/job", "job-worker-1")  # again: nothing to do
     assert exp.keys() == []
+
+
+def test_sent_deletes_are_pending_per_job_until_they_age_out() -> None:
+    deletions = DeletionExpectations(ttl=300)
+    deletions.expect("ns/a", ["u1", "u2"], now=0)
+    deletions.expect("ns/b", ["u3"], now=100)
+    assert deletions.pending("ns/a", now=300) == {"u1", "u2"}
+    assert deletions.pending("ns/b", now=300) == {"u3"}
+    assert deletions.pending("ns/a", now=301) == set()
+    deletions.forget("ns/b")
+    assert deletions.pending("ns/b", now=301) == set()
+
+
+def test_every_expect_drops_the_aged_entries_of_all_jobs() -> None:
+    deletions = DeletionExpectations(ttl=10)
+    deletions.expect("ns/old", ["u1"], now=0)
+    deletions.expect("ns/new", ["u2"], now=20)
+    assert "ns/old" not in deletions._sent

@@ -208,14 +208,35 @@ async def test_without_the_right_to_delete_a_collection_workers_go_by_name() -> 
 
 
 async def test_a_finished_job_is_cleaned_up_again_on_a_later_sync() -> None:
-    """The pods a failed delete left behind go on the next sync; no second status."""
+    """A worker pod that shows up after the cleanup goes on the next sync; no second
+    status."""
     world = await running(MPIJobBuilder("pi").clean_pod_policy("All"))
     complete_launcher(world)
     await world.converge()
-    world.add(PodBuilder.worker(world.cached("MPIJob", "pi") or {}, 0).running().obj())
+    job = world.cached("MPIJob", "pi") or {}
+    world.add(PodBuilder.worker(job, 0).uid("uid-made-anew").running().obj())
     await world.sync()
     assert world.writes == [("delete", "pods", "pi-worker-0")]
     assert world.events == []
+
+
+async def test_a_sync_before_the_cache_shows_the_cleanup_does_not_send_it_again() -> None:
+    """The workers' collection was deleted, but the cache still shows them: nothing is
+    sent again until the deletes are 5 minutes old (client-go's expectations timeout)."""
+    world = await running(MPIJobBuilder("pi").clean_pod_policy("All"), replicas=3)
+    complete_launcher(world)
+    left = [world.cached("Pod", f"pi-worker-{i}") for i in range(3)]
+    await world.sync()
+    assert world.writes == [DELETE_WORKERS, STATUS]
+    world.settle()
+    for pod in left:
+        world.add(pod or {})
+    world.clear()
+    await world.sync()
+    assert world.writes == []
+    world.step(301)
+    await world.sync()
+    assert world.writes == [DELETE_WORKERS]
 
 
 async def test_scaling_down_deletes_the_surplus_workers() -> None:
