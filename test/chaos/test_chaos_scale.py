@@ -92,7 +92,18 @@ def test_chaos_pods_the_api_server_rejects_fail_the_job_fast(
     except TimeoutError:
         raise AssertionError(warnings()) from None
 
-    # Not retried: the sync count stays put once the job has failed.
+    # Not retried: the sync count stays put once the job has failed and its live pods
+    # are gone (cleanPodPolicy Running deletes a failed launcher's workers; their
+    # events bring syncs of their own, which are not retries).
+    def pods_settled() -> bool:
+        return not [
+            p
+            for p in list_items(full_cluster, f"/api/v1/namespaces/{ns}/pods")
+            if p["status"].get("phase") in ("Pending", "Running")
+            or p["metadata"].get("deletionTimestamp")
+        ]
+
+    wait_until(pods_settled, 30, "the failed job's live pods gone")
     wait_until(lambda: _syncs(proc) > 0, 10, "metrics")
     before = _syncs(proc)
     time.sleep(5)  # an observation window: nothing should happen in it
@@ -107,10 +118,7 @@ def test_chaos_pods_the_api_server_rejects_fail_the_job_fast(
     )
     assert after - before <= 1, (before, after)
     assert retries == 0, proc.output()[-3000:]
-    pods = list_items(full_cluster, f"/api/v1/namespaces/{ns}/pods")
-    assert not [p for p in pods if p["status"].get("phase") in ("Pending", "Running")] or (
-        replica == "Launcher"  # its workers were valid: cleanPodPolicy Running removes them
-    )
+    assert pods_settled()
 
 
 def test_chaos_many_worker_job_completes(
