@@ -61,38 +61,35 @@ class CreationExpectations:
 
 
 class DeletionExpectations:
-    """Pods (by uid) whose delete a sync sent, kept until ``ttl`` seconds have passed.
+    """Pods (by uid) whose delete a sync sent, kept until ``ttl`` seconds after the
+    job's latest such delete.
 
     A sync that runs before the pod informer shows those deletes would send them again;
     the Job controller's UIDTrackingControllerExpectations keep the uids for the same
     reason. A pod made anew under the same name has a new uid, so it is deleted when it
     should be. Deviation: entries age out instead of being lowered by delete events
     (a sync skips only the uids it is told about, so a late one costs nothing); every
-    ``expect`` drops the aged entries of all jobs."""
+    ``expect`` drops the aged jobs."""
 
     def __init__(self, ttl: float = DEFAULT_TTL) -> None:
         self._ttl = ttl
-        self._sent: dict[str, dict[str, float]] = {}
+        self._sent: dict[str, tuple[float, frozenset[str]]] = {}
 
     def expect(self, key: str, uids: Iterable[str], now: float) -> None:
-        for other in list(self._sent):
-            self._drop_aged(other, now)
-        self._sent.setdefault(key, {}).update(dict.fromkeys(uids, now))
-
-    def pending(self, key: str, now: float) -> set[str]:
-        """The uids of ``key``'s pods whose delete was sent within ``ttl``."""
-        self._drop_aged(key, now)
-        return set(self._sent.get(key, ()))
-
-    def _drop_aged(self, key: str, now: float) -> None:
-        sent = self._sent.get(key)
-        if sent is None:
-            return
-        for uid, since in list(sent.items()):
+        for other, (since, _) in list(self._sent.items()):
             if now - since > self._ttl:
-                del sent[uid]
-        if not sent:
+                del self._sent[other]
+        _, earlier = self._sent.get(key, (now, frozenset()))
+        self._sent[key] = (now, earlier.union(uids))
+
+    def pending(self, key: str, now: float) -> frozenset[str]:
+        """The uids of ``key``'s pods whose delete was sent, within ``ttl`` of the
+        latest."""
+        since, uids = self._sent.get(key, (now, frozenset()))
+        if now - since > self._ttl:
             del self._sent[key]
+            return frozenset()
+        return uids
 
     def forget(self, key: str) -> None:
         self._sent.pop(key, None)
