@@ -36,7 +36,7 @@ from mpi_operator.client import (
 )
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.ratelimit import request_flow
-from mpi_operator.controller.core.expectations import CreationExpectations
+from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
 from mpi_operator.controller.failures import SYNC_FAILED, SyncFailures
 from mpi_operator.controller.handlers import ChildHandlers, JobHandlers, PodObserver
 from mpi_operator.controller.options import ControllerOptions
@@ -88,6 +88,7 @@ class QueueController:
             registry=self.registry,
         )
         self.expectations = CreationExpectations(self.clock)
+        self.deletions = DeletionExpectations()
 
     def scoped_sync(
         self, sync: Callable[[str], Awaitable[None]]
@@ -104,6 +105,7 @@ class QueueController:
                 namespace, _, name = key.partition("/")
                 if self.informers["mpijobs"].lister.get(namespace, name) is None:
                     self.expectations.forget(key)
+                    self.deletions.forget(key)
                     self.forget_job_state(key)
 
         return run
@@ -135,9 +137,10 @@ class QueueController:
         return SyncFailures(report, self.clock)
 
     def _job_deleted(self, key: str) -> None:
-        """A deleted MPIJob's creation expectations, sync-failure record, per-job
-        metric series and write spacing go with it."""
+        """A deleted MPIJob's creation and deletion expectations, sync-failure record,
+        per-job metric series and write spacing go with it."""
         self.expectations.forget(key)
+        self.deletions.forget(key)
         self.forget_job_state(key)
         if self.runner.failures is not None:
             self.runner.failures.forget(key)

@@ -44,7 +44,8 @@ class CoreContext:
     collection_deletes: CollectionDeletes = field(default_factory=CollectionDeletes)
     """Whether the API server refused a delete of the pods collection lately."""
     deletions: DeletionExpectations = field(default_factory=DeletionExpectations)
-    """Pods whose delete of their collection was sent, not yet gone from the cache."""
+    """Pods whose delete of their collection was sent, not yet gone from the cache (the
+    controller's, dropped with their MPIJob)."""
 
     def in_flight(self, key: str, names: Iterable[str]) -> set[str]:
         """The pods of ``key`` created by an earlier sync that the cache (``names``)

@@ -56,6 +56,7 @@ class MPIJobController(QueueController):
                 options=options,
                 metrics=self.metrics,
                 expectations=self.expectations,
+                deletions=self.deletions,
                 requeue=self.enqueue,
                 requeue_after=self.queue.add_after,
             )

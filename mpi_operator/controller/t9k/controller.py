@@ -101,6 +101,7 @@ class T9kMPIJobController(QueueController):
                 clock=self.clock,
                 options=t9k_options or T9kOptions(),
                 expectations=self.expectations,
+                deletions=self.deletions,
                 requeue=self.enqueue,
             )
         )
