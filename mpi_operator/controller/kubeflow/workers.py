@@ -11,6 +11,7 @@ reference again goes one call at a time.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import partial
 
 from mpi_operator.api.object_model import Obj
@@ -70,19 +71,31 @@ async def _create_missing(
     return {by_name[name]: pod for name, pod in created.items()}
 
 
-async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Obj]:
+@dataclass(slots=True)
+class WorkerPlan:
+    """A job's workers before this sync creates any: those there (or in flight, counted
+    as not started) by index, and the missing indexes. ``replicas`` is the spec's count."""
+
+    replicas: int
+    existing: dict[int, Obj] = field(default_factory=dict)
+    missing: list[int] = field(default_factory=list)
+
+
+async def plan_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> WorkerPlan:
+    """Removes the surplus workers and finds the missing ones; raises ``resource_exists``
+    when a worker's name is taken by a pod that is not the job's."""
     spec = job.replica_spec(ReplicaType.WORKER)
     if spec is None:
-        return []
-    replicas = spec.replicas or 0
+        return WorkerPlan(0)
+    plan = WorkerPlan(spec.replicas or 0)
     pods = worker_pods(ctx, job)
-    if len(pods) > replicas:
+    if len(pods) > plan.replicas:
         # Deviation: only our own pods are removed on scale-down, all at once.
         surplus = [
             pod["metadata"]["name"]
             for pod in pods
             if (index := _index(pod)) is not None
-            and index >= replicas
+            and index >= plan.replicas
             and owner.controls(pod)
             and not is_terminating(pod)
         ]
@@ -90,21 +103,29 @@ async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Ob
     in_flight = ctx.in_flight(owner.key, (p["metadata"]["name"] for p in pods))
     # One set lookup per worker instead of reading each pod's owner references.
     controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
-    namespace, existing, missing = job.namespace, dict[int, Obj](), list[int]()
-    for i, name in enumerate(worker_names(job.name, replicas)):
+    namespace = job.namespace
+    for i, name in enumerate(worker_names(job.name, plan.replicas)):
         found = ctx.listers.pods.get(namespace, name)
         if found is None and name in in_flight:
             # Created by an earlier sync, not yet in the cache: a pod that has not started.
-            existing[i] = _not_started(job, i)
+            plan.existing[i] = _not_started(job, i)
         elif found is None:
-            missing.append(i)
+            plan.missing.append(i)
         elif f"{namespace}/{name}" not in controlled:
             raise resource_exists(ctx, owner, found["metadata"]["name"], NO_KIND)
         else:
-            existing[i] = found
-    existing.update(await _create_missing(ctx, owner, job, missing))
+            plan.existing[i] = found
+    return plan
+
+
+async def create_workers(
+    ctx: SyncContext, owner: Owner, job: MPIJob, plan: WorkerPlan
+) -> list[Obj]:
+    """Creates the plan's missing workers; returns all the job's workers by index."""
+    existing = dict(plan.existing)
+    existing.update(await _create_missing(ctx, owner, job, plan.missing))
     # Left for a later sync (slow start's cap): counted as pods that have not started.
-    return [existing.get(i) or _not_started(job, i) for i in range(replicas)]
+    return [existing.get(i) or _not_started(job, i) for i in range(plan.replicas)]
 
 
 async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:

@@ -25,15 +25,20 @@ Obj = dict[str, Any]
     [
         (0, 500, []),
         (1, 500, [1]),
-        (5, 500, [1, 2, 2]),
-        (7, 500, [1, 2, 4]),
+        (5, 500, [5]),
+        (8, 500, [8]),
+        (9, 500, [1, 2, 4, 2]),
+        (15, 500, [1, 2, 4, 8]),
         (500, 500, [1, 2, 4, 8, 16, 32, 64, 128, 245]),
         (20_000, 500, [1, 2, 4, 8, 16, 32, 64, 128, 245]),
         (100_000, 500, [1, 2, 4, 8, 16, 32, 64, 128, 245]),
-        (10, 3, [1, 2]),
+        (10, 3, [3]),
+        (100, 20, [1, 2, 4, 8, 5]),
     ],
 )
-def test_batches_double_up_to_the_per_sync_cap(count: int, limit: int, sizes: list[int]) -> None:
+def test_a_small_job_goes_at_once_a_larger_one_in_batches_doubling_up_to_the_cap(
+    count: int, limit: int, sizes: list[int]
+) -> None:
     assert batch_sizes(count, limit) == sizes
     assert sum(sizes) == min(count, limit)
 

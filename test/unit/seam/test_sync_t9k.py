@@ -149,7 +149,12 @@ async def test_a_pod_it_does_not_control_is_not_taken_over() -> None:
     stranger = PodBuilder.t9k(job, "launcher").owned_by(T9kJobBuilder("x").obj()).obj()
     world.client.answer("get", "pods", LAUNCHER, stranger)
     await world.sync_error()
-    assert world.actions[len(SHARED) :] == [("create", "pods", LAUNCHER), ("get", "pods", LAUNCHER)]
+    # One batch: the workers' creates go beside the launcher's.
+    assert [a for a in world.actions if a[2] == LAUNCHER] == [
+        ("create", "pods", LAUNCHER),
+        ("get", "pods", LAUNCHER),
+    ]
+    assert world.actions[len(SHARED) + 2 :] == [("create", "pods", "pi-worker-0")]
     assert world.event_messages("ErrResourceExists") == [
         f'Resource "{LAUNCHER}" of Kind "Pod" already exists and is not managed by MPIJob'
     ]
@@ -252,8 +257,15 @@ async def test_pods_in_flight_are_not_created_twice() -> None:
 
 @pytest.mark.parametrize(
     ("workers", "failing", "attempted"),
-    # The launcher is slot 0, worker i slot i + 1; batches of 1, 2, 4, ...
-    [(6, LAUNCHER, 1), (6, "pi-worker-0", 3), (6, "pi-worker-2", 7), (9, "pi-worker-6", 10)],
+    # The launcher is slot 0, worker i slot i + 1; up to 8 slots in one batch, more in
+    # batches of 1, 2, 4, ...
+    [
+        (6, LAUNCHER, 7),
+        (9, LAUNCHER, 1),
+        (9, "pi-worker-0", 3),
+        (9, "pi-worker-2", 7),
+        (9, "pi-worker-6", 10),
+    ],
 )
 async def test_slow_start_stops_after_the_batch_that_failed(
     workers: int, failing: str, attempted: int
