@@ -128,12 +128,20 @@ class KubeClient(ApiTransport):
         return result
 
     async def create(
-        self, resource: Resource, namespace: str | None, body: Mapping[str, Any]
+        self,
+        resource: Resource,
+        namespace: str | None,
+        body: Mapping[str, Any],
+        *,
+        discard_answer: bool = False,
     ) -> dict[str, Any]:
-        result: dict[str, Any] = await self.request(
-            "POST", resource.path(namespace), body=dict(body)
+        """Creates ``body``; returns the object as created. ``discard_answer``: the
+        answer is dropped unread and ``{}`` returned (a caller that needs nothing of it
+        saves decoding a whole object)."""
+        result: dict[str, Any] | None = await self.request(
+            "POST", resource.path(namespace), body=dict(body), discard_body=discard_answer
         )
-        return result
+        return result if result is not None else {}
 
     async def replace(
         self,

@@ -111,15 +111,21 @@ async def create_or_adopt(
     *,
     relabel: bool = True,
     failed: tuple[str, str] | None = None,
+    answer: bool = True,
 ) -> Obj:
     """Creates ``desired`` with the owner's labels. When it exists already, uses it if
     the owner controls it, adding the labels when ``relabel`` (ours: it is invisible to
     our caches without them). ``failed`` is the Warning event (reason, message before
-    the API server's) for any other error; ``{name}`` stands for the object's name."""
+    the API server's) for any other error; ``{name}`` stands for the object's name.
+    Returns the object as created, or, if not ``answer``, as sent (the API server's
+    answer is not read)."""
     name = desired["metadata"]["name"]
+    labelled = owner.label(desired)
     try:
-        created: Obj = await ctx.client.create(resource, owner.namespace, owner.label(desired))
-        return created
+        created: Obj = await ctx.client.create(
+            resource, owner.namespace, labelled, discard_answer=not answer
+        )
+        return created if answer else labelled
     except ApiError as err:
         if not is_already_exists(err):
             if failed is not None:

@@ -30,10 +30,17 @@ async def create_pods(
     by name. ``kind`` and ``failed`` as for :func:`.owner.create_or_adopt`."""
 
     async def create(build: Callable[[], Obj]) -> Obj:
-        pod = await create_or_adopt(ctx, owner, PODS, build(), kind, relabel=False, failed=failed)
+        # The answer, a whole pod, is not read: what the sync needs of a pod it just
+        # created is its name, labels and owner, as sent, and the phase every new pod has.
+        pod = await create_or_adopt(
+            ctx, owner, PODS, build(), kind, relabel=False, failed=failed, answer=False
+        )
         # Kept until the sync ends, like the cache's pods: a burst of 500 full pods
-        # (spec, managedFields) would be megabytes held for nothing.
-        return slim_pod(pod)
+        # (spec) would be megabytes held for nothing.
+        slim = slim_pod(pod)
+        if not slim["status"]:
+            slim["status"] = {"phase": "Pending"}  # as the API server sets it on create
+        return slim
 
     pending = [(name, partial(create, build)) for name, build in pods]
     return await create_slow_start(ctx.expectations, owner.key, pending, ctx.requeue)

@@ -104,8 +104,10 @@ async def plan_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> WorkerPla
     # One set lookup per worker instead of reading each pod's owner references.
     controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
     namespace = job.namespace
+    labelled = {pod["metadata"]["name"]: pod for pod in pods}
     for i, name in enumerate(worker_names(job.name, plan.replicas)):
-        found = ctx.listers.pods.get(namespace, name)
+        # A pod named like a worker but not labelled as one is found by name all the same.
+        found = labelled.get(name) or ctx.listers.pods.get(namespace, name)
         if found is None and name in in_flight:
             # Created by an earlier sync, not yet in the cache: a pod that has not started.
             plan.existing[i] = _not_started(job, i)

@@ -33,6 +33,17 @@ async def test_errors_carry_status_and_reason(kube: KubeClient, ns: str) -> None
     assert info.value.reason == "NotFound"
 
 
+async def test_a_create_whose_answer_is_discarded_creates_and_returns_nothing(
+    kube: KubeClient, ns: str
+) -> None:
+    body = {"metadata": {"name": "unread"}, "data": {"k": "v"}}
+    assert await kube.create(CONFIGMAPS, ns, body, discard_answer=True) == {}
+    assert (await kube.get(CONFIGMAPS, ns, "unread"))["data"] == {"k": "v"}
+    with pytest.raises(ApiError) as info:  # an error's answer is still read
+        await kube.create(CONFIGMAPS, ns, body, discard_answer=True)
+    assert info.value.reason == "AlreadyExists"
+
+
 async def test_many_watches_never_hold_requests_back(kube: KubeClient, ns: str) -> None:
     """Each watch holds an HTTP/1.1 connection for as long as it runs (a namespace list
     of 20 namespaces opens over 100). Watches take connections of their own, so more

@@ -24,14 +24,18 @@ class EchoingClient:
 
     def __init__(self, existing: dict[str, Obj] | None = None) -> None:
         self.created: list[str] = []
+        self.unread = 0
         self.existing = existing or {}
 
-    async def create(self, resource: Any, namespace: str | None, body: Obj) -> Obj:
+    async def create(
+        self, resource: Any, namespace: str | None, body: Obj, *, discard_answer: bool = False
+    ) -> Obj:
         name = body["metadata"]["name"]
         if name in self.existing:
             raise ApiError(409, {"reason": "AlreadyExists", "message": "exists"})
         self.created.append(name)
-        return copy.deepcopy(body)
+        self.unread += discard_answer
+        return {} if discard_answer else copy.deepcopy(body)
 
     async def get(self, resource: Any, namespace: str | None, name: str) -> Obj:
         return copy.deepcopy(self.existing[name])
@@ -83,3 +87,22 @@ async def test_created_pods_are_kept_slim(existing: dict[str, Obj], created: lis
         assert "managedFields" not in pod["metadata"]
         assert pod["spec"] == {"nodeName": "n1"}
         assert pod["status"] == {"phase": "Pending"}
+    assert client.unread == len(created)  # a created pod's answer is not decoded
+
+
+async def test_a_pod_created_without_a_status_counts_as_pending() -> None:
+    """What the API server sets on every new pod; the answer itself is not read."""
+    clock, client = FakeClock(), EchoingClient()
+    ctx = CoreContext(
+        client=client,  # type: ignore[arg-type]
+        recorder=None,  # type: ignore[arg-type]
+        clock=clock,
+        expectations=CreationExpectations(clock),
+    )
+    bare = {"metadata": {"name": "pi-worker-0", "labels": {"a": "b"}}, "spec": {}}
+    made = await create_pods(ctx, OWNER, [("pi-worker-0", lambda: bare)], "", ("F", ""))
+    assert made["pi-worker-0"] == {
+        "metadata": {"name": "pi-worker-0", "labels": {"a": "b"}},
+        "spec": {},
+        "status": {"phase": "Pending"},
+    }

@@ -184,12 +184,19 @@ class RecordingClient:
         meta.setdefault("resourceVersion", "1")
         return obj
 
-    async def create(self, resource: Any, namespace: str | None, body: Mapping[str, Any]) -> Obj:
+    async def create(
+        self,
+        resource: Any,
+        namespace: str | None,
+        body: Mapping[str, Any],
+        *,
+        discard_answer: bool = False,
+    ) -> Obj:
         sent: Obj = copy.deepcopy(dict(body))
         name = str((sent.get("metadata") or {}).get("name") or "")
         action = Action("create", resource.plural, namespace, name, sent)
         result: Obj = self._do(action, lambda: self._created(sent))
-        return result
+        return {} if discard_answer else result
 
     async def get(self, resource: Any, namespace: str | None, name: str) -> Obj:
         action = Action("get", resource.plural, namespace, name)
