@@ -154,8 +154,9 @@ class MPIJobSyncer(Syncer[SyncContext]):
                     )
                     return launcher, workers
                 workers = await worker_pods.create_workers(ctx, owner, job, plan)
-            all_ready = worker_pods.count_ready(workers) == len(workers)
-            if launcher is None and (at_startup or all_ready):
+            if launcher is None and (
+                at_startup or worker_pods.count_ready(workers) == len(workers)
+            ):
                 launcher = await launchers.create_launcher(ctx, owner, job)
         except ApiError as err:
             if err.status != INVALID:
