@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
-U = TypeVar("U")
 
 
 def first_error(results: Sequence[object]) -> BaseException | None:
@@ -36,13 +35,3 @@ async def run_all(*calls: Awaitable[T]) -> list[T]:
     if error is not None:
         raise error
     return [r for r in results if not isinstance(r, BaseException)]
-
-
-async def run_two(first: Awaitable[T], second: Awaitable[U]) -> tuple[T, U]:
-    """:func:`run_all` for two calls of different result types."""
-    a, b = await asyncio.gather(first, second, return_exceptions=True)
-    if isinstance(a, BaseException):
-        raise a
-    if isinstance(b, BaseException):
-        raise b
-    return a, b

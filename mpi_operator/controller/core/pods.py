@@ -25,15 +25,19 @@ async def create_pods(
     pods: Sequence[PodToBuild],
     kind: str,
     failed: tuple[str, str],
+    *,
+    answer: bool = True,
 ) -> dict[str, Obj]:
     """Creates ``pods`` (see :func:`.slowstart.create_slow_start`); returns those created,
-    by name. ``kind`` and ``failed`` as for :func:`.owner.create_or_adopt`."""
+    by name. ``kind`` and ``failed`` as for :func:`.owner.create_or_adopt`.
+
+    Without ``answer``, the API server's answer, a whole pod, is not decoded: for a
+    caller that needs only a new pod's name, labels and owner, as sent, and the phase
+    every new pod has (Pending), not its uid."""
 
     async def create(build: Callable[[], Obj]) -> Obj:
-        # The answer, a whole pod, is not read: what the sync needs of a pod it just
-        # created is its name, labels and owner, as sent, and the phase every new pod has.
         pod = await create_or_adopt(
-            ctx, owner, PODS, build(), kind, relabel=False, failed=failed, answer=False
+            ctx, owner, PODS, build(), kind, relabel=False, failed=failed, answer=answer
         )
         # Kept until the sync ends, like the cache's pods: a burst of 500 full pods
         # (spec) would be megabytes held for nothing.

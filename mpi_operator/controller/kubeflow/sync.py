@@ -34,7 +34,7 @@ from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import is_job_finished
 from mpi_operator.controller.core.owner import Owner
-from mpi_operator.controller.core.parallel import run_all, run_two
+from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.progress import TRANSIENT
 from mpi_operator.controller.core.writes import dump_status, write_status
 from mpi_operator.controller.kubeflow import children, ttl
@@ -139,23 +139,14 @@ class MPIJobSyncer(Syncer[SyncContext]):
             children.ensure_config_map(ctx, owner, job),
             children.ensure_ssh_secret(ctx, owner, job),
         )
-        at_startup = job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
         try:
             if not is_suspended(job):
                 if ctx.options.gang is not None:
                     await children.ensure_pod_group(ctx, owner, job)
-                plan = await worker_pods.plan_workers(ctx, owner, job)
-                if launcher is None and at_startup:
-                    # Deviation: the reference creates the launcher after the workers. An
-                    # AtStartup launcher does not wait for them, so it goes with them.
-                    launcher, workers = await run_two(
-                        launchers.create_launcher(ctx, owner, job),
-                        worker_pods.create_workers(ctx, owner, job, plan),
-                    )
-                    return launcher, workers
-                workers = await worker_pods.create_workers(ctx, owner, job, plan)
+                workers = await worker_pods.ensure_workers(ctx, owner, job)
             if launcher is None and (
-                at_startup or worker_pods.count_ready(workers) == len(workers)
+                job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
+                or worker_pods.count_ready(workers) == len(workers)
             ):
                 launcher = await launchers.create_launcher(ctx, owner, job)
         except ApiError as err:

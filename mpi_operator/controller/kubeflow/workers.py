@@ -1,9 +1,9 @@
 """Worker pods: create the missing ones, remove the surplus, clean up at the end.
 
-Missing pods are created concurrently in growing batches (1, 2, 4, ...) that
+Missing pods are created concurrently in growing batches (8, 16, 32, ...) that
 stop at the first error, at most 500 per sync, as the Job controller's slow start
-does (:mod:`~mpi_operator.controller.core.slowstart`); the reference operator creates
-them one call at a time, all in one sync. Pods to remove are deleted
+does from a first batch of 1 (:mod:`~mpi_operator.controller.core.slowstart`); the
+reference operator creates them one call at a time, all in one sync. Pods to remove are deleted
 all at once, as the Job controller deletes them, and a finished job's workers in one
 delete of their collection (:mod:`~mpi_operator.controller.core.pod_collection`); the
 reference again goes one call at a time.
@@ -11,7 +11,6 @@ reference again goes one call at a time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import partial
 
 from mpi_operator.api.object_model import Obj
@@ -67,35 +66,25 @@ async def _create_missing(
         return with_restart_attempt(new_worker(job, index, ctx.options.gang), job)
 
     pods = [(name, partial(build, i)) for name, i in by_name.items()]
-    created = await create_pods(ctx, owner, pods, NO_KIND, (FAILED_REASON, WORKER_FAILED))
+    failed = (FAILED_REASON, WORKER_FAILED)
+    # Nothing of a new worker but its name and phase is read before the cache has it.
+    created = await create_pods(ctx, owner, pods, NO_KIND, failed, answer=False)
     return {by_name[name]: pod for name, pod in created.items()}
 
 
-@dataclass(slots=True)
-class WorkerPlan:
-    """A job's workers before this sync creates any: those there (or in flight, counted
-    as not started) by index, and the missing indexes. ``replicas`` is the spec's count."""
-
-    replicas: int
-    existing: dict[int, Obj] = field(default_factory=dict)
-    missing: list[int] = field(default_factory=list)
-
-
-async def plan_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> WorkerPlan:
-    """Removes the surplus workers and finds the missing ones; raises ``resource_exists``
-    when a worker's name is taken by a pod that is not the job's."""
+async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Obj]:
     spec = job.replica_spec(ReplicaType.WORKER)
     if spec is None:
-        return WorkerPlan(0)
-    plan = WorkerPlan(spec.replicas or 0)
+        return []
+    replicas = spec.replicas or 0
     pods = worker_pods(ctx, job)
-    if len(pods) > plan.replicas:
+    if len(pods) > replicas:
         # Deviation: only our own pods are removed on scale-down, all at once.
         surplus = [
             pod["metadata"]["name"]
             for pod in pods
             if (index := _index(pod)) is not None
-            and index >= plan.replicas
+            and index >= replicas
             and owner.controls(pod)
             and not is_terminating(pod)
         ]
@@ -103,31 +92,23 @@ async def plan_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> WorkerPla
     in_flight = ctx.in_flight(owner.key, (p["metadata"]["name"] for p in pods))
     # One set lookup per worker instead of reading each pod's owner references.
     controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
-    namespace = job.namespace
+    namespace, existing, missing = job.namespace, dict[int, Obj](), list[int]()
     labelled = {pod["metadata"]["name"]: pod for pod in pods}
-    for i, name in enumerate(worker_names(job.name, plan.replicas)):
+    for i, name in enumerate(worker_names(job.name, replicas)):
         # A pod named like a worker but not labelled as one is found by name all the same.
         found = labelled.get(name) or ctx.listers.pods.get(namespace, name)
         if found is None and name in in_flight:
             # Created by an earlier sync, not yet in the cache: a pod that has not started.
-            plan.existing[i] = _not_started(job, i)
+            existing[i] = _not_started(job, i)
         elif found is None:
-            plan.missing.append(i)
+            missing.append(i)
         elif f"{namespace}/{name}" not in controlled:
             raise resource_exists(ctx, owner, found["metadata"]["name"], NO_KIND)
         else:
-            plan.existing[i] = found
-    return plan
-
-
-async def create_workers(
-    ctx: SyncContext, owner: Owner, job: MPIJob, plan: WorkerPlan
-) -> list[Obj]:
-    """Creates the plan's missing workers; returns all the job's workers by index."""
-    existing = dict(plan.existing)
-    existing.update(await _create_missing(ctx, owner, job, plan.missing))
+            existing[i] = found
+    existing.update(await _create_missing(ctx, owner, job, missing))
     # Left for a later sync (slow start's cap): counted as pods that have not started.
-    return [existing.get(i) or _not_started(job, i) for i in range(plan.replicas)]
+    return [existing.get(i) or _not_started(job, i) for i in range(replicas)]
 
 
 async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:

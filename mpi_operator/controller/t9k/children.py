@@ -121,4 +121,5 @@ def _pod_labels(job_name: str) -> dict[str, str]:
 async def create_pods_of(
     ctx: SyncContext, owner: Owner, pods: Sequence[tuple[str, Callable[[], Obj]]]
 ) -> dict[str, Obj]:
+    # The answer is read: the status names each pod's uid.
     return await create_pods(ctx, owner, pods, "Pod", POD_FAILED)

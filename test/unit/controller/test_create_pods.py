@@ -69,7 +69,10 @@ def adopted(name: str) -> Obj:
         pytest.param({"pi-worker-1": adopted("pi-worker-1")}, ["pi-worker-0"], id="adopted"),
     ],
 )
-async def test_created_pods_are_kept_slim(existing: dict[str, Obj], created: list[str]) -> None:
+@pytest.mark.parametrize("answer", [True, False], ids=["answer-read", "answer-unread"])
+async def test_created_pods_are_kept_slim(
+    existing: dict[str, Obj], created: list[str], answer: bool
+) -> None:
     clock, client = FakeClock(), EchoingClient(existing)
     ctx = CoreContext(
         client=client,  # type: ignore[arg-type]
@@ -79,7 +82,7 @@ async def test_created_pods_are_kept_slim(existing: dict[str, Obj], created: lis
     )
     names = ["pi-worker-0", "pi-worker-1"]
     pods = [(name, lambda name=name: full_pod(name)) for name in names]
-    made = await create_pods(ctx, OWNER, pods, "", ("FailedCreatePod", ""))
+    made = await create_pods(ctx, OWNER, pods, "", ("FailedCreatePod", ""), answer=answer)
     assert client.created == created
     assert sorted(made) == names
     for name, pod in made.items():
@@ -87,11 +90,11 @@ async def test_created_pods_are_kept_slim(existing: dict[str, Obj], created: lis
         assert "managedFields" not in pod["metadata"]
         assert pod["spec"] == {"nodeName": "n1"}
         assert pod["status"] == {"phase": "Pending"}
-    assert client.unread == len(created)  # a created pod's answer is not decoded
+    assert client.unread == (0 if answer else len(created))
 
 
 async def test_a_pod_created_without_a_status_counts_as_pending() -> None:
-    """What the API server sets on every new pod; the answer itself is not read."""
+    """Its answer unread, a new pod has the phase the API server sets on every new pod."""
     clock, client = FakeClock(), EchoingClient()
     ctx = CoreContext(
         client=client,  # type: ignore[arg-type]
@@ -100,7 +103,9 @@ async def test_a_pod_created_without_a_status_counts_as_pending() -> None:
         expectations=CreationExpectations(clock),
     )
     bare = {"metadata": {"name": "pi-worker-0", "labels": {"a": "b"}}, "spec": {}}
-    made = await create_pods(ctx, OWNER, [("pi-worker-0", lambda: bare)], "", ("F", ""))
+    made = await create_pods(
+        ctx, OWNER, [("pi-worker-0", lambda: bare)], "", ("F", ""), answer=False
+    )
     assert made["pi-worker-0"] == {
         "metadata": {"name": "pi-worker-0", "labels": {"a": "b"}},
         "spec": {},

@@ -27,16 +27,16 @@ Obj = dict[str, Any]
         (1, 500, [1]),
         (5, 500, [5]),
         (8, 500, [8]),
-        (9, 500, [1, 2, 4, 2]),
-        (15, 500, [1, 2, 4, 8]),
-        (500, 500, [1, 2, 4, 8, 16, 32, 64, 128, 245]),
-        (20_000, 500, [1, 2, 4, 8, 16, 32, 64, 128, 245]),
-        (100_000, 500, [1, 2, 4, 8, 16, 32, 64, 128, 245]),
+        (9, 500, [8, 1]),
+        (30, 500, [8, 16, 6]),
+        (500, 500, [8, 16, 32, 64, 128, 252]),
+        (20_000, 500, [8, 16, 32, 64, 128, 252]),
+        (100_000, 500, [8, 16, 32, 64, 128, 252]),
         (10, 3, [3]),
-        (100, 20, [1, 2, 4, 8, 5]),
+        (100, 20, [8, 12]),
     ],
 )
-def test_a_small_job_goes_at_once_a_larger_one_in_batches_doubling_up_to_the_cap(
+def test_batches_start_at_8_and_double_up_to_the_per_sync_cap(
     count: int, limit: int, sizes: list[int]
 ) -> None:
     assert batch_sizes(count, limit) == sizes
@@ -79,12 +79,12 @@ async def test_a_failed_batch_stops_creation_and_lowers_its_expectations() -> No
     exp = CreationExpectations(FakeClock())
     calls: list[str] = []
     requeued: list[str] = []
-    with pytest.raises(RuntimeError, match="w-4"):
+    with pytest.raises(RuntimeError, match="w-10"):
         await create_slow_start(
-            exp, "ns/j", _pending(50, calls, frozenset({"w-4"})), requeued.append
+            exp, "ns/j", _pending(50, calls, frozenset({"w-10"})), requeued.append
         )
-    assert calls == [f"w-{i}" for i in range(7)]  # batches 1, 2, 4; no fourth batch
-    assert exp.unobserved("ns/j", []) == {f"w-{i}" for i in range(7)} - {"w-4"}
+    assert calls == [f"w-{i}" for i in range(24)]  # batches 8, 16; no third batch
+    assert exp.unobserved("ns/j", []) == {f"w-{i}" for i in range(24)} - {"w-10"}
     assert requeued == []  # the error's backoff retries it
 
 

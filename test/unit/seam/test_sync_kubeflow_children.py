@@ -41,7 +41,7 @@ CREATED = ("Created", "True", "MPIJobCreated")
     [
         pytest.param(
             MPIJobBuilder("pi").workers(2),
-            [*SHARED, ("create", "jobs", "pi-launcher"), *workers(2), STATUS],
+            [*SHARED, *workers(2), ("create", "jobs", "pi-launcher"), STATUS],
             ["MPIJobCreated"],
             [CREATED],
             id="launcher-at-startup",
@@ -105,8 +105,8 @@ async def test_gang_scheduling_creates_the_pod_group_before_the_pods() -> None:
     assert world.writes == [
         *SHARED,
         ("create", "podgroups", "pi"),
-        ("create", "jobs", "pi-launcher"),
         *workers(1),
+        ("create", "jobs", "pi-launcher"),
         STATUS,
     ]
 
@@ -170,16 +170,12 @@ async def test_adopts_a_launcher_job_it_controls_that_lacks_the_operator_label()
     world.client.answer("get", "jobs", "pi-launcher", unlabelled)
     await world.sync()
     # One create: the launcher goes through the shared create-or-adopt.
-    assert [a for a in world.actions if a[2] == "pi-launcher"] == [
+    assert world.actions[len(SHARED) + 1 :] == [
         ("create", "jobs", "pi-launcher"),
         ("get", "jobs", "pi-launcher"),
         ("patch", "jobs", "pi-launcher"),
+        STATUS,
     ]
-    # The worker's create goes beside the launcher's.
-    assert sorted(world.actions[len(SHARED) : -1]) == sorted(
-        [*(a for a in world.actions if a[2] == "pi-launcher"), *workers(1)]
-    )
-    assert world.actions[-1] == STATUS
 
 
 async def test_adopts_a_worker_pod_it_controls_that_the_cache_cannot_see() -> None:
@@ -190,9 +186,9 @@ async def test_adopts_a_worker_pod_it_controls_that_the_cache_cannot_see() -> No
     await world.sync()
     assert world.actions == [
         *SHARED,
-        ("create", "jobs", "pi-launcher"),
         ("create", "pods", "pi-worker-0"),
         ("get", "pods", "pi-worker-0"),
+        ("create", "jobs", "pi-launcher"),
         STATUS,
     ]
 
@@ -274,43 +270,34 @@ async def test_a_pod_we_control_named_like_a_worker_is_kept_as_that_worker() -> 
     pod = PodBuilder("pi-worker-0").owned_by(job).labels(**launcher_labels())
     world = kubeflow_world(job, pod.obj())
     await world.sync()
-    assert world.writes[: len(SHARED) + 2] == [
-        *SHARED,
-        ("create", "jobs", "pi-launcher"),
-        ("create", "pods", "pi-worker-1"),
-    ]
+    assert world.writes[: len(SHARED) + 1] == [*SHARED, ("create", "pods", "pi-worker-1")]
     assert ("create", "pods", "pi-worker-0") not in world.writes
     assert ("Warning", "ErrResourceExists") not in world.events
 
 
 async def test_fails_fast_when_the_api_server_rejects_the_worker_template() -> None:
     """422 Invalid: the same pod is rejected every time, so the job fails at once
-    (Failed / InvalidPodTemplate) instead of retrying for ever. The launcher, created
-    beside the workers, is suspended once the cache shows it."""
+    (Failed / InvalidPodTemplate) instead of retrying for ever; no launcher."""
     world = kubeflow_world(MPIJobBuilder("pi").workers(3).obj())
     world.client.fail("create", "pods", invalid("spec.containers[0].image: Required value"))
     await world.sync()  # no error: nothing to retry
-    assert world.writes == [*SHARED, ("create", "jobs", "pi-launcher"), *workers(3), STATUS]
+    assert world.writes == [*SHARED, *workers(3), STATUS]  # one batch
     assert ("Failed", "True", "InvalidPodTemplate") in world.conditions()
     assert world.events == [
-        *[("Warning", "MPIJobFailed")] * 3,  # one batch: a small job's pods go at once
+        *[("Warning", "MPIJobFailed")] * 2,
+        ("Warning", "MPIJobFailed"),
         ("Normal", "MPIJobCreated"),
         ("Warning", "InvalidPodTemplate"),
     ]
     assert "spec.containers[0].image: Required value" in world.status["conditions"][-1]["message"]
     assert world.status["completionTime"] == "2026-01-01T00:00:00Z"
-    world.clear()  # the launcher's add event: the finished job's sync stops it
-    await world.sync()
-    assert world.writes == [("patch", "jobs", "pi-launcher")]
-    (suspend,) = world.recorded("patch", "jobs", "pi-launcher")
-    assert suspend.body == {"spec": {"suspend": True}}
 
 
 async def test_fails_fast_when_the_api_server_rejects_the_launcher() -> None:
     world = kubeflow_world(MPIJobBuilder("pi").workers(1).obj())
     world.client.fail("create", "jobs", invalid("spec.template: Invalid value"))
     await world.sync()
-    assert world.writes == [*SHARED, ("create", "jobs", "pi-launcher"), *workers(1), STATUS]
+    assert world.writes == [*SHARED, *workers(1), ("create", "jobs", "pi-launcher"), STATUS]
     assert world.conditions()[-1] == ("Failed", "True", "InvalidPodTemplate")
     assert ("Warning", "InvalidPodTemplate") in world.events
 
@@ -334,8 +321,8 @@ async def test_other_create_errors_are_retried_without_a_status_write(error: Api
     world = kubeflow_world(MPIJobBuilder("pi").workers(2).obj())
     world.client.fail("create", "pods", error)
     assert await world.sync_error() is error
-    assert world.writes == [*SHARED, ("create", "jobs", "pi-launcher"), *workers(2)]
-    assert world.events == [("Warning", "MPIJobFailed"), ("Warning", "MPIJobFailed")]
+    assert world.writes == [*SHARED, *workers(2)]  # one batch
+    assert world.events == [("Warning", "MPIJobFailed")] * 2
     assert world.in_flight() == set()  # the failed create is expected no more
 
 

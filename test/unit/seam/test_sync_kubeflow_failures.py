@@ -76,16 +76,16 @@ async def test_after_a_restart_the_new_attempt_is_created_once_the_old_is_gone()
     await world.sync()
     assert world.writes == [
         ("update", "configmaps", "pi-config"),  # no running workers in the hostfile
-        ("create", "jobs", LAUNCHER),
         ("create", "pods", "pi-worker-0"),
         ("create", "pods", "pi-worker-1"),
+        ("create", "jobs", LAUNCHER),
         STATUS,
     ]
     created = [a for a in world.client.actions if a.verb == "create"]
     assert [a.short for a in created] == [
-        ("create", "jobs", LAUNCHER),
         ("create", "pods", "pi-worker-0"),
         ("create", "pods", "pi-worker-1"),
+        ("create", "jobs", LAUNCHER),
     ]
     for action in created:
         assert action.body["metadata"]["labels"][ATTEMPT] == "1", action.short

@@ -149,7 +149,7 @@ async def test_a_pod_it_does_not_control_is_not_taken_over() -> None:
     stranger = PodBuilder.t9k(job, "launcher").owned_by(T9kJobBuilder("x").obj()).obj()
     world.client.answer("get", "pods", LAUNCHER, stranger)
     await world.sync_error()
-    # One batch: the workers' creates go beside the launcher's.
+    # One batch: the worker's create goes beside the launcher's.
     assert [a for a in world.actions if a[2] == LAUNCHER] == [
         ("create", "pods", LAUNCHER),
         ("get", "pods", LAUNCHER),
@@ -257,14 +257,13 @@ async def test_pods_in_flight_are_not_created_twice() -> None:
 
 @pytest.mark.parametrize(
     ("workers", "failing", "attempted"),
-    # The launcher is slot 0, worker i slot i + 1; up to 8 slots in one batch, more in
-    # batches of 1, 2, 4, ...
+    # The launcher is slot 0, worker i slot i + 1; batches of 8, 16, ...
     [
         (6, LAUNCHER, 7),
-        (9, LAUNCHER, 1),
-        (9, "pi-worker-0", 3),
-        (9, "pi-worker-2", 7),
-        (9, "pi-worker-6", 10),
+        (9, LAUNCHER, 8),
+        (9, "pi-worker-6", 8),
+        (9, "pi-worker-7", 10),
+        (30, "pi-worker-8", 24),
     ],
 )
 async def test_slow_start_stops_after_the_batch_that_failed(
