@@ -50,6 +50,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="record a py-spy flame graph of ours in every run, next to the results",
     )
+    p.add_argument(
+        "--ours-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="one more flag for ours only, repeatable (--ours-arg=--threadiness=4)",
+    )
     args = p.parse_args(argv)
     sizes = preset(args.preset)
     if args.reps is not None:
@@ -74,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.running_wait is not None:
         sizes.running_wait = args.running_wait
     sizes.profile = args.profile
+    sizes.ours_args = tuple(args.ours_arg)
     if args.ours_only:
         sizes.reference_scenarios = ()
     out = args.out or RESULTS / f"sidebyside-{args.preset}.json"

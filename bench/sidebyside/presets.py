@@ -49,6 +49,8 @@ class Sizes:
     #: Seconds the fan-out waits for Running after all worker pods exist; None: up to
     #: ``timeout``. When cut, ``running_s`` is a lower bound (``running_timed_out``).
     running_wait: float | None = None
+    #: More flags for ours only (experiments: ``--threadiness 4``, ``--log-level debug``).
+    ours_args: tuple[str, ...] = ()
 
     @property
     def fanout_repetitions(self) -> int:

@@ -109,7 +109,7 @@ class Runner:
             log,
             qps=config.qps if config.pass_flags else None,
             burst=config.burst if config.pass_flags else None,
-            extra_args=config.extra_args,
+            extra_args=config.extra_args + (self.sizes.ours_args if kind == OURS else ()),
             profile_to=self._flame_graph(kind, scenario, config, rep),
         )
         record: dict[str, Any] = {

@@ -92,3 +92,10 @@ def test_fairness_and_running_wait_flags(
     assert cli.main(["--preset", preset, "--out", str(tmp_path / "r.json"), *args]) == 0
     [sizes] = sizes_run
     assert (sizes.fairness, sizes.running_wait) == (fairness, running_wait)
+
+
+def test_ours_arg_passes_flags_to_ours_only(sizes_run: list[Sizes], tmp_path: Path) -> None:
+    out = str(tmp_path / "r.json")
+    assert cli.main(["--out", out, "--ours-arg=--threadiness=4", "--ours-arg=-v=4"]) == 0
+    assert cli.main(["--out", out]) == 0
+    assert [s.ours_args for s in sizes_run] == [("--threadiness=4", "-v=4"), ()]
