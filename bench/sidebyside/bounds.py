@@ -24,7 +24,11 @@ LOWER_BOUNDS = {
     "running_s": "running_timed_out",
     "small_job_pods_s": "small_job_pods_timed_out",
     "small_job_created_s": "small_job_created_timed_out",
+    # Counted until Running: a run cut before it had at least one write still to make.
+    "status_config_writes": "running_timed_out",
 }
+#: Metrics computed from a record (not one of its fields).
+DERIVED = frozenset({"status_config_writes"})
 #: Fairness: the small job's pods exist within this many seconds of its create request.
 FAIRNESS_LIMIT = 5.0
 FAIRNESS_METRIC = "small_job_pods_s"
@@ -32,7 +36,23 @@ FAIRNESS_METRIC = "small_job_pods_s"
 
 def is_lower_bound(rec: dict[str, Any], metric: str) -> bool:
     flag = LOWER_BOUNDS.get(metric)
-    return flag is not None and bool(rec.get(flag)) and rec.get(metric) is not None
+    present = metric in DERIVED or rec.get(metric) is not None
+    return flag is not None and bool(rec.get(flag)) and present
+
+
+def within_limit(value: float | None, bound: str | None, limit: float) -> bool | None:
+    """Is ``value`` <= ``limit``, given what the value is (:func:`ratio_bound`)? None when
+    unmeasured, or when the bound leaves it open (an upper bound above the limit, a
+    lower bound under it)."""
+    if value is None:
+        return None
+    if bound is None:
+        return value <= limit
+    if bound == "upper" and value <= limit:
+        return True
+    if bound == "lower" and value > limit:
+        return False
+    return None
 
 
 def mark_lower_bounds(entry: dict[str, Any], recs: list[dict[str, Any]], metric: str) -> None:
@@ -50,7 +70,8 @@ def ratio_bound(recs: list[dict[str, Any]], metric: str, a: str, b: str) -> str 
     ``"lower"``, ``"upper"`` or ``"unknown"`` (see the module docstring)."""
     by_rep: dict[tuple[Any, Any], dict[str, bool]] = defaultdict(dict)
     for r in recs:
-        if r["operator"] in (a, b) and isinstance(r.get(metric), (int, float)):
+        measured = metric in DERIVED or isinstance(r.get(metric), (int, float))
+        if r["operator"] in (a, b) and measured:
             by_rep[(r.get("source"), r["rep"])][r["operator"]] = is_lower_bound(r, metric)
     directions = set()
     for pair in by_rep.values():

@@ -84,10 +84,15 @@ def format_summary(result: dict[str, Any]) -> str:
             lines.append(f"   {metric:26s} {meds}{ratio}")
     lines.append("== targets")
     for t in summary.get("targets", []):
-        v = "n/a" if t["value"] is None else f"{t['value']:.3f}"
-        met = {True: "MET", False: "NOT MET", None: "not measured"}[t["met"]]
+        v = "n/a" if t["value"] is None else f"{bound_prefix(t.get('bound'))}{t['value']:.3f}"
+        met = {True: "MET", False: "NOT MET", None: _open(t)}[t["met"]]
         lines.append(f"   [{met}] {t['target']} ({t['config']}): {v}")
     return "\n".join(lines)
+
+
+def _open(target: dict[str, Any]) -> str:
+    """Why a target is neither met nor missed."""
+    return "not measured" if target["value"] is None else "open (a bound)"
 
 
 def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
@@ -100,8 +105,8 @@ def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
         lines += _scenario(config, scenario, sc)
     lines += ["### Targets", "", "| target | config | measured | met |", "|---|---|---:|---|"]
     for t in summary.get("targets", []):
-        v = "n/a" if t["value"] is None else f"{t['value']:.2f}"
-        met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
+        v = "n/a" if t["value"] is None else f"{bound_prefix(t.get('bound'))}{t['value']:.2f}"
+        met = {True: "yes", False: "**no**", None: _open(t)}[t["met"]]
         lines.append(f"| {t['target']} | {t['config']} | {v} | {met} |")
     if charts:
         lines += ["", "Charts:", ""]

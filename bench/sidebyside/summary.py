@@ -15,7 +15,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .bounds import fairness_targets, is_lower_bound, mark_lower_bounds, ratio_bound
+from .bounds import (
+    fairness_targets,
+    is_lower_bound,
+    mark_lower_bounds,
+    ratio_bound,
+    within_limit,
+)
 from .machine import WRITE_VERBS
 
 OURS, REFERENCE, RAW = "ours", "reference", "raw-client"
@@ -310,7 +316,8 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
             if not isinstance(entry, dict) or f"ratio_{ratio}" not in entry:
                 continue
             value = entry[f"ratio_{ratio}"]
-            rows.append(_target(f"{what} <= {limit}", config, value, limit))
+            bound = entry.get(f"ratio_{ratio}_bound")
+            rows.append(_target(f"{what} <= {limit}", config, value, limit, bound))
             interval = entry.get(f"ratio_{ratio}_ci90")
             if metric in INTERVAL_LIMITS and interval:
                 upper = INTERVAL_LIMITS[metric]
@@ -322,9 +329,14 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _target(what: str, config: str, value: float | None, limit: float) -> dict[str, Any]:
-    met = None if value is None else value <= limit
-    return {"target": what, "config": config, "value": value, "limit": limit, "met": met}
+def _target(
+    what: str, config: str, value: float | None, limit: float, bound: str | None = None
+) -> dict[str, Any]:
+    met = within_limit(value, bound, limit)
+    row = {"target": what, "config": config, "value": value, "limit": limit, "met": met}
+    if bound is not None:
+        row["bound"] = bound
+    return row
 
 
 def busiest_first(breakdown: dict[str, dict[str, float]]) -> list[str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bench.sidebyside.bounds import ratio_bound
+from bench.sidebyside.bounds import ratio_bound, within_limit
 from bench.sidebyside.report import format_markdown, format_summary
 from bench.sidebyside.summary import summarize
 
@@ -126,3 +126,41 @@ def test_a_fan_out_without_the_small_job_has_no_fairness_target() -> None:
     assert "small_job_created_s" not in summary[CONFIG]["fanout"]
     assert not [t for t in summary["targets"] if t["target"].startswith("fairness")]
     assert summary[CONFIG]["fanout"]["timed_out"] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "bound", "met"),
+    [
+        (0.8, None, True),
+        (1.0, None, False),
+        (None, None, None),
+        (0.8, "upper", True),  # at most 0.8
+        (1.0, "upper", None),  # at most 1.0: maybe under 0.9, maybe not
+        (0.8, "lower", None),  # at least 0.8: maybe over 0.9
+        (1.0, "lower", False),
+        (0.8, "unknown", None),
+    ],
+)
+def test_a_bounded_ratio_meets_or_misses_a_limit_only_when_the_bound_decides(
+    value: float | None, bound: str | None, met: bool | None
+) -> None:
+    assert within_limit(value, bound, 0.9) is met
+
+
+def test_writes_counted_until_a_cut_wait_for_running_are_a_lower_bound() -> None:
+    def writes(who: str, rep: int, cut: bool) -> dict[str, Any]:
+        api = {"by_verb_resource": {"update mpijobs/status": 2, "update configmaps": 1}}
+        return _fanout(who, rep, 150.0 if cut else 40.0, cut, api=api)
+
+    records = [writes("ours", rep, False) for rep in (0, 1)]
+    records += [writes("reference", rep, True) for rep in (0, 1)]
+    summary = summarize(records)
+    entry = summary[CONFIG]["fanout"]["status_config_writes"]
+    assert entry["ratio_ours_reference"] == 1.0
+    assert entry["ratio_ours_reference_bound"] == "upper"
+    assert entry["reference"]["lower_bounds"] == 2
+    [target] = [t for t in summary["targets"] if t["target"].startswith("fan-out status")]
+    assert (target["value"], target["bound"], target["met"]) == (1.0, "upper", None)
+    md = format_markdown({"generated": "x", "records": records, "summary": summary})
+    assert "discover_hosts.sh writes, ours/reference <= 0.9 | " in md
+    assert f"| {CONFIG} | ≤1.00 | open (a bound) |" in md
