@@ -46,11 +46,13 @@ INVALID_POD_TEMPLATE = "InvalidPodTemplate"
 @dataclass(frozen=True, slots=True)
 class Children:
     """The children the sync created or found: the launcher Job (if any), its pods, and
-    the worker pods."""
+    the worker pods. ``deleted``: uids of pods an earlier sync deleted whose deletion the
+    cache does not show yet (a failure ignored there is not judged again)."""
 
     launcher: Obj | None
     launcher_pods: Sequence[Obj]
     workers: Sequence[Obj]
+    deleted: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,7 @@ class StatusUpdate:
     write: bool = True
     stop_launcher: bool = False
     clean_up: bool = False
-    ignored: list[str] = field(default_factory=list)
+    ignored: list[tuple[str, str]] = field(default_factory=list)
     restart: bool = False
     requeue_after: float | None = None
 
@@ -165,8 +167,8 @@ def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: d
     succeeded = launcher is not None and is_job_succeeded(launcher)
     if policy is not None and not is_suspended(job) and not succeeded:
         # A launcher that succeeded after a retry leaves failed pods: not a failure.
-        judgement = restarts.judge(policy, job, launcher_pods, workers)
-        update.ignored = [m.failure.pod for m in judgement.decision.ignored]
+        judgement = restarts.judge(policy, job, launcher_pods, workers, children.deleted)
+        update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.decision.ignored]
         update.events += judgement.events
         launcher_pods, workers = judgement.launcher_pods, judgement.workers
         if judgement.decision.action is not None:

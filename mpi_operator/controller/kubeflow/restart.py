@@ -76,23 +76,41 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
 
 
 def judge(
-    policy: FailurePolicy, job: MPIJob, launcher_pods: Sequence[Obj], workers: Sequence[Obj]
+    policy: FailurePolicy,
+    job: MPIJob,
+    launcher_pods: Sequence[Obj],
+    workers: Sequence[Obj],
+    deleted: frozenset[str] = frozenset(),
 ) -> Judgement:
-    """Decides on the failed pods of the current attempt (pure)."""
+    """Decides on the failed pods of the current attempt (pure). Pods whose uid is in
+    ``deleted`` (an earlier sync deleted them, ignoring their failure) are left out."""
     attempt = restart_attempt(job)
+    launcher_pods = [p for p in launcher_pods if _uid(p) not in deleted]
+    workers = [w for w in workers if _uid(w) not in deleted]
     current = [w for w in workers if attempt_of(w) == attempt]
     decision = decide(policy, failed_pods([*current, *launcher_pods]), attempt)
     gone = {m.failure.uid for m in decision.ignored}
     events = [Event(WARNING, IGNORED_REASON, ignored_message(m)) for m in decision.ignored]
     return Judgement(
         decision,
-        [p for p in launcher_pods if p["metadata"].get("uid") not in gone],
-        [w for w in workers if w["metadata"].get("uid") not in gone],
+        [p for p in launcher_pods if _uid(p) not in gone],
+        [w for w in workers if _uid(w) not in gone],
         events,
     )
 
 
-async def recreate_ignored(ctx: SyncContext, job: MPIJob, names: Sequence[str]) -> None:
-    """Deletes the pods whose failure a rule ignores: the workers are recreated by the
-    next sync, a launcher pod by the Job controller."""
-    await run_all(*(delete(ctx, PODS, job.namespace, name, None) for name in names))
+def _uid(pod: Obj) -> str | None:
+    uid = pod["metadata"].get("uid")
+    return None if uid is None else str(uid)
+
+
+async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[str, str]]) -> None:
+    """Deletes the pods (name, uid) whose failure a rule ignores: the workers are
+    recreated by the next sync, a launcher pod by the Job controller. Their uids are
+    kept (:class:`~.expectations.DeletionExpectations`) so that a sync before the cache
+    shows the deletes does not judge, report and delete them again."""
+    if not pods:
+        return
+    key = f"{job.namespace}/{job.name}"
+    ctx.deletions.expect(key, (uid for _, uid in pods), ctx.clock.monotonic())
+    await run_all(*(delete(ctx, PODS, job.namespace, name, None) for name, _ in pods))

@@ -118,7 +118,10 @@ class MPIJobSyncer(Syncer[SyncContext]):
             uid = str(launcher["metadata"].get("uid") or "")
             launcher_pods = ctx.listers.pods.by_controller_uid(uid, job.namespace)
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
-        found = Children(launcher, launcher_pods, workers)
+        deleted: frozenset[str] = frozenset()
+        if job.spec.run_policy.failure_policy is not None:
+            deleted = ctx.deletions.pending(f"{job.namespace}/{job.name}", ctx.clock.monotonic())
+        found = Children(launcher, launcher_pods, workers, deleted)
         update = next_status(job, Facts(children=found), now)
         self._requeue_at_deadline(job, update.requeue_after)
         await self._apply(owner, job, update)

@@ -298,7 +298,25 @@ CASES = {
         [("Created", "True", "MPIJobCreated")],
         ["PodFailureIgnored"],
         {"replicaStatuses": {"Launcher": {}, "Worker": {"active": 1}}},
-        {"ignored": ["w0"]},
+        {"ignored": [("w0", "uid-w0")]},
+    ),
+    "a failure an earlier sync ignored, its pod still cached": Case(
+        make_job(
+            CREATED,
+            failurePolicy={"rules": [{"action": "Ignore", "onPodReasons": ["Evicted"]}]},
+        ),
+        Facts(
+            children=Children(
+                launcher(),
+                [],
+                [pod("w0", "Failed", reason="Evicted"), ready("w1", True)],
+                deleted=frozenset({"uid-w0"}),
+            )
+        ),
+        [("Created", "True", "MPIJobCreated")],
+        [],
+        {"replicaStatuses": {"Launcher": {}, "Worker": {"active": 1}}},
+        {"ignored": []},
     ),
     "a restart clearing the last attempt": Case(
         make_job({"conditions": CREATED["conditions"]}, failurePolicy=RESTART_POLICY),

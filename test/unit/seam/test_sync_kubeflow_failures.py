@@ -163,6 +163,32 @@ async def test_ignore_deletes_the_failed_pod_for_recreation_and_fails_nothing() 
     assert ("create", "pods", "pi-worker-1") in world.writes
 
 
+async def test_an_ignored_failure_is_judged_once_while_the_cache_still_shows_the_pod() -> None:
+    world = await running(MPIJobBuilder("pi").failure_policy(2, IGNORE_3))
+    fail_worker(world, 1, exit_code=3)
+    failed = world.cached("Pod", "pi-worker-1")
+    assert failed is not None
+    await world.sync()
+    assert world.events == [("Warning", "PodFailureIgnored")]
+    world.clear()
+    # The next sync runs before the informer shows the delete: nothing again.
+    world.add(failed)
+    await world.sync()
+    assert not [w for w in world.writes if w[1] == "pods"]
+    assert world.events == []
+    world.remove("Pod", "pi-worker-1")
+    await world.sync()
+    world.settle()
+    assert ("create", "pods", "pi-worker-1") in world.writes
+    world.clear()
+    # The pod made anew is another pod (another uid): its own failure is judged.
+    world.change("Pod", "pi-worker-1", {"metadata": {"uid": "uid-pi-worker-1-again"}})
+    fail_worker(world, 1, exit_code=3)
+    await world.sync()
+    assert ("delete", "pods", "pi-worker-1") in world.writes
+    assert world.events == [("Warning", "PodFailureIgnored")]
+
+
 async def test_a_launcher_that_succeeded_after_a_retry_is_not_a_failure() -> None:
     world = await running(MPIJobBuilder("pi").failure_policy(2))
     world.add(PodBuilder.of_job(world.cached("Job", LAUNCHER) or {}, "a0").failed().obj())
