@@ -36,8 +36,12 @@ FAIRNESS_METRIC = "small_job_pods_s"
 
 def is_lower_bound(rec: dict[str, Any], metric: str) -> bool:
     flag = LOWER_BOUNDS.get(metric)
-    present = metric in DERIVED or rec.get(metric) is not None
-    return flag is not None and bool(rec.get(flag)) and present
+    return flag is not None and bool(rec.get(flag)) and _measured(rec, metric)
+
+
+def _measured(rec: dict[str, Any], metric: str) -> bool:
+    """The record has ``metric``: a number of its own, or one derived from it."""
+    return metric in DERIVED or isinstance(rec.get(metric), (int, float))
 
 
 def within_limit(value: float | None, bound: str | None, limit: float) -> bool | None:
@@ -70,8 +74,7 @@ def ratio_bound(recs: list[dict[str, Any]], metric: str, a: str, b: str) -> str 
     ``"lower"``, ``"upper"`` or ``"unknown"`` (see the module docstring)."""
     by_rep: dict[tuple[Any, Any], dict[str, bool]] = defaultdict(dict)
     for r in recs:
-        measured = metric in DERIVED or isinstance(r.get(metric), (int, float))
-        if r["operator"] in (a, b) and measured:
+        if r["operator"] in (a, b) and _measured(r, metric):
             by_rep[(r.get("source"), r["rep"])][r["operator"]] = is_lower_bound(r, metric)
     directions = set()
     for pair in by_rep.values():

@@ -84,15 +84,22 @@ def format_summary(result: dict[str, Any]) -> str:
             lines.append(f"   {metric:26s} {meds}{ratio}")
     lines.append("== targets")
     for t in summary.get("targets", []):
-        v = "n/a" if t["value"] is None else f"{bound_prefix(t.get('bound'))}{t['value']:.3f}"
-        met = {True: "MET", False: "NOT MET", None: _open(t)}[t["met"]]
+        v, met = _target_cells(t, 3, ("MET", "NOT MET"))
         lines.append(f"   [{met}] {t['target']} ({t['config']}): {v}")
     return "\n".join(lines)
 
 
-def _open(target: dict[str, Any]) -> str:
-    """Why a target is neither met nor missed."""
-    return "not measured" if target["value"] is None else "open (a bound)"
+def _target_cells(
+    target: dict[str, Any], digits: int, verdicts: tuple[str, str]
+) -> tuple[str, str]:
+    """A target's measured value (with its bound's sign) and its verdict: ``verdicts``
+    for met and missed, else why it is neither."""
+    value = target["value"]
+    if value is None:
+        return "n/a", "not measured"
+    shown = f"{bound_prefix(target.get('bound'))}{value:.{digits}f}"
+    met = target["met"]
+    return shown, verdicts[0] if met else verdicts[1] if met is False else "open (a bound)"
 
 
 def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
@@ -105,8 +112,7 @@ def format_markdown(result: dict[str, Any], charts: Sequence[Path] = ()) -> str:
         lines += _scenario(config, scenario, sc)
     lines += ["### Targets", "", "| target | config | measured | met |", "|---|---|---:|---|"]
     for t in summary.get("targets", []):
-        v = "n/a" if t["value"] is None else f"{bound_prefix(t.get('bound'))}{t['value']:.2f}"
-        met = {True: "yes", False: "**no**", None: _open(t)}[t["met"]]
+        v, met = _target_cells(t, 2, ("yes", "**no**"))
         lines.append(f"| {t['target']} | {t['config']} | {v} | {met} |")
     if charts:
         lines += ["", "Charts:", ""]

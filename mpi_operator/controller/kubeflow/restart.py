@@ -85,23 +85,18 @@ def judge(
     """Decides on the failed pods of the current attempt (pure). Pods whose uid is in
     ``deleted`` (an earlier sync deleted them, ignoring their failure) are left out."""
     attempt = restart_attempt(job)
-    launcher_pods = [p for p in launcher_pods if _uid(p) not in deleted]
-    workers = [w for w in workers if _uid(w) not in deleted]
+    launcher_pods = [p for p in launcher_pods if p["metadata"].get("uid") not in deleted]
+    workers = [w for w in workers if w["metadata"].get("uid") not in deleted]
     current = [w for w in workers if attempt_of(w) == attempt]
     decision = decide(policy, failed_pods([*current, *launcher_pods]), attempt)
     gone = {m.failure.uid for m in decision.ignored}
     events = [Event(WARNING, IGNORED_REASON, ignored_message(m)) for m in decision.ignored]
     return Judgement(
         decision,
-        [p for p in launcher_pods if _uid(p) not in gone],
-        [w for w in workers if _uid(w) not in gone],
+        [p for p in launcher_pods if p["metadata"].get("uid") not in gone],
+        [w for w in workers if w["metadata"].get("uid") not in gone],
         events,
     )
-
-
-def _uid(pod: Obj) -> str | None:
-    uid = pod["metadata"].get("uid")
-    return None if uid is None else str(uid)
 
 
 async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[str, str]]) -> None:

@@ -120,7 +120,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
         deleted: frozenset[str] = frozenset()
         if job.spec.run_policy.failure_policy is not None:
-            deleted = ctx.deletions.pending(f"{job.namespace}/{job.name}", ctx.clock.monotonic())
+            deleted = ctx.deletions.pending(owner.key, ctx.clock.monotonic())
         found = Children(launcher, launcher_pods, workers, deleted)
         update = next_status(job, Facts(children=found), now)
         self._requeue_at_deadline(job, update.requeue_after)
