@@ -7,7 +7,7 @@
 * ``deploy/v2beta1/mpi-operator.yaml``: the ``standalone`` overlay in one file
   (Namespace, CRD, ServiceAccount, RBAC, Deployment) for ``kubectl apply -f``.
   The base files already name namespace ``mpi-operator``, the standalone
-  overlay's, so the file is the sources concatenated; ``test/e2e/test_deploy.py``
+  overlay's, so the file is the sources concatenated; ``test/e2e/test_deploy_dry_run.py``
   checks that ``kubectl kustomize manifests/overlays/standalone`` yields the
   same objects.
 

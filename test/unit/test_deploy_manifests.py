@@ -1,6 +1,6 @@
 """Static checks of the install manifests (deploy/, manifests/): up to date with
 crd/, hardened Deployment, least-privilege RBAC. The e2e suite
-(test/e2e/test_deploy.py) applies them to a real API server."""
+(test/e2e/test_deploy_dry_run.py, test_deploy_rbac.py) applies them to a real API server."""
 
 from __future__ import annotations
 

@@ -1,22 +1,16 @@
-"""The install manifests against real API servers.
+"""The install manifests' RBAC is sufficient, and no more.
 
-* deploy/v2beta1/mpi-operator.yaml and every kustomize overlay (standalone, kubeflow,
-  namespaced, t9k, monitoring; the t9k component on the namespaced overlay; an image
-  set by a user's kustomization) pass a server-side dry run, the PodMonitor against a
-  minimal CRD of its own; the standalone overlay builds to exactly the single file;
-  so do deploy/monitoring's kube-state-metrics RBAC and ConfigMap.
-* RBAC is sufficient: the operator runs under the manifests' own ServiceAccount
-  (also with the t9k component's rules, running a T9k MPIJob)
-  (a token minted with ``kubectl create token``), cluster-wide as the Deployment
-  runs it, with the namespaced overlay's Role, and with gang scheduling, and runs
-  the pi example to Succeeded with no authorization failure in its log nor in the
-  API server's audit log (the session cluster audits every ServiceAccount).
+The operator runs under the manifests' own ServiceAccount (a token minted with
+``kubectl create token``), also with the t9k component's rules running a T9k MPIJob:
+cluster-wide as the Deployment runs it, with the namespaced overlay's Role, and with
+gang scheduling. It runs the pi example to Succeeded with no authorization failure in
+its log nor in the API server's audit log (the session cluster audits every
+ServiceAccount). (test_deploy_dry_run.py passes the manifests through a dry run.)
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -25,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from deploy_support import OVERLAYS, RBAC_KINDS, T9K_CRD_NAME, kustomize, user_kustomization
 from examples_support import (
     DEPLOY,
     EXAMPLES,
@@ -44,295 +39,7 @@ from devcluster import LocalCluster
 from devcluster.audit import audit_code, audit_user
 from devcluster.testing import OperatorProcess, wait_until
 
-OVERLAYS = ROOT / "manifests" / "overlays"
-COMPONENTS = ROOT / "manifests" / "components"
-MONITORING = ROOT / "deploy" / "monitoring"
-T9K_CRD_NAME = "mpijobs.batch.tensorstack.dev"
-T9K_GROUPS = {"batch.tensorstack.dev", "scheduler.tensorstack.dev"}
-# The Prometheus Operator's PodMonitor, reduced to a structural schema that keeps
-# everything: enough for the API server to serve (and dry-run) the monitoring overlay.
-POD_MONITOR_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "podmonitors.monitoring.coreos.com"},
-    "spec": {
-        "group": "monitoring.coreos.com",
-        "names": {
-            "kind": "PodMonitor",
-            "listKind": "PodMonitorList",
-            "plural": "podmonitors",
-            "singular": "podmonitor",
-        },
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
-RBAC_KINDS = {
-    "Namespace",
-    "ServiceAccount",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "Role",
-    "RoleBinding",
-}
 DENIED = re.compile(r"forbidden|\b403\b[ :]|\(403\)|unauthorized", re.IGNORECASE)
-# Over this size the last-applied annotation of a client-side apply is too long.
-CLIENT_SIDE_APPLY_LIMIT = 262144
-
-
-def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
-    meta = obj["metadata"]
-    return (obj["kind"], meta.get("namespace", ""), meta["name"])
-
-
-def _kustomize(cluster: LocalCluster, path: Path) -> list[dict[str, Any]]:
-    out = cluster.kubectl("kustomize", str(path)).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
-
-
-def _ensure_namespace(cluster: LocalCluster, name: str) -> None:
-    cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-
-
-def _wrapper(tmp_path: Path, **kustomization: Any) -> Path:
-    """A kustomization of a user's own in ``tmp_path`` (kustomize takes relative paths
-    only: absolute ones given here are made relative)."""
-    wrapper = tmp_path / "kustomize"
-    wrapper.mkdir(exist_ok=True)
-    for key in ("resources", "components"):
-        if key in kustomization:
-            kustomization[key] = [os.path.relpath(p, wrapper) for p in kustomization[key]]
-    (wrapper / "kustomization.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                **kustomization,
-            }
-        )
-    )
-    return wrapper
-
-
-def _server_dry_run(cluster: LocalCluster, objects: list[dict[str, Any]]) -> str:
-    return cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--dry-run=server",
-        "-f",
-        "-",
-        input=yaml.safe_dump_all(objects),
-    ).stdout
-
-
-def _t9k_grants(role: dict[str, Any]) -> set[tuple[str, str, str]]:
-    return {
-        (group, resource, verb)
-        for rule in role["rules"]
-        for group in rule["apiGroups"]
-        if group in T9K_GROUPS
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-    }
-
-
-T9K_GRANTS = {
-    ("batch.tensorstack.dev", "mpijobs", "list"),
-    ("batch.tensorstack.dev", "mpijobs", "watch"),
-    ("batch.tensorstack.dev", "mpijobs/status", "update"),
-    ("batch.tensorstack.dev", "mpijobs/finalizers", "update"),
-    ("scheduler.tensorstack.dev", "podgroups", "get"),
-    ("scheduler.tensorstack.dev", "podgroups", "list"),
-    ("scheduler.tensorstack.dev", "podgroups", "watch"),
-    ("scheduler.tensorstack.dev", "podgroups", "create"),
-    ("scheduler.tensorstack.dev", "podgroups", "update"),
-    ("scheduler.tensorstack.dev", "podgroups", "patch"),
-}
-
-
-@pytest.fixture
-def pod_monitor_crd(api_cluster: LocalCluster) -> Iterator[None]:
-    name = POD_MONITOR_CRD["metadata"]["name"]  # type: ignore[index]
-    preinstalled = api_cluster.kubectl("get", "crd", name, check=False).returncode == 0
-    api_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(POD_MONITOR_CRD))
-    api_cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
-    try:
-        yield
-    finally:
-        if not preinstalled:
-            api_cluster.kubectl("delete", "crd", name, "--ignore-not-found", "--wait=false")
-
-
-# -- the manifests on an API server ------------------------------------------------------
-
-
-def test_deploy_file_passes_a_server_dry_run(api_cluster: LocalCluster) -> None:
-    # A dry run creates nothing, so the namespaced objects need their namespace.
-    _ensure_namespace(api_cluster, "mpi-operator")
-    out = api_cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", str(DEPLOY)
-    ).stdout
-    for kind, _, name in map(_key, docs(DEPLOY)):
-        assert name in out, f"{kind}/{name} missing from: {out}"
-
-
-def test_client_side_apply(api_cluster: LocalCluster) -> None:
-    """Plain ``kubectl apply -f`` takes everything but a CRD whose JSON exceeds the
-    limit of the last-applied annotation: hence ``--server-side`` in the docs."""
-    _ensure_namespace(api_cluster, "mpi-operator")
-    objects = docs(DEPLOY)
-    crd = next(o for o in objects if o["kind"] == "CustomResourceDefinition")
-    rest = [o for o in objects if o is not crd]
-    out = api_cluster.kubectl(
-        "apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(rest)
-    ).stdout
-    for kind, _, name in map(_key, rest):
-        assert name in out, f"{kind}/{name} missing from: {out}"
-    result = api_cluster.kubectl(
-        "apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump(crd), check=False
-    )
-    if len(json.dumps(crd)) > CLIENT_SIDE_APPLY_LIMIT:
-        assert result.returncode != 0 and "Too long" in result.stderr, result
-    else:
-        assert result.returncode == 0, result.stderr
-
-
-@pytest.mark.parametrize("overlay", ["standalone", "kubeflow", "namespaced", "t9k", "monitoring"])
-def test_overlay_builds_and_passes_a_server_dry_run(
-    api_cluster: LocalCluster, pod_monitor_crd: None, overlay: str
-) -> None:
-    objects = _kustomize(api_cluster, OVERLAYS / overlay)
-    namespace = "kubeflow" if overlay == "kubeflow" else "mpi-operator"
-    _ensure_namespace(api_cluster, namespace)
-    for obj in objects:
-        if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding", "Deployment"):
-            assert obj["metadata"]["namespace"] == namespace
-        for subject in obj.get("subjects") or []:
-            assert subject["namespace"] == namespace
-    deployment = next(o for o in objects if o["kind"] == "Deployment")
-    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
-    kinds = {o["kind"] for o in objects}
-    if overlay == "namespaced":
-        assert "--namespace=$(POD_NAMESPACE)" in args
-        assert "ClusterRoleBinding" not in kinds
-        role = next(
-            o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == "mpi-operator"
-        )
-        assert role["metadata"]["namespace"] == namespace
-    else:
-        assert not any(a.startswith("--namespace") for a in args)
-        assert "ClusterRoleBinding" in kinds
-    role = (
-        next(
-            o
-            for o in objects
-            if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "mpi-operator"
-        )
-        if overlay != "namespaced"
-        else None
-    )
-    crds = {o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition"}
-    if overlay == "t9k":
-        assert crds == {"mpijobs.kubeflow.org", T9K_CRD_NAME}
-        assert role is not None and _t9k_grants(role) == T9K_GRANTS
-    else:
-        assert crds == {"mpijobs.kubeflow.org"}
-        assert role is None or _t9k_grants(role) == set()
-    monitors = [o for o in objects if o["kind"] in ("PodMonitor", "Service")]
-    if overlay == "monitoring":
-        assert {(o["kind"], o["metadata"]["namespace"]) for o in monitors} == {
-            ("PodMonitor", namespace),
-            ("Service", namespace),
-        }
-    else:
-        assert monitors == []
-    out = _server_dry_run(api_cluster, objects)
-    for kind, _, name in map(_key, objects):
-        assert name in out, f"{kind}/{name} missing from: {out}"
-
-
-def test_t9k_component_on_the_namespaced_overlay(api_cluster: LocalCluster, tmp_path: Path) -> None:
-    """The component's rules go to the operator's Role when there is no ClusterRole."""
-    wrapper = _wrapper(
-        tmp_path, resources=[OVERLAYS / "namespaced"], components=[COMPONENTS / "t9k"]
-    )
-    objects = _kustomize(api_cluster, wrapper)
-    role = next(
-        o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == "mpi-operator"
-    )
-    assert _t9k_grants(role) == T9K_GRANTS
-    assert not [
-        o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "mpi-operator"
-    ]
-    assert T9K_CRD_NAME in {o["metadata"]["name"] for o in objects}
-    _ensure_namespace(api_cluster, "mpi-operator")
-    _server_dry_run(api_cluster, objects)
-
-
-def test_users_kustomization_sets_the_image(api_cluster: LocalCluster, tmp_path: Path) -> None:
-    """The README's install: a kustomization of one's own with an `images:` entry."""
-    wrapper = _wrapper(
-        tmp_path,
-        resources=[OVERLAYS / "standalone"],
-        images=[
-            {
-                "name": "mpi-operator-python",
-                "newName": "registry.example.org/team/mpi-operator-python",
-                "newTag": "0.1.0",
-            }
-        ],
-    )
-    objects = _kustomize(api_cluster, wrapper)
-    deployment = next(o for o in objects if o["kind"] == "Deployment")
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert container["image"] == "registry.example.org/team/mpi-operator-python:0.1.0"
-    _ensure_namespace(api_cluster, "mpi-operator")
-    _server_dry_run(api_cluster, objects)
-
-
-def test_kube_state_metrics_files_pass_a_server_dry_run(api_cluster: LocalCluster) -> None:
-    """The README's commands for kube-state-metrics: its RBAC, and its configuration as a
-    ConfigMap (kube-system stands for the namespace kube-state-metrics runs in)."""
-    out = api_cluster.kubectl(
-        "apply", "--dry-run=server", "-f", str(MONITORING / "kube-state-metrics-rbac.yaml")
-    ).stdout
-    assert "clusterrole.rbac.authorization.k8s.io/kube-state-metrics-mpijobs" in out
-    out = api_cluster.kubectl(
-        "create",
-        "configmap",
-        "kube-state-metrics-mpijobs",
-        "--namespace=kube-system",
-        f"--from-file={MONITORING / 'kube-state-metrics.yaml'}",
-        "--dry-run=server",
-        "-o",
-        "yaml",
-    ).stdout
-    data = yaml.safe_load(out)["data"]
-    assert data["kube-state-metrics.yaml"] == (MONITORING / "kube-state-metrics.yaml").read_text()
-
-
-def test_standalone_overlay_is_the_single_file(api_cluster: LocalCluster) -> None:
-    built = {_key(o): o for o in _kustomize(api_cluster, OVERLAYS / "standalone")}
-    single = {_key(o): o for o in docs(DEPLOY)}
-    assert built.keys() == single.keys()
-    for key, obj in single.items():
-        assert built[key] == obj, key
-
-
-# -- the operator under its own ServiceAccount --------------------------------------------
 
 
 def _rbac_objects(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -482,22 +189,12 @@ def test_operator_runs_pi_under_the_namespaced_role(
     """The namespaced overlay's Role and ServiceAccount, moved into a test namespace
     by a kustomization on top of the overlay; the operator watches only there."""
     ns = full_namespace
-    wrapper = tmp_path / "kustomize"
-    wrapper.mkdir()
-    (wrapper / "kustomization.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                "namespace": ns,
-                # kustomize takes relative paths only.
-                "resources": [os.path.relpath(OVERLAYS / "namespaced", wrapper)],
-            }
-        )
+    kustomization_dir = user_kustomization(
+        tmp_path, namespace=ns, resources=[OVERLAYS / "namespaced"]
     )
     objects = [
         o
-        for o in _rbac_objects(_kustomize(full_cluster, wrapper))
+        for o in _rbac_objects(kustomize(full_cluster, kustomization_dir))
         if o["kind"] in ("ServiceAccount", "Role", "RoleBinding")
     ]
     assert {o["metadata"]["name"] for o in objects if o["kind"] == "Role"} == {
@@ -604,7 +301,7 @@ def test_operator_serves_t9k_jobs_under_the_t9k_component(
     and `kubectl get tmj` / `mpij` name each kind without ambiguity."""
     ns = full_namespace
     preinstalled = full_cluster.kubectl("get", "crd", T9K_CRD_NAME, check=False).returncode == 0
-    objects = _kustomize(full_cluster, OVERLAYS / "t9k")
+    objects = kustomize(full_cluster, OVERLAYS / "t9k")
     installed = [
         o
         for o in objects
