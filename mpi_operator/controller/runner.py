@@ -5,6 +5,11 @@ time (the queue guarantees it), a failed sync is retried with per-key
 exponential backoff (``add_rate_limited``) and a successful one clears that
 backoff (``forget``). Shared by the Kubeflow and the T9k controllers.
 
+A sync may hand off its tail, the status write that ends it
+(:mod:`mpi_operator.controller.core.tail`): the worker then takes the next key while
+the tail runs, at most one tail per worker, and the key is done, forgotten or
+requeued once its tail is.
+
 While the API server cannot be reached, a key's backoff stops growing at
 :data:`UNAVAILABLE_RETRY_CAP`, so every job catches up within that long of the
 server coming back, even if no informer event arrives for it.
@@ -22,6 +27,7 @@ from prometheus_client import Histogram
 
 from mpi_operator.client import RateLimitingQueue
 from mpi_operator.client.errors import NETWORK_ERRORS, ApiError, is_server_unavailable
+from mpi_operator.controller.core import tail
 from mpi_operator.controller.core.missing_crd import RETRY_CAP as MISSING_CRD_RETRY_CAP
 from mpi_operator.controller.core.missing_crd import MissingCRDError
 from mpi_operator.controller.failures import SyncFailures
@@ -47,8 +53,13 @@ class SyncRunner:
         self._duration = duration
         self.failures = failures
         self._workers: list[asyncio.Task[None]] = []
+        self._tails: set[asyncio.Task[None]] = set()
+        # At most one tail per worker in flight: a worker whose last tail is still
+        # running waits for it before taking another key's.
+        self._tail_slots = asyncio.Semaphore(1)
 
     def start(self, threadiness: int) -> None:
+        self._tail_slots = asyncio.Semaphore(max(threadiness, 1))
         for i in range(max(threadiness, 1)):
             task = asyncio.create_task(self._run_worker(), name=f"{self.name}-worker-{i}")
             self._workers.append(task)
@@ -56,6 +67,11 @@ class SyncRunner:
     @property
     def workers(self) -> int:
         return len(self._workers)
+
+    @property
+    def tails_in_flight(self) -> int:
+        """Keys whose sync has returned and whose tail still runs."""
+        return len(self._tails)
 
     async def _run_worker(self) -> None:
         while await self.process_next_work_item():
@@ -66,28 +82,57 @@ class SyncRunner:
         if shutdown or key is None:
             return False
         started = time.perf_counter()
-        result = "success"
+        error: Exception | None = None
         try:
-            await self._sync(key)
-            self.queue.forget(key)
-            if self.failures is not None:
-                self.failures.forget(key)
+            with tail.collecting() as tails:
+                await self._sync(key)
         except asyncio.CancelledError:
+            self.queue.done(key)
             raise
         except Exception as err:
-            result = "error"
-            self._requeue_failed(key, err)
-            if self.failures is not None:
-                self.failures.failed(key, err)
-            expected = isinstance(err, (ApiError, MissingCRDError, *NETWORK_ERRORS))
-            (log.warning if expected else log.error)(
-                "sync failed; retrying",
-                controller=self.name,
-                mpijob=key,
-                error=str(err)[:500] or repr(err),
-                requeues=self.queue.num_requeues(key),
-                exc_info=not expected,
-            )
+            error = err
+        if error is None and tails:
+            # Deviation: a client-go worker finishes the whole sync before its next Get;
+            # ours takes the next key while this one's tail (its status write) runs, the
+            # key still processing until the tail is done (see core.tail).
+            try:
+                await self._tail_slots.acquire()
+            except asyncio.CancelledError:
+                self.queue.done(key)
+                raise
+            task = asyncio.create_task(self._finish_tails(key, started, tails))
+            self._tails.add(task)
+            task.add_done_callback(self._tails.discard)
+        else:
+            self._finish(key, started, error)
+        return True
+
+    async def _finish_tails(self, key: str, started: float, tails: list[tail.HandedOff]) -> None:
+        error: Exception | None = None
+        try:
+            for handed in tails:
+                await tail.run(handed)
+        except asyncio.CancelledError:
+            self.queue.done(key)
+            raise
+        except Exception as err:
+            error = err
+        finally:
+            self._tail_slots.release()
+        self._finish(key, started, error)
+
+    def _finish(self, key: str, started: float, error: Exception | None) -> None:
+        """Forgets the key's backoff after a success, or requeues it with backoff after
+        a failure; the key is done either way."""
+        result = "success"
+        try:
+            if error is None:
+                self.queue.forget(key)
+                if self.failures is not None:
+                    self.failures.forget(key)
+            else:
+                result = "error"
+                self._report_failure(key, error)
         finally:
             self.queue.done(key)
             elapsed = time.perf_counter() - started
@@ -95,7 +140,20 @@ class SyncRunner:
         log.debug(
             "synced", controller=self.name, mpijob=key, seconds=round(elapsed, 4), result=result
         )
-        return True
+
+    def _report_failure(self, key: str, err: Exception) -> None:
+        self._requeue_failed(key, err)
+        if self.failures is not None:
+            self.failures.failed(key, err)
+        expected = isinstance(err, (ApiError, MissingCRDError, *NETWORK_ERRORS))
+        (log.warning if expected else log.error)(
+            "sync failed; retrying",
+            controller=self.name,
+            mpijob=key,
+            error=str(err)[:500] or repr(err),
+            requeues=self.queue.num_requeues(key),
+            exc_info=not expected,
+        )
 
     def _requeue_failed(self, key: str, err: Exception) -> None:
         if is_server_unavailable(err):
@@ -112,13 +170,19 @@ class SyncRunner:
         self.queue.add_after(key, min(delay, cap))
 
     async def stop(self, drain_seconds: float) -> None:
-        """Lets in-flight syncs finish (up to ``drain_seconds``), then cancels the rest."""
+        """Lets in-flight syncs and their tails finish (up to ``drain_seconds``), then
+        cancels the rest."""
         self.queue.shut_down()
         if not self._workers:
             return
+        deadline = time.monotonic() + drain_seconds
         _, pending = await asyncio.wait(self._workers, timeout=drain_seconds)
+        running = set(self._tails)
+        if running:
+            _, late = await asyncio.wait(running, timeout=max(deadline - time.monotonic(), 0.0))
+            pending |= late
         for task in pending:
             task.cancel()
-        for task in self._workers:
+        for task in (*self._workers, *running):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task

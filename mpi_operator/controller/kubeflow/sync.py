@@ -30,6 +30,7 @@ from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.builders.kubeflow.worker import worker_replicas
 from mpi_operator.client import MPIJOBS
 from mpi_operator.client.kubeapi import ApiError
+from mpi_operator.controller.core import tail
 from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import is_job_finished
@@ -170,9 +171,14 @@ class MPIJobSyncer(Syncer[SyncContext]):
             await ttl.collect(ctx, job)
             return
         job.status = update.status
+        await tail.finish(lambda: self._write_status_then_restart(owner, job, update))
+
+    async def _write_status_then_restart(
+        self, owner: Owner, job: MPIJob, update: StatusUpdate
+    ) -> None:
         await self._write_status(owner, job, update)
         if update.restart:
-            await restarts.clear_stale(ctx, job)
+            await restarts.clear_stale(self.ctx, job)
 
     async def _sync_launcher_suspension(
         self, owner: Owner, job: MPIJob, launcher: Obj, workers: list[Obj]

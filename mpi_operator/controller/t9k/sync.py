@@ -34,6 +34,7 @@ from mpi_operator.builders.t9k.pods import (
     pod_run_mode,
     run_mode,
 )
+from mpi_operator.controller.core import tail
 from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import get_condition, is_terminating, pod_phase
@@ -91,7 +92,8 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         update = next_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
         if update.finished:
             await self._clean_up_workers(owner, job, pods)
-        await write_status(ctx, owner, T9K_MPIJOBS, dump_status(update.status), update.events)
+        new_status = dump_status(update.status)
+        await tail.finish(lambda: write_status(ctx, owner, T9K_MPIJOBS, new_status, update.events))
 
     async def _create_missing_pods(
         self, owner: Owner, job: MPIJob, pods: dict[str, Obj]

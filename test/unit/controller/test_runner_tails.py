@@ -1,0 +1,144 @@
+"""A sync's tail (core.tail): the worker goes on to the next key while the tail of
+the last one runs; the key stays processing until the tail is done; a failed tail is
+retried like a failed sync."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+from prometheus_client import CollectorRegistry, Histogram
+
+from mpi_operator.client.clock import FakeClock
+from mpi_operator.client.errors import ApiError
+from mpi_operator.client.workqueue import RateLimitingQueue
+from mpi_operator.controller.core import tail
+from mpi_operator.controller.runner import SyncRunner
+
+A, B = "ns/a", "ns/b"
+DEADLINE = 5.0
+
+
+class TailedSync:
+    """A sync that records its keys and hands off a tail that waits for ``release``
+    (for the keys in ``held``) and then raises ``tail_error`` if set."""
+
+    def __init__(self, held: set[str]) -> None:
+        self.held = held
+        self.release = asyncio.Event()
+        self.synced: list[str] = []
+        self.tails_done: list[str] = []
+        self.tail_error: Exception | None = None
+
+    async def __call__(self, key: str) -> None:
+        self.synced.append(key)
+
+        async def finish() -> None:
+            if key in self.held:
+                await self.release.wait()
+            if self.tail_error is not None:
+                raise self.tail_error
+            self.tails_done.append(key)
+
+        await tail.finish(finish)
+
+
+class Runner:
+    def __init__(self, sync: TailedSync) -> None:
+        self.clock = FakeClock()
+        self.registry = CollectorRegistry()
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
+            "t", clock=self.clock, registry=self.registry
+        )
+        duration = Histogram("sync_seconds", "", ["result"], registry=self.registry)
+        self.runner = SyncRunner("t", self.queue, sync, duration)
+
+    def syncs(self, result: str) -> float:
+        value = self.registry.get_sample_value("sync_seconds_count", {"result": result})
+        return value or 0.0
+
+
+def new_runner(sync: TailedSync) -> tuple[SyncRunner, RateLimitingQueue[str], Runner]:
+    r = Runner(sync)
+    return r.runner, r.queue, r
+
+
+async def until(predicate: Callable[[], bool], what: str) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+async def test_the_worker_syncs_the_next_key_while_the_last_ones_tail_runs() -> None:
+    sync = TailedSync(held={A})
+    runner, queue, _ = new_runner(sync)
+    queue.add(A)
+    # Returns while A's tail waits (a runner that awaited the tail would time out).
+    assert await asyncio.wait_for(runner.process_next_work_item(), DEADLINE)
+    assert sync.synced == [A] and sync.tails_done == []
+    assert runner.tails_in_flight == 1
+    queue.add(B)
+    # B has no held tail; its own tail waits for a slot only while A's holds it, so
+    # run the worker as a task and let A's tail go once B has been synced.
+    worker = asyncio.create_task(runner.process_next_work_item())
+    await until(lambda: sync.synced == [A, B], "B synced while A's tail runs")
+    assert sync.tails_done == []
+    sync.release.set()
+    assert await asyncio.wait_for(worker, DEADLINE)
+    await until(lambda: runner.tails_in_flight == 0, "both tails done")
+    assert sync.tails_done == [A, B]
+
+
+async def test_a_key_whose_tail_runs_is_not_synced_again_until_the_tail_is_done() -> None:
+    sync = TailedSync(held={A})
+    runner, queue, _ = new_runner(sync)
+    queue.add(A)
+    assert await asyncio.wait_for(runner.process_next_work_item(), DEADLINE)
+    queue.add(A)  # an event for A while its tail still runs
+    assert len(queue) == 0, "A is still processing: it waits, as in client-go's queue"
+    sync.release.set()
+    await until(lambda: len(queue) == 1, "A queued again once its tail is done")
+    assert sync.tails_done == [A]
+
+
+async def test_a_failed_tail_is_retried_with_backoff_as_a_failed_sync() -> None:
+    sync = TailedSync(held=set())
+    sync.tail_error = ApiError(500, {"reason": "InternalError"})
+    runner, queue, r = new_runner(sync)
+    queue.add(A)
+    assert await runner.process_next_work_item()
+    await until(lambda: runner.tails_in_flight == 0, "the tail done")
+    assert queue.num_requeues(A) == 1
+    assert (r.syncs("error"), r.syncs("success")) == (1, 0)
+    sync.tail_error = None
+    r.clock.step(1.0)
+    await until(lambda: len(queue) == 1, "A retried after its backoff")
+    assert await runner.process_next_work_item()
+    await until(lambda: runner.tails_in_flight == 0, "the second tail done")
+    assert queue.num_requeues(A) == 0, "a tail that succeeds clears the backoff"
+    assert r.syncs("success") == 1
+    assert sync.tails_done == [A]
+
+
+async def test_without_a_runner_the_tail_runs_within_the_sync() -> None:
+    sync = TailedSync(held=set())
+    await sync(A)
+    assert sync.tails_done == [A]
+
+
+@pytest.mark.parametrize("drain", [DEADLINE, 0.05])
+async def test_stop_lets_a_running_tail_finish_within_the_drain_time(drain: float) -> None:
+    sync = TailedSync(held={A})
+    runner, queue, _ = new_runner(sync)
+    runner.start(1)
+    queue.add(A)
+    await until(lambda: runner.tails_in_flight == 1, "A's tail running")
+    if drain == DEADLINE:
+        asyncio.get_running_loop().call_later(0.1, sync.release.set)
+    await runner.stop(drain)
+    assert runner.tails_in_flight == 0
+    assert sync.tails_done == ([A] if drain == DEADLINE else [])
