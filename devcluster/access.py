@@ -105,10 +105,7 @@ class ClusterAccess:
 
     def ensure(self, obj: dict[str, Any]) -> None:
         """Create ``obj`` (a cluster-scoped core/v1 or group object) unless it exists."""
-        path = _collection_path(obj)
-        status, body = self.request("POST", path, obj)
-        if status not in (200, 201, 409):
-            raise ClusterError(f"creating {obj['kind']} {obj['metadata']['name']}: {status} {body}")
+        self._create_unless_exists(_collection_path(obj), obj)
 
     def apply(self, obj: dict[str, Any]) -> None:
         """Server-side apply ``obj`` (cluster-scoped), forcing ownership."""
@@ -155,16 +152,32 @@ class ClusterAccess:
         self.request("DELETE", f"/api/v1/namespaces/{name}")
 
     def cluster_admin_service_account(self, namespace: str, account: str) -> None:
-        """Creates ``namespace`` (if missing) and a ServiceAccount bound to cluster-admin."""
+        """Creates ``namespace``, a ServiceAccount in it and its binding to cluster-admin,
+        each unless it exists (a cluster restarted on its old data has them)."""
         self.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        self.kubectl("-n", namespace, "create", "serviceaccount", account)
-        self.kubectl(
-            "create",
-            "clusterrolebinding",
-            f"{namespace}-{account}-admin",
-            "--clusterrole=cluster-admin",
-            f"--serviceaccount={namespace}:{account}",
+        self._create_unless_exists(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}},
         )
+        self._create_unless_exists(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": f"{namespace}-{account}-admin"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "cluster-admin",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+            },
+        )
+
+    def _create_unless_exists(self, path: str, obj: dict[str, Any]) -> None:
+        status, body = self.request("POST", path, obj)
+        if status not in (200, 201, 409):
+            raise ClusterError(f"creating {obj['kind']} {obj['metadata']['name']}: {status} {body}")
 
     def token_kubeconfig(
         self, namespace: str, account: str, path: Path, duration: str = "2h"

@@ -147,6 +147,20 @@ def test_serviceaccount_token_and_rbac(
     assert "unauthorized" in out.stderr.lower()
 
 
+def test_a_cluster_admin_service_account_may_be_asked_for_twice(
+    api_cluster: LocalCluster, namespace: str
+) -> None:
+    """A cluster restarted on its old data already has the account and its binding."""
+    for _ in range(2):
+        api_cluster.cluster_admin_service_account(namespace, "admin-robot")
+    user = f"--as=system:serviceaccount:{namespace}:admin-robot"
+    can = api_cluster.kubectl("auth", "can-i", "delete", "nodes", user, check=False)
+    assert can.stdout.strip() == "yes", can.stderr
+    api_cluster.kubectl(
+        "delete", "clusterrolebinding", f"{namespace}-admin-robot-admin", "--ignore-not-found"
+    )
+
+
 def test_stop_start_restart_apiserver(api_cluster: LocalCluster, namespace: str) -> None:
     api_cluster.kubectl("create", "configmap", "survivor", "--from-literal=a=1", "-n", namespace)
     api_cluster.stop_apiserver()
