@@ -87,15 +87,30 @@ def cluster_wide_rbac(full_cluster: LocalCluster) -> Iterator[list[dict[str, Any
         )
         yield objects
     finally:
-        cluster_scoped = [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
-        full_cluster.kubectl(
-            "delete",
-            "--ignore-not-found",
-            "--wait=false",
-            "-f",
-            "-",
-            input=yaml.safe_dump_all(cluster_scoped),
-        )
+        _delete_cluster_scoped(full_cluster, objects)
+
+
+def _assert_nothing_denied(
+    cluster: LocalCluster, proc: OperatorProcess, audit_start: int, user: str
+) -> None:
+    """No authorization failure in the operator's log, and ``user`` made requests since
+    ``audit_start`` of which the API server's audit log shows none answered 401/403."""
+    assert _denials(proc) == []
+    assert _audited(cluster, audit_start, user) > 0
+    assert _audit_denials(cluster, audit_start, user) == []
+
+
+def _delete_cluster_scoped(cluster: LocalCluster, objects: list[dict[str, Any]]) -> None:
+    """Deletes the ClusterRoles and ClusterRoleBindings among ``objects``."""
+    cluster_scoped = [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    cluster.kubectl(
+        "delete",
+        "--ignore-not-found",
+        "--wait=false",
+        "-f",
+        "-",
+        input=yaml.safe_dump_all(cluster_scoped),
+    )
 
 
 def _run_pi_to_success(
@@ -133,10 +148,7 @@ def test_operator_runs_pi_under_its_cluster_role(
     try:
         _run_pi_to_success(full_cluster, full_namespace, proc)
         stop_operator(proc)
-        assert _denials(proc) == []
-        user = _user("mpi-operator")
-        assert _audited(full_cluster, audit_start, user) > 0
-        assert _audit_denials(full_cluster, audit_start, user) == []
+        _assert_nothing_denied(full_cluster, proc, audit_start, _user("mpi-operator"))
         lease = json.loads(
             full_cluster.kubectl(
                 "get", "lease", "mpi-operator", "-n", "mpi-operator", "-o", "json"
@@ -174,10 +186,7 @@ def test_operator_with_gang_scheduling_under_its_cluster_role(
         podgroups = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
         wait_until(lambda: not items(full_cluster, podgroups), 30, "the PodGroup's deletion")
         stop_operator(proc)
-        assert _denials(proc) == []
-        user = _user("mpi-operator")
-        assert _audited(full_cluster, audit_start, user) > 0
-        assert _audit_denials(full_cluster, audit_start, user) == []
+        _assert_nothing_denied(full_cluster, proc, audit_start, _user("mpi-operator"))
     finally:
         proc.kill()
         print(f"--- operator log ---\n{proc.output()[-6000:]}")
@@ -210,9 +219,7 @@ def test_operator_runs_pi_under_the_namespaced_role(
     try:
         _run_pi_to_success(full_cluster, ns, proc)
         stop_operator(proc)
-        assert _denials(proc) == []
-        assert _audited(full_cluster, audit_start, _user(ns)) > 0
-        assert _audit_denials(full_cluster, audit_start, _user(ns)) == []
+        _assert_nothing_denied(full_cluster, proc, audit_start, _user(ns))
     finally:
         proc.kill()
         print(f"--- operator log ---\n{proc.output()[-6000:]}")
@@ -353,10 +360,7 @@ def test_operator_serves_t9k_jobs_under_the_t9k_component(
         assert "The workers and the MPI command. Required." in explain
         assert "Number of worker pods, 1 to 100000. Defaults to 1." in explain
         stop_operator(proc)
-        assert _denials(proc) == []
-        user = _user("mpi-operator")
-        assert _audited(full_cluster, audit_start, user) > 0
-        assert _audit_denials(full_cluster, audit_start, user) == []
+        _assert_nothing_denied(full_cluster, proc, audit_start, _user("mpi-operator"))
     finally:
         if proc is not None:
             proc.kill()
@@ -364,16 +368,6 @@ def test_operator_serves_t9k_jobs_under_the_t9k_component(
         full_cluster.kubectl(
             "delete", T9K_CRD_NAME, "--all", "-n", ns, "--ignore-not-found", "--wait=true"
         )
-        cluster_scoped = [
-            o for o in installed if o["kind"] in ("ClusterRole", "ClusterRoleBinding")
-        ]
-        full_cluster.kubectl(
-            "delete",
-            "--ignore-not-found",
-            "--wait=false",
-            "-f",
-            "-",
-            input=yaml.safe_dump_all(cluster_scoped),
-        )
+        _delete_cluster_scoped(full_cluster, installed)
         if not preinstalled:
             _remove_t9k_crd(full_cluster)
