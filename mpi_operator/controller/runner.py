@@ -152,7 +152,8 @@ class SyncRunner:
             mpijob=key,
             error=str(err)[:500] or repr(err),
             requeues=self.queue.num_requeues(key),
-            exc_info=not expected,
+            # The error itself, not True: this runs after its except block has ended.
+            exc_info=False if expected else err,
         )
 
     def _requeue_failed(self, key: str, err: Exception) -> None:

@@ -5,9 +5,10 @@ retried like a failed sync."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
+import structlog.testing
 from prometheus_client import CollectorRegistry, Histogram
 
 from mpi_operator.client.clock import FakeClock
@@ -45,7 +46,7 @@ class TailedSync:
 
 
 class Runner:
-    def __init__(self, sync: TailedSync) -> None:
+    def __init__(self, sync: Callable[[str], Awaitable[None]]) -> None:
         self.clock = FakeClock()
         self.registry = CollectorRegistry()
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
@@ -142,3 +143,27 @@ async def test_stop_lets_a_running_tail_finish_within_the_drain_time(drain: floa
     await runner.stop(drain)
     assert runner.tails_in_flight == 0
     assert sync.tails_done == ([A] if drain == DEADLINE else [])
+
+
+@pytest.mark.parametrize("in_tail", [False, True], ids=["sync", "tail"])
+async def test_an_unexpected_failure_is_logged_with_its_traceback(in_tail: bool) -> None:
+    """A bug (not an API or network error) is logged with the exception itself, so its
+    traceback is rendered, whether the sync or its tail raised it."""
+    bug = ValueError("a bug")
+
+    async def sync(key: str) -> None:
+        async def finish() -> None:
+            raise bug
+
+        if not in_tail:
+            raise bug
+        await tail.finish(finish)
+
+    r = Runner(sync)
+    r.queue.add(A)
+    with structlog.testing.capture_logs() as logs:
+        assert await r.runner.process_next_work_item()
+        await until(lambda: r.runner.tails_in_flight == 0, "the tail done")
+    (failed,) = [e for e in logs if e["event"] == "sync failed; retrying"]
+    assert failed["exc_info"] is bug
+    assert failed["log_level"] == "error"
