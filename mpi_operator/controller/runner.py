@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 import structlog
 from prometheus_client import Histogram
@@ -84,22 +84,16 @@ class SyncRunner:
         started = time.perf_counter()
         error: Exception | None = None
         try:
-            with tail.collecting() as tails:
+            with self._done_if_cancelled(key), tail.collecting() as tails:
                 await self._sync(key)
-        except asyncio.CancelledError:
-            self.queue.done(key)
-            raise
         except Exception as err:
             error = err
         if error is None and tails:
             # Deviation: a client-go worker finishes the whole sync before its next Get;
             # ours takes the next key while this one's tail (its status write) runs, the
             # key still processing until the tail is done (see core.tail).
-            try:
+            with self._done_if_cancelled(key):
                 await self._tail_slots.acquire()
-            except asyncio.CancelledError:
-                self.queue.done(key)
-                raise
             task = asyncio.create_task(self._finish_tails(key, started, tails))
             self._tails.add(task)
             task.add_done_callback(self._tails.discard)
@@ -110,16 +104,24 @@ class SyncRunner:
     async def _finish_tails(self, key: str, started: float, tails: list[tail.HandedOff]) -> None:
         error: Exception | None = None
         try:
-            for handed in tails:
-                await tail.run(handed)
-        except asyncio.CancelledError:
-            self.queue.done(key)
-            raise
+            with self._done_if_cancelled(key):
+                for handed in tails:
+                    await tail.run(handed)
         except Exception as err:
             error = err
         finally:
             self._tail_slots.release()
         self._finish(key, started, error)
+
+    @contextlib.contextmanager
+    def _done_if_cancelled(self, key: str) -> Iterator[None]:
+        """A cancelled worker or tail still marks its key done, so that stop() leaves no
+        key processing."""
+        try:
+            yield
+        except asyncio.CancelledError:
+            self.queue.done(key)
+            raise
 
     def _finish(self, key: str, started: float, error: Exception | None) -> None:
         """Forgets the key's backoff after a success, or requeues it with backoff after

@@ -94,18 +94,14 @@ def _t9k_grants(role: dict[str, Any]) -> set[tuple[str, str, str]]:
     }
 
 
-T9K_GRANTS = {
-    ("batch.tensorstack.dev", "mpijobs", "list"),
-    ("batch.tensorstack.dev", "mpijobs", "watch"),
-    ("batch.tensorstack.dev", "mpijobs/status", "update"),
-    ("batch.tensorstack.dev", "mpijobs/finalizers", "update"),
-    ("scheduler.tensorstack.dev", "podgroups", "get"),
-    ("scheduler.tensorstack.dev", "podgroups", "list"),
-    ("scheduler.tensorstack.dev", "podgroups", "watch"),
-    ("scheduler.tensorstack.dev", "podgroups", "create"),
-    ("scheduler.tensorstack.dev", "podgroups", "update"),
-    ("scheduler.tensorstack.dev", "podgroups", "patch"),
-}
+def _t9k_component_grants() -> set[tuple[str, str, str]]:
+    """What the t9k component's rules patch grants (its literal rules are pinned by
+    test/unit/test_deploy_manifests.py); the built role must carry exactly those."""
+    ops = yaml.safe_load((COMPONENTS / "t9k" / "rbac-rules.yaml").read_text())
+    return _t9k_grants({"rules": [op["value"] for op in ops]})
+
+
+T9K_GRANTS = _t9k_component_grants()
 
 
 @pytest.fixture
