@@ -12,6 +12,7 @@ from typing import Any
 
 from devcluster import LocalCluster, wait_for
 
+from .job_times import JOB_NAME_LABEL, percentile, step_medians, step_times
 from .kube import (
     JOB_ROLE_LABEL,
     MPIJOBS,
@@ -27,8 +28,6 @@ from .operators import RunningOperator
 #: Seconds a throughput run waits, after the last MPIJob finished, for the workers'
 #: deletion (cleanPodPolicy Running). At 5 QPS, 800 deletes need 160 s.
 CLEANUP_WAIT = 300.0
-
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 
 
 def delete_namespace(cluster: LocalCluster, ns: str, timeout: float = 600) -> float:
@@ -210,13 +209,6 @@ def raw_ceiling(
         pods.stop()
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), int(-(-q * len(ordered) // 100))))
-    return ordered[rank - 1]
-
-
 def throughput(
     cluster: LocalCluster,
     op: RunningOperator,
@@ -279,7 +271,8 @@ def throughput(
         succeeded = jobs.with_condition("Succeeded")
         running = jobs.with_condition("Running")
         to_running = [running[n] - created[n] for n in names if n in running]
-        started = all_pods_ready(pods, workers + 1)
+        steps = step_times(pods, workers + 1)
+        started = steps["ready"]
         to_pods_ready = [started[n] - created[n] for n in names if n in started]
         if timed_out:
             all_succeeded: float | None = t_end
@@ -302,28 +295,13 @@ def throughput(
             "create_to_pods_ready_p99_s": (
                 percentile(to_pods_ready, 99) if to_pods_ready else None
             ),
+            **step_medians(steps, created),
             "cpu_s": stats.cpu_seconds - cpu0,
             "peak_rss_kib": stats.hwm_kib,
         }
     finally:
         jobs.stop()
         pods.stop()
-
-
-def all_pods_ready(pods: Watch, per_job: int) -> dict[str, float]:
-    """Job name -> the time the last of its ``per_job`` pods (launcher and workers)
-    was first seen Ready, for the jobs whose pods all were.
-
-    This is the physical "running" of a job. The Running condition is only written
-    when an operator syncs the job while its launcher and all workers run at once; a
-    short launcher can finish before that sync, and the job never shows Running."""
-    with pods.lock:
-        ready: dict[str, list[float]] = {}
-        for (name, ctype), t in pods.conditions.items():
-            job = pods.labels.get(name, {}).get(JOB_NAME_LABEL)
-            if ctype == "Ready" and job:
-                ready.setdefault(job, []).append(t)
-    return {job: max(times) for job, times in ready.items() if len(times) >= per_job}
 
 
 def live_workers(cluster: LocalCluster, ns: str) -> list[str]:

@@ -47,6 +47,9 @@ METRICS = {
         "create_to_running_p99_s",
         "create_to_pods_ready_p50_s",
         "create_to_pods_ready_p99_s",
+        "create_to_workers_exist_p50_s",
+        "create_to_launcher_exists_p50_s",
+        "create_to_scheduled_p50_s",
         "cpu_s",
         "peak_rss_kib",
         "api_total",
@@ -59,7 +62,14 @@ METRICS = {
 #: Counts of things that went wrong: shown per operator, never as a ratio.
 COUNTS = ("never_running", "workers_left")
 #: Measured only in some runs (fairness: ``--fairness``): left out of runs without them.
-OPTIONAL = ("small_job_pods_s", "small_job_created_s")
+OPTIONAL = (
+    "small_job_pods_s",
+    "small_job_created_s",
+    # Where a job's time goes (job_times.STEPS): in runs since 2026-11-27.
+    "create_to_workers_exist_p50_s",
+    "create_to_launcher_exists_p50_s",
+    "create_to_scheduled_p50_s",
+)
 #: Percentiles over the jobs seen Running: taken only from repetitions in which every
 #: job was seen Running, so both operators' figures cover the same set of jobs.
 COMPLETE_ONLY = ("create_to_running_p50_s", "create_to_running_p99_s")
