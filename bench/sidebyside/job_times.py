@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import statistics
 
-from .kube import JOB_ROLE_LABEL, Watch
+from .kube import JOB_NAME_LABEL, JOB_ROLE_LABEL, Watch
 
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 #: The steps, in the order a job goes through them.
 STEPS = ("workers_exist", "launcher_exists", "scheduled", "ready")
+#: The figures :func:`step_medians` gives: the steps before Ready (Ready has its own p50
+#: and p99).
+STEP_METRICS = tuple(f"create_to_{step}_p50_s" for step in STEPS[:-1])
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -56,13 +58,12 @@ def step_times(pods: Watch, per_job: int) -> dict[str, dict[str, float]]:
 def step_medians(
     steps: dict[str, dict[str, float]], created: dict[str, float]
 ) -> dict[str, float | None]:
-    """``create_to_<step>_p50_s``: the median over jobs of each step before Ready (Ready
-    has its own p50 and p99) since the job's create was acknowledged (None when no job
-    reached it)."""
+    """:data:`STEP_METRICS`: the median over jobs of each step before Ready since the
+    job's create was acknowledged (None when no job reached it)."""
     out: dict[str, float | None] = {}
-    for step in STEPS[:-1]:
+    for step, metric in zip(STEPS[:-1], STEP_METRICS, strict=True):
         since = [t - created[job] for job, t in steps[step].items() if job in created]
-        out[f"create_to_{step}_p50_s"] = statistics.median(since) if since else None
+        out[metric] = statistics.median(since) if since else None
     return out
 
 

@@ -26,6 +26,7 @@ from devcluster import COMPLETE_AFTER, LocalCluster
 MPIJOBS = "/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs"
 PODS = "/api/v1/namespaces/{ns}/pods"
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 IMAGE = "mpioperator/mpi-pi:openmpi"
 UNSCHEDULED = "bench-nobody"  # a schedulerName nobody serves: those pods stay Pending
 
@@ -271,7 +272,7 @@ def worker_like_pod(name: str, job: str) -> dict[str, Any]:
         "metadata": {
             "name": name,
             "labels": {
-                "training.kubeflow.org/job-name": job,
+                JOB_NAME_LABEL: job,
                 JOB_ROLE_LABEL: "worker",
                 "training.kubeflow.org/operator-name": "mpi-operator",
             },

@@ -12,8 +12,9 @@ from typing import Any
 
 from devcluster import LocalCluster, wait_for
 
-from .job_times import JOB_NAME_LABEL, percentile, step_medians, step_times
+from .job_times import percentile, step_medians, step_times
 from .kube import (
+    JOB_NAME_LABEL,
     JOB_ROLE_LABEL,
     MPIJOBS,
     PODS,

@@ -22,6 +22,7 @@ from .bounds import (
     ratio_bound,
     within_limit,
 )
+from .job_times import STEP_METRICS
 from .machine import WRITE_VERBS
 
 OURS, REFERENCE, RAW = "ours", "reference", "raw-client"
@@ -47,9 +48,7 @@ METRICS = {
         "create_to_running_p99_s",
         "create_to_pods_ready_p50_s",
         "create_to_pods_ready_p99_s",
-        "create_to_workers_exist_p50_s",
-        "create_to_launcher_exists_p50_s",
-        "create_to_scheduled_p50_s",
+        *STEP_METRICS,
         "cpu_s",
         "peak_rss_kib",
         "api_total",
@@ -65,10 +64,8 @@ COUNTS = ("never_running", "workers_left")
 OPTIONAL = (
     "small_job_pods_s",
     "small_job_created_s",
-    # Where a job's time goes (job_times.STEPS): in runs since 2026-11-27.
-    "create_to_workers_exist_p50_s",
-    "create_to_launcher_exists_p50_s",
-    "create_to_scheduled_p50_s",
+    # Where a job's time goes: in runs since 2026-11-27.
+    *STEP_METRICS,
 )
 #: Percentiles over the jobs seen Running: taken only from repetitions in which every
 #: job was seen Running, so both operators' figures cover the same set of jobs.

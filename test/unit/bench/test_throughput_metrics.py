@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from typing import cast
 
-from bench.sidebyside.job_times import (
-    JOB_NAME_LABEL,
-    all_pods_ready,
-    percentile,
-    step_medians,
-    step_times,
-)
-from bench.sidebyside.kube import JOB_ROLE_LABEL, Watch
+from bench.sidebyside.job_times import all_pods_ready, percentile, step_medians, step_times
+from bench.sidebyside.kube import JOB_NAME_LABEL, JOB_ROLE_LABEL, Watch
 from devcluster import LocalCluster
 
 
