@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import sys
 
-from bench import hot_path, model_parsing
+from bench import cache_memory, hot_path, model_parsing
 
 
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
-    for bench in (model_parsing, hot_path):
+    for bench in (model_parsing, hot_path, cache_memory):
         print(json.dumps(bench.run()), flush=True)
     if quick:
         return 0

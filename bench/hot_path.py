@@ -85,7 +85,7 @@ def fanout_stream(workers: int) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
-def _controller() -> Any:
+def recorded_job_controller() -> Any:
     """The Kubeflow controller with its informers and handlers, never started."""
     from prometheus_client import CollectorRegistry
 
@@ -106,7 +106,7 @@ def _controller() -> Any:
 
 
 async def _watch_round(stream: bytes) -> float:
-    controller = _controller()
+    controller = recorded_job_controller()
     reflector = controller.informers["pods"].reflectors[0]
     chunks = [stream[i : i + CHUNK] for i in range(0, len(stream), CHUNK)]
     start = time.process_time()

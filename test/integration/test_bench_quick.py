@@ -20,9 +20,11 @@ def test_quick_bench_prints_one_json_line_per_benchmark_and_starts_no_cluster() 
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert [line["benchmark"] for line in lines] == ["model_parsing", "hot_path"]
+    assert [line["benchmark"] for line in lines] == ["model_parsing", "hot_path", "cache_memory"]
     assert lines[0]["jobs"] > 0 and lines[0]["median_seconds"] > 0
     assert lines[1]["watch_us_per_event"] > 0 and lines[1]["create_us_per_request"] > 0
     assert set(lines[1]["paced_watch_us_per_event"]) == {"one by one", "batched"}
+    per_pod = lines[2]["bytes_per_pod"]
+    assert 0 < per_pod["slim"] < per_pod["managedFields dropped"] < per_pod["as decoded"]
     assert "starting the local cluster" not in done.stdout + done.stderr
     assert "targets" not in done.stdout
