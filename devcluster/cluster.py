@@ -330,13 +330,26 @@ class LocalCluster(ClusterAccess):
 
         self._wait("kube-apiserver /readyz", ready)
 
-    def _healthz(self, component: str) -> bool:
+    def _component_get(self, component: str, path: str) -> tuple[int, bytes]:
+        """GET ``path`` from a control-plane component's own port (its serving
+        certificate is self-signed, and the path one it allows anonymously)."""
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-        url = f"https://127.0.0.1:{self.ports[component]}/healthz"
+        url = f"https://127.0.0.1:{self.ports[component]}{path}"
         with urllib.request.urlopen(url, context=ctx, timeout=5) as r:
-            return bool(r.status == 200)
+            return int(r.status), r.read()
+
+    def _healthz(self, component: str) -> bool:
+        return self._component_get(component, "/healthz")[0] == 200
+
+    def component_metrics(self, component: str) -> str:
+        """The Prometheus text of ``kube-scheduler``'s or
+        ``kube-controller-manager``'s ``/metrics`` (shape ``full``)."""
+        status, body = self._component_get(component, "/metrics")
+        if status != 200:
+            raise ClusterError(f"{component} /metrics answered {status}")
+        return body.decode()
 
     def _nodes_ready(self) -> bool:
         nodes = (self._get("/api/v1/nodes") or {}).get("items", [])

@@ -25,6 +25,7 @@ from .kube import (
     worker_like_pod,
 )
 from .operators import RunningOperator
+from .scheduler_quiet import wait_until_quiet
 
 #: Seconds a throughput run waits, after the last MPIJob finished, for the workers'
 #: deletion (cleanPodPolicy Running). At 5 QPS, 800 deletes need 160 s.
@@ -57,6 +58,8 @@ SETTLE_TIMEOUT = 180.0
 #: Seconds kube-scheduler's client needs to refill its burst once its backlog is gone
 #: (its defaults: burst 100 at 50 QPS), and a margin.
 SCHEDULER_REFILL_S = 2.5
+#: Seconds the settle waits for kube-scheduler to be quiet after the canary is Ready.
+SCHEDULER_QUIET_TIMEOUT = 60.0
 
 
 def settle(cluster: LocalCluster, ns: str, n: int, timeout: float = SETTLE_TIMEOUT) -> float:
@@ -69,9 +72,11 @@ def settle(cluster: LocalCluster, ns: str, n: int, timeout: float = SETTLE_TIMEO
     logged at the start of the run after a raw-client fan-out of 500 pods). The
     canary's binding and Ready status wait behind them, so the next run starts on a
     quiet control plane instead of inheriting the previous one's backlog. Once the
-    canary is Ready, the scheduler's client gets ``SCHEDULER_REFILL_S`` to refill the
-    burst the backlog spent (counted in the seconds returned): otherwise a run right
-    after a big one had its first 100 bindings throttled, and the next run none."""
+    canary is Ready, the settle waits until kube-scheduler's metrics show it quiet
+    (:mod:`.scheduler_quiet`: a deleted run's pods can keep its client busy after the
+    canary), then gives its client ``SCHEDULER_REFILL_S`` to refill the burst the
+    backlog spent (all counted in the seconds returned): otherwise a run right after a
+    big one had its first 100 bindings throttled, and the next run none."""
     path = PODS.format(ns=ns)
     name = f"canary-{n}"
     pods = Watch(cluster, path, f"{JOB_NAME_LABEL}=settle").start()
@@ -81,6 +86,13 @@ def settle(cluster: LocalCluster, ns: str, n: int, timeout: float = SETTLE_TIMEO
         if status != 201:
             raise RuntimeError(f"creating the canary pod: {status} {body}")
         pods.wait(lambda: (name, "Ready") in pods.conditions, timeout, "the canary pod Ready")
+        if not wait_until_quiet(
+            lambda: cluster.component_metrics("kube-scheduler"), SCHEDULER_QUIET_TIMEOUT
+        ):
+            print(
+                f"settle: kube-scheduler not quiet after {SCHEDULER_QUIET_TIMEOUT:.0f} s",
+                flush=True,
+            )
         time.sleep(SCHEDULER_REFILL_S)
         return time.monotonic() - t0
     finally:
