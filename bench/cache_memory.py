@@ -22,9 +22,8 @@ import json
 import tracemalloc
 from typing import Any
 
-from bench.hot_path import CHUNK, fanout_stream, recorded_job_controller
+from bench.hot_path import fanout_stream, feed_watch, recorded_job_controller, stream_chunks
 from mpi_operator.client.informer import Transform, strip_managed_fields
-from mpi_operator.client.kubeapi import LineSplitter, _decode_line
 from mpi_operator.controller.core.pod_cache import slim_pod
 
 PODS = 2000
@@ -35,25 +34,18 @@ TRANSFORMS: dict[str, Transform | None] = {
 }
 
 
-def _feed(reflector: Any, chunks: list[bytes]) -> None:
-    lines = LineSplitter()
-    for chunk in chunks:
-        for line in lines.feed(chunk):
-            reflector._handle_event(_decode_line(line))
-
-
 async def _cached_bytes(stream: bytes, transform: Transform | None) -> tuple[int, int]:
     """The heap's growth over handling ``stream``, and the pods then cached."""
     controller = recorded_job_controller()
     informer = controller.informers["pods"]
     informer.transform = transform
     reflector = informer.reflectors[0]
-    chunks = [stream[i : i + CHUNK] for i in range(0, len(stream), CHUNK)]
+    chunks = stream_chunks(stream)
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        _feed(reflector, chunks)
+        feed_watch(reflector, chunks)
         gc.collect()
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:

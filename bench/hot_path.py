@@ -105,15 +105,25 @@ def recorded_job_controller() -> Any:
     return controller
 
 
-async def _watch_round(stream: bytes) -> float:
-    controller = recorded_job_controller()
-    reflector = controller.informers["pods"].reflectors[0]
-    chunks = [stream[i : i + CHUNK] for i in range(0, len(stream), CHUNK)]
-    start = time.process_time()
+def stream_chunks(stream: bytes) -> list[bytes]:
+    """``stream`` in CHUNK-sized pieces, as a busy watch delivers it."""
+    return [stream[i : i + CHUNK] for i in range(0, len(stream), CHUNK)]
+
+
+def feed_watch(reflector: Any, chunks: list[bytes]) -> None:
+    """The reflector's handling of every event in ``chunks``, from their bytes on."""
     lines = LineSplitter()
     for chunk in chunks:
         for line in lines.feed(chunk):
             reflector._handle_event(_decode_line(line))
+
+
+async def _watch_round(stream: bytes) -> float:
+    controller = recorded_job_controller()
+    reflector = controller.informers["pods"].reflectors[0]
+    chunks = stream_chunks(stream)
+    start = time.process_time()
+    feed_watch(reflector, chunks)
     elapsed = time.process_time() - start
     assert len(controller.informers["pods"].indexer) == PODS_PER_ROUND
     assert controller.queue.waiting() == 1
