@@ -11,9 +11,11 @@ request is sent once more. With a
 leadership is not fresh.
 
 Every request - including the initiation of a watch - first takes a token
-from a client-wide :class:`~mpi_operator.client.ratelimit.FairTokenBucket`, whose
-budget is client-go's ``rest.Config{QPS, Burst}``; ``qps == 0`` means client-go's
-default (5 qps, burst 10) and ``qps < 0`` disables throttling. Unlike client-go's
+from its clientset's :class:`~mpi_operator.client.ratelimit.FairTokenBucket`
+(:mod:`~mpi_operator.client.clientsets`: Kubernetes' own resources, MPIJobs, each gang
+scheduler's PodGroups), whose budget is client-go's ``rest.Config{QPS, Burst}``;
+``qps == 0`` means client-go's default (5 qps, burst 10) and ``qps < 0`` disables
+throttling. Unlike client-go's
 FIFO bucket, tokens go in turns to the request flows (one per MPIJob being synced,
 one for everything else), so one job's backlog does not hold back the others. HTTP 429
 responses are retried after ``Retry-After`` like client-go's request retry.
@@ -45,13 +47,14 @@ import aiohttp
 import orjson
 import structlog
 
+from mpi_operator.client.clientsets import ClientsetThrottles
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.credentials import Credentials
 from mpi_operator.client.errors import ApiError
 from mpi_operator.client.fence import LeadershipFence
 from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
 from mpi_operator.client.lean_imports import ApiClient, Configuration, RESTClientObject
-from mpi_operator.client.ratelimit import DISPATCH_TICK, FairTokenBucket
+from mpi_operator.client.ratelimit import DISPATCH_TICK
 
 log = structlog.get_logger()
 
@@ -110,9 +113,7 @@ class ApiTransport:
         qps, burst = _effective_rate(qps, burst)
         # Deviation from client-go's flowcontrol limiter: turns per request flow, not first
         # come, and tokens handed out in ticks while requests wait.
-        self.rate_limiter: FairTokenBucket | None = (
-            FairTokenBucket(qps, max(burst, 1), self.clock, tick=DISPATCH_TICK) if qps > 0 else None
-        )
+        self.throttles = ClientsetThrottles(qps, burst, self.clock, tick=DISPATCH_TICK)
         self.user_agent = user_agent
         self._pool: RESTClientObject | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -195,10 +196,6 @@ class ApiTransport:
         await self.close()
 
     # -- raw requests --------------------------------------------------------
-    async def _throttle(self) -> None:
-        if self.rate_limiter is not None:
-            await self.rate_limiter.wait()
-
     async def _authorize(
         self, headers: dict[str, str], queries: list[tuple[str, str]]
     ) -> str | None:
@@ -249,7 +246,7 @@ class ApiTransport:
         client_timeout: aiohttp.ClientTimeout,
         watch: bool = False,
     ) -> tuple[aiohttp.ClientResponse, str | None]:
-        await self._throttle()
+        await self.throttles.wait(path)
         headers: dict[str, str] = {
             "Accept": "application/json",
             "Content-Type": content_type,

@@ -116,11 +116,13 @@ class ServerOptions:
     kube_api_qps: int = flag(
         "kube-api-qps",
         100,
-        "client-side rate limit of every API call, queries per second, for all jobs together",
+        "client-side rate limit, queries per second, of each API client (as the reference's"
+        " clientsets: Kubernetes' own resources, MPIJobs, each gang scheduler's PodGroups),"
+        " for all jobs together",
         reference="5",
     )
     kube_api_burst: int = flag(
-        "kube-api-burst", 200, "burst of the API client's rate limit", reference="10"
+        "kube-api-burst", 200, "burst of each API client's rate limit", reference="10"
     )
     controller_queue_rate_limit: int = flag(
         "controller-queue-rate-limit",

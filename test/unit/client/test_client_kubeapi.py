@@ -71,13 +71,13 @@ def client(qps: float, burst: int) -> KubeClient:
 
 
 def test_qps_zero_means_client_go_defaults_and_negative_disables_throttling() -> None:
-    default = client(0, 0)
-    assert default.rate_limiter is not None
-    assert (default.rate_limiter.qps, default.rate_limiter.burst) == (5.0, 10)
-    assert client(-1, 0).rate_limiter is None
-    custom = client(20, 30)
-    assert custom.rate_limiter is not None
-    assert (custom.rate_limiter.qps, custom.rate_limiter.burst) == (20.0, 30)
+    default = client(0, 0).throttles.bucket("kube")
+    assert default is not None
+    assert (default.qps, default.burst) == (5.0, 10)
+    assert client(-1, 0).throttles.bucket("kube") is None
+    custom = client(20, 30).throttles.bucket("mpijob")
+    assert custom is not None
+    assert (custom.qps, custom.burst) == (20.0, 30)
 
 
 @given(
