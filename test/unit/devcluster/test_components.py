@@ -97,6 +97,17 @@ def test_components_listen_on_loopback_with_their_own_port(
     assert got["leader-elect"] == "false"
 
 
+@pytest.mark.parametrize("build", [components.controller_manager_args, components.scheduler_args])
+def test_the_scheduler_and_controller_manager_clients_are_not_the_bound(
+    layout: components.Layout, build: components.ArgsBuilder
+) -> None:
+    """Their client budgets are above what a benchmark's burst of pods needs, so what
+    is measured is the operator (kube-scheduler's default, 50 QPS, held 250 pods' bindings
+    to 3 s)."""
+    got = flags(build(Path("/bin/x"), layout))
+    assert (got["kube-api-qps"], got["kube-api-burst"]) == ("500", "1000")
+
+
 def test_etcd_listens_on_loopback_only(layout: components.Layout) -> None:
     got = flags(components.etcd_args(Path("/bin/etcd"), layout))
     assert got["listen-client-urls"] == "http://127.0.0.1:2379"
