@@ -37,6 +37,7 @@ from mpi_operator.client import (
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.ratelimit import request_flow
 from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
+from mpi_operator.controller.core.own_writes import OwnStatusWrites
 from mpi_operator.controller.failures import SYNC_FAILED, SyncFailures
 from mpi_operator.controller.handlers import ChildHandlers, JobHandlers, PodObserver
 from mpi_operator.controller.options import ControllerOptions
@@ -89,6 +90,7 @@ class QueueController:
         )
         self.expectations = CreationExpectations(self.clock)
         self.deletions = DeletionExpectations()
+        self.own_writes = OwnStatusWrites()
 
     def scoped_sync(
         self, sync: Callable[[str], Awaitable[None]]
@@ -106,6 +108,7 @@ class QueueController:
                 if self.informers["mpijobs"].lister.get(namespace, name) is None:
                     self.expectations.forget(key)
                     self.deletions.forget(key)
+                    self.own_writes.forget(key)
                     self.forget_job_state(key)
 
         return run
@@ -141,6 +144,7 @@ class QueueController:
         per-job metric series and write spacing go with it."""
         self.expectations.forget(key)
         self.deletions.forget(key)
+        self.own_writes.forget(key)
         self.forget_job_state(key)
         if self.runner.failures is not None:
             self.runner.failures.forget(key)

@@ -36,6 +36,7 @@ async def write_status(
     """Writes ``new_status`` when it differs from the cached one, then emits ``events``."""
     if new_status != (owner.obj.get("status") or {}):
         body = {**owner.obj, "status": new_status}
-        await ctx.client.replace_status(resource, owner.namespace, owner.name, body)
+        written = await ctx.client.replace_status(resource, owner.namespace, owner.name, body)
+        ctx.own_writes.wrote(owner.key, owner.obj, written)
     for event in events:
         ctx.recorder.event(owner.ref, event.type, event.reason, event.message)

@@ -57,6 +57,7 @@ class MPIJobController(QueueController):
                 metrics=self.metrics,
                 expectations=self.expectations,
                 deletions=self.deletions,
+                own_writes=self.own_writes,
                 requeue=self.enqueue,
                 requeue_after=self.queue.add_after,
             )

@@ -62,7 +62,7 @@ class _Rejected(Exception):
 
 class MPIJobSyncer(Syncer[SyncContext]):
     async def sync(self, key: str) -> None:
-        shared = cached(self.ctx.listers.mpijobs, key)
+        shared = self.ctx.own_writes.latest(key, cached(self.ctx.listers.mpijobs, key))
         if shared is None:
             log.debug("mpijob deleted", mpijob=key)
             self.ctx.progress.forget(key)

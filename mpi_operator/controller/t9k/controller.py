@@ -102,6 +102,7 @@ class T9kMPIJobController(QueueController):
                 options=t9k_options or T9kOptions(),
                 expectations=self.expectations,
                 deletions=self.deletions,
+                own_writes=self.own_writes,
                 requeue=self.enqueue,
             )
         )

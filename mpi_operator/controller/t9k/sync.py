@@ -59,7 +59,7 @@ _UNFINISHED_POD_PHASES = ("Pending", "Running", "Unknown", "")
 
 class T9kMPIJobSyncer(Syncer[SyncContext]):
     async def sync(self, key: str) -> None:
-        shared = cached(self.ctx.listers.mpijobs, key)
+        shared = self.ctx.own_writes.latest(key, cached(self.ctx.listers.mpijobs, key))
         if shared is None or (shared.get("metadata") or {}).get("deletionTimestamp"):
             return
         try:
