@@ -22,6 +22,9 @@ def _resource_version(obj: Obj) -> str:
 
 
 class OwnStatusWrites:
+    """Per MPIJob key, the object our last status write returned (one per controller,
+    dropped with the MPIJob)."""
+
     def __init__(self) -> None:
         # key -> (the resourceVersion the write replaced, the object it returned)
         self._written: dict[str, tuple[str, Obj]] = {}
