@@ -106,10 +106,7 @@ class QueueController:
             finally:
                 namespace, _, name = key.partition("/")
                 if self.informers["mpijobs"].lister.get(namespace, name) is None:
-                    self.expectations.forget(key)
-                    self.deletions.forget(key)
-                    self.own_writes.forget(key)
-                    self.forget_job_state(key)
+                    self._drop_job(key)
 
         return run
 
@@ -142,12 +139,16 @@ class QueueController:
     def _job_deleted(self, key: str) -> None:
         """A deleted MPIJob's creation and deletion expectations, sync-failure record,
         per-job metric series and write spacing go with it."""
+        self._drop_job(key)
+        if self.runner.failures is not None:
+            self.runner.failures.forget(key)
+
+    def _drop_job(self, key: str) -> None:
+        """Everything kept for the MPIJob ``key`` but its sync-failure record."""
         self.expectations.forget(key)
         self.deletions.forget(key)
         self.own_writes.forget(key)
         self.forget_job_state(key)
-        if self.runner.failures is not None:
-            self.runner.failures.forget(key)
 
     def forget_job_state(self, key: str) -> None:
         """Drops what the controller keeps for the MPIJob ``key`` besides its
