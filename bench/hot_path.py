@@ -16,7 +16,7 @@ Run: ``python -m bench.hot_path``. Prints one JSON line:
   that answers with the recorded pod.
 * ``paced_create_us_per_request``: the same, 100 creates a second as a throttled
   fan-out sends them: one every 10 ms, or 5 together every 50 ms (the API client's
-  dispatch tick, :data:`~mpi_operator.client.fair_throttle.DISPATCH_TICK`). Each event-loop
+  dispatch tick, :data:`~mpi_operator.client.ratelimit.DISPATCH_TICK`). Each event-loop
   wakeup has a cost of its own, so fewer, fuller ones take less CPU per request.
 * ``paced_watch_us_per_event``: CPU of this process per event of a pod watch through
   :meth:`~mpi_operator.client.kubeapi.KubeClient.watch` (reading, splitting, decoding;

@@ -16,7 +16,7 @@ leader election has a client of its own, as the reference's has a clientset.)
 from __future__ import annotations
 
 from mpi_operator.client.clock import Clock
-from mpi_operator.client.fair_throttle import FairTokenBucket
+from mpi_operator.client.ratelimit import FairTokenBucket
 
 #: Kubernetes' own API groups (``/api/v1`` and every group not listed below).
 KUBE = "kube"

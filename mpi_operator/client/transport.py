@@ -11,14 +11,13 @@ request is sent once more. With a
 leadership is not fresh.
 
 Every request - including the initiation of a watch - first takes a token
-from its clientset's :class:`~mpi_operator.client.fair_throttle.FairTokenBucket`
+from its clientset's :class:`~mpi_operator.client.ratelimit.FairTokenBucket`
 (:mod:`~mpi_operator.client.clientsets`: Kubernetes' own resources, MPIJobs, each gang
 scheduler's PodGroups), whose budget is client-go's ``rest.Config{QPS, Burst}``;
 ``qps == 0`` means client-go's default (5 qps, burst 10) and ``qps < 0`` disables
 throttling. Unlike client-go's
-FIFO bucket, tokens are handed out by request flow (one per MPIJob being synced,
-one for everything else): new jobs' writes oldest job first, and one job's backlog
-does not hold back the others. HTTP 429
+FIFO bucket, tokens go in turns to the request flows (one per MPIJob being synced,
+one for everything else), so one job's backlog does not hold back the others. HTTP 429
 responses are retried after ``Retry-After`` like client-go's request retry.
 
 HTTP/1.1 takes a TLS connection per request in flight, and asyncio's own loop gives
@@ -52,10 +51,10 @@ from mpi_operator.client.clientsets import ClientsetThrottles
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.credentials import Credentials
 from mpi_operator.client.errors import ApiError
-from mpi_operator.client.fair_throttle import DISPATCH_TICK
 from mpi_operator.client.fence import LeadershipFence
 from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
 from mpi_operator.client.lean_imports import ApiClient, Configuration, RESTClientObject
+from mpi_operator.client.ratelimit import DISPATCH_TICK
 
 log = structlog.get_logger()
 
@@ -112,8 +111,8 @@ class ApiTransport:
         self.configuration: Configuration = api_client.configuration
         self.clock = clock or RealClock()
         qps, burst = _effective_rate(qps, burst)
-        # Deviation from client-go's flowcontrol limiter: tokens by request flow, not first
-        # come, and handed out in ticks while requests wait.
+        # Deviation from client-go's flowcontrol limiter: turns per request flow, not first
+        # come, and tokens handed out in ticks while requests wait.
         self.throttles = ClientsetThrottles(qps, burst, self.clock, tick=DISPATCH_TICK)
         self.user_agent = user_agent
         self._pool: RESTClientObject | None = None

@@ -8,9 +8,8 @@ exponential backoff (``add_rate_limited``), and a successful one clears that bac
 connects its event handlers to :meth:`enqueue` and :meth:`enqueue_batched`.
 
 Each sync runs in its own request flow (:meth:`scoped_sync`), so that the API
-client's throttle serves new jobs one after another and a large fan-out does not hold
-back the others (see
-:class:`~mpi_operator.client.fair_throttle.FairTokenBucket`). The pod creation
+client's throttle gives every job being synced its turn (see
+:class:`~mpi_operator.client.ratelimit.FairTokenBucket`). The pod creation
 expectations live here, fed by the pods informer and dropped with their MPIJob.
 """
 
@@ -36,7 +35,7 @@ from mpi_operator.client import (
     split_key,
 )
 from mpi_operator.client.events import truncate_message
-from mpi_operator.client.fair_throttle import request_flow
+from mpi_operator.client.ratelimit import request_flow
 from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
 from mpi_operator.controller.core.own_writes import OwnStatusWrites
 from mpi_operator.controller.failures import SYNC_FAILED, SyncFailures

@@ -1,5 +1,4 @@
-"""The API client's throttle: one budget, handed out by request flow: new jobs oldest
-first, bulk flows in turns."""
+"""The API client's throttle: one budget, handed out in turns between request flows."""
 
 from __future__ import annotations
 
@@ -9,13 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from mpi_operator.client.clock import TIMER_SLACK, FakeClock, TimerHandle
-from mpi_operator.client.fair_throttle import (
-    BULK_SHARE,
-    FLOW_LINGER,
-    FairTokenBucket,
-    current_flow,
-    request_flow,
-)
+from mpi_operator.client.ratelimit import FairTokenBucket, current_flow, request_flow
 
 
 async def _start(
@@ -72,67 +65,15 @@ async def test_a_backlog_does_not_delay_another_flows_request(backlog: int, qps:
         task.cancel()
 
 
-async def test_new_flows_are_served_oldest_first() -> None:
-    """Round-robin turns would finish a burst of small jobs all at about the same time,
-    the last; oldest first, the first job's writes are done after its own."""
+async def test_turns_go_round_robin_between_flows() -> None:
     clock = FakeClock()
-    bucket = FairTokenBucket(qps=1, burst=10, clock=clock)
+    bucket = FairTokenBucket(qps=1, burst=1, clock=clock)
     log: list[str] = []
-    tasks = await _start(bucket, "x", 10, log)  # takes the burst: a bulk flow now
-    tasks += await _start(bucket, "a", 3, log)
-    tasks += await _start(bucket, "b", 3, log)
-    tasks += await _start(bucket, "c", 2, log)
-    await _run_for(clock, 8, step=1)
-    assert log[10:] == ["a0", "a1", "a2", "b0", "b1", "b2", "c0", "c1"]
-    await asyncio.gather(*tasks)
-
-
-async def test_a_flow_keeps_its_place_between_its_writes() -> None:
-    """A sync's next batch (the pods after the Service, the launcher after the pods)
-    comes back to its flow's place, ahead of the jobs that came after it."""
-    clock = FakeClock()
-    bucket = FairTokenBucket(qps=1, burst=10, clock=clock)
-    log: list[str] = []
-    tasks = await _start(bucket, "x", 10, log)
-    tasks += await _start(bucket, "a", 1, log)
+    tasks = await _start(bucket, "a", 4, log)  # a0 takes the burst
     tasks += await _start(bucket, "b", 2, log)
-    await _run_for(clock, 1, step=1)
-    assert log[10:] == ["a0"]
-    tasks += await _start(bucket, "a", 1, log)  # a's next batch, after a round trip
-    await _run_for(clock, 3, step=1)
-    assert log[10:] == ["a0", "a0", "b0", "b1"]  # (_start numbers each batch from 0)
-    await asyncio.gather(*tasks)
-
-
-async def test_a_flow_idle_past_the_linger_goes_to_the_back() -> None:
-    clock = FakeClock()
-    bucket = FairTokenBucket(qps=1, burst=10, clock=clock)
-    log: list[str] = []
-    tasks = await _start(bucket, "a", 1, log)
-    clock.step(FLOW_LINGER + 0.5)
-    await clock.settle()
-    tasks += await _start(bucket, "x", 10, log)  # drains the bucket
-    tasks += await _start(bucket, "b", 1, log)
-    tasks += await _start(bucket, "a", 1, log)  # a new busy period: behind b
-    await _run_for(clock, 2, step=1)
-    assert log[-2:] == ["b0", "a0"]
-    await asyncio.gather(*tasks)
-
-
-async def test_a_flow_that_took_a_burst_shares_with_the_background() -> None:
-    """Past ``burst`` tokens a flow is bulk: it and the background take turns, and get
-    one token in BULK_SHARE while a new flow waits."""
-    clock = FakeClock()
-    bucket = FairTokenBucket(qps=1, burst=10, clock=clock)
-    log: list[str] = []
-    tasks = await _start(bucket, "big", 14, log)  # big0..big9: the burst
-    tasks += await _start(bucket, "", 2, log)
-    await _run_for(clock, 3, step=1)
-    assert log[10:] == ["big10", "0", "big11"]
-    tasks += await _start(bucket, "a", BULK_SHARE + 1, log)
-    await _run_for(clock, BULK_SHARE + 4, step=1)
-    new = [f"a{i}" for i in range(BULK_SHARE + 1)]
-    assert log[13:] == [*new[: BULK_SHARE - 1], "1", *new[BULK_SHARE - 1 :], "big12", "big13"]
+    tasks += await _start(bucket, "", 1, log)
+    await _run_for(clock, 6, step=1)
+    assert log == ["a0", "a1", "b0", "0", "a2", "b1", "a3"]
     await asyncio.gather(*tasks)
 
 
