@@ -37,7 +37,7 @@ from mpi_operator.client import (
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.ratelimit import request_flow
 from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
-from mpi_operator.controller.core.own_writes import OwnStatusWrites
+from mpi_operator.controller.core.own_writes import OwnWrites
 from mpi_operator.controller.failures import SYNC_FAILED, SyncFailures
 from mpi_operator.controller.handlers import ChildHandlers, JobHandlers, PodObserver
 from mpi_operator.controller.options import ControllerOptions
@@ -90,7 +90,7 @@ class QueueController:
         )
         self.expectations = CreationExpectations(self.clock)
         self.deletions = DeletionExpectations()
-        self.own_writes = OwnStatusWrites()
+        self.own_writes = OwnWrites()
 
     def scoped_sync(
         self, sync: Callable[[str], Awaitable[None]]

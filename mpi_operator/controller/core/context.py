@@ -12,7 +12,7 @@ from mpi_operator.api.object_model import Obj
 from mpi_operator.builders.ssh import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, split_key
 from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
-from mpi_operator.controller.core.own_writes import OwnStatusWrites
+from mpi_operator.controller.core.own_writes import OwnWrites
 
 #: Seconds after a refused delete of the pods collection before it is tried again;
 #: meanwhile pods are deleted one by one (:mod:`.pod_collection`).
@@ -47,8 +47,9 @@ class CoreContext:
     deletions: DeletionExpectations = field(default_factory=DeletionExpectations)
     """Pods whose delete of their collection was sent, not yet gone from the cache (the
     controller's, dropped with their MPIJob)."""
-    own_writes: OwnStatusWrites = field(default_factory=OwnStatusWrites)
-    """MPIJobs as our status writes returned them, until the cache has seen the writes."""
+    own_writes: OwnWrites = field(default_factory=OwnWrites)
+    """MPIJobs and their ConfigMaps as our writes returned them, until the cache has seen
+    the writes."""
 
     def in_flight(self, key: str, names: Iterable[str]) -> set[str]:
         """The pods of ``key`` created by an earlier sync that the cache (``names``)

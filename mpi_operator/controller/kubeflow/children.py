@@ -36,6 +36,7 @@ from mpi_operator.client.kubeapi import (
     ApiError,
 )
 from mpi_operator.controller.core.missing_crd import raise_if_not_served
+from mpi_operator.controller.core.own_writes import CONFIG_MAP
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete, ensure_controlled
 from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext
 from mpi_operator.controller.kubeflow.workers import worker_pods
@@ -74,13 +75,15 @@ def running_workers(ctx: SyncContext, job: MPIJob) -> list[Obj]:
 async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     replicas, running = worker_replicas(job), running_workers(ctx, job)
     desired = new_config_map(job, replicas, running, ctx.options.cluster_domain)
-    current = cached(ctx.listers.configmaps, job, desired["metadata"]["name"])
+    key = f"{job.namespace}/{job.name}"
+    current = ctx.own_writes.latest(
+        key, cached(ctx.listers.configmaps, job, desired["metadata"]["name"]), CONFIG_MAP
+    )
     if current is None:
         return await create_or_adopt(ctx, owner, CONFIGMAPS, desired, NO_KIND)
     ensure_controlled(ctx, owner, current, NO_KIND)
     data = current.get("data") or {}
     if data != desired["data"]:
-        key = f"{job.namespace}/{job.name}"
         progress = len(running) < replicas and _more_hosts_only(data, desired["data"])
         if progress and ctx.progress.defer("configmap", key, ctx.requeue_after, replicas):
             return current
@@ -88,6 +91,7 @@ async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
         result: Obj = await ctx.client.replace(
             CONFIGMAPS, job.namespace, current["metadata"]["name"], updated
         )
+        ctx.own_writes.wrote(key, current, result, CONFIG_MAP)
         if progress:
             ctx.progress.wrote("configmap", key, replicas)
         return result

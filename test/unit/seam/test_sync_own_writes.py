@@ -100,3 +100,44 @@ async def test_a_sync_that_finds_the_job_gone_drops_what_was_kept() -> None:
     world.remove("MPIJob", "pi")
     await world.sync()
     assert len(world.controller.own_writes) == 0
+
+
+def versioned_config_maps(world: SyncWorld, first: int) -> None:
+    versions = itertools.count(first)
+
+    def answer(action: Action) -> Obj:
+        obj = copy.deepcopy(action.body)
+        obj["metadata"] = {**obj["metadata"], "resourceVersion": str(next(versions))}
+        return obj
+
+    world.client.react("update", "configmaps", answer)
+
+
+def config_map_writes(world: SyncWorld) -> list[str]:
+    """The resourceVersion each ConfigMap update was sent with."""
+    return [
+        str(w.body["metadata"]["resourceVersion"]) for w in world.recorded("update", "configmaps")
+    ]
+
+
+async def run_worker(world: SyncWorld, i: int) -> None:
+    world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
+    await world.sync()
+    world.step(5.1)  # a progress-only hostfile write waits a few seconds
+    await world.sync()
+
+
+async def test_the_next_hostfile_write_builds_on_the_last_one_the_cache_has_not_seen() -> None:
+    world = new_job(replicas=2)
+    await world.sync()
+    world.clear()
+    world.change("ConfigMap", "pi-config", {"metadata": {"resourceVersion": "10"}})
+    versioned_config_maps(world, 11)
+    await run_worker(world, 0)
+    assert config_map_writes(world) == ["10"]
+    world.forget()  # the cache still shows the ConfigMap at "10"
+    await run_worker(world, 1)
+    # Sent on what the first write returned (on "10" it would be answered 409 Conflict).
+    assert config_map_writes(world) == ["11"]
+    hosts = world.recorded("update", "configmaps")[0].body["data"]["discover_hosts.sh"]
+    assert "pi-worker-0" in hosts and "pi-worker-1" in hosts
