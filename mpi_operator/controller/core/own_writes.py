@@ -53,9 +53,9 @@ class OwnWrites:
     def latest(self, key: str, cached: Obj | None, what: str = STATUS) -> Obj | None:
         """The newest known object: ``cached``, or the object our last write of
         ``what`` for ``key`` returned while ``cached`` is one that write superseded."""
-        kept = self._written.get(key)
-        entry = kept.get(what) if kept is not None else None
-        if kept is None or entry is None:
+        kept = self._written.get(key, {})
+        entry = kept.get(what)
+        if entry is None:
             return cached
         superseded, returned = entry
         if cached is not None and _resource_version(cached) in superseded:

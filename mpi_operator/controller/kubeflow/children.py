@@ -75,7 +75,7 @@ def running_workers(ctx: SyncContext, job: MPIJob) -> list[Obj]:
 async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     replicas, running = worker_replicas(job), running_workers(ctx, job)
     desired = new_config_map(job, replicas, running, ctx.options.cluster_domain)
-    key = f"{job.namespace}/{job.name}"
+    key = owner.key
     current = ctx.own_writes.latest(
         key, cached(ctx.listers.configmaps, job, desired["metadata"]["name"]), CONFIG_MAP
     )
