@@ -55,7 +55,8 @@ class SyncRunner:
         self._workers: list[asyncio.Task[None]] = []
         self._tails: set[asyncio.Task[None]] = set()
         # At most one tail per worker in flight: a worker whose last tail is still
-        # running waits for it before taking another key's.
+        # running waits for it before taking another key's. One slot until start()
+        # sizes it to the workers (tests drive process_next_work_item without start).
         self._tail_slots = asyncio.Semaphore(1)
 
     def start(self, threadiness: int) -> None:
