@@ -51,15 +51,22 @@ class BenchCluster(LocalCluster):
         )
 
 
+#: Resources whose updates are also counted per object (status and hostfile writes).
+OBJECT_COUNTED = ("mpijobs/status", "configmaps")
+
+
 def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, Any]:
     """Requests of the operator user logged between two offsets of the audit log.
 
     Returns ``{"total": n, "by_verb_resource": {"create pods": n, ...},
     "by_user_agent": {...}, "failed_by_verb_resource_code": {"create pods 409": n},
-    "write_latency_ms": {"p50": ms, "p90": ms, "n": n}}``; subresources are spelled
+    "write_latency_ms": {"p50": ms, "p90": ms, "n": n}, "updates_by_object":
+    {"update mpijobs/status fanout": n, "update configmaps fanout-config": n, ...}}``
+    (the status and hostfile writes of each MPIJob); subresources are spelled
     ``pods/status``.
     """
     by_vr: Counter[str] = Counter()
+    by_object: Counter[str] = Counter()
     by_ua: Counter[str] = Counter()
     failed: Counter[str] = Counter()
     mine = [ev for ev in read_audit_events(path, start, end) if audit_user(ev) == OPERATOR_USER]
@@ -70,6 +77,8 @@ def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, An
             resource += "/" + ref["subresource"]
         key = f"{ev.get('verb', '?')} {resource}"
         by_vr[key] += 1
+        if resource in OBJECT_COUNTED and ev.get("verb") in ("update", "patch"):
+            by_object[f"{key} {ref.get('name', '?')}"] += 1
         code = audit_code(ev)
         if code >= 400:
             failed[f"{key} {code}"] += 1
@@ -81,6 +90,7 @@ def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, An
         "by_user_agent": dict(by_ua.most_common()),
         "failed_by_verb_resource_code": dict(failed.most_common()),
         "write_latency_ms": write_latency_ms(mine),
+        "updates_by_object": dict(by_object.most_common()),
     }
 
 

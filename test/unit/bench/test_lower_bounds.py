@@ -164,3 +164,24 @@ def test_writes_counted_until_a_cut_wait_for_running_are_a_lower_bound() -> None
     md = format_markdown({"generated": "x", "records": records, "summary": summary})
     assert "discover_hosts.sh writes, ours/reference <= 0.9 | " in md
     assert f"| {CONFIG} | ≤1.00 | open (a bound) |" in md
+
+
+def test_the_fan_out_job_s_status_and_hostfile_writes_leave_out_the_small_job_s() -> None:
+    # The fairness check's 1-worker job writes its status and hostfile in the same
+    # namespace; only the big job's writes are the fan-out's.
+    def writes(who: str, rep: int, small: int) -> dict[str, Any]:
+        per_object = {
+            "update mpijobs/status fanout": 2,
+            "update configmaps fanout-config": 1,
+            "update mpijobs/status small": small,
+            "update configmaps small-config": small,
+        }
+        by_vr = {"update mpijobs/status": 2 + small, "update configmaps": 1 + small}
+        api = {"by_verb_resource": by_vr, "updates_by_object": per_object}
+        return _fanout(who, rep, 40.0, False, api=api)
+
+    records = [writes("ours", rep, 2) for rep in (0, 1)]
+    records += [writes("reference", rep, 0) for rep in (0, 1)]
+    entry = summarize(records)[CONFIG]["fanout"]["status_config_writes"]
+    assert entry["ours"]["median"] == entry["reference"]["median"] == 3.0
+    assert entry["ratio_ours_reference"] == 1.0
