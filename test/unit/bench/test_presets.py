@@ -48,6 +48,7 @@ def test_scale_preset_is_ten_times_the_size_with_the_reference_on_the_fanout_onl
     assert sizes.unrelated_pods == 50000
     assert sizes.reference_scenarios == ("fanout",)
     assert sizes.fairness and sizes.running_wait is None
+    assert sizes.launcher_seconds == 120.0  # long enough for 1,000 jobs to be seen Running
     assert sizes.nodes * 250 >= 5000 + 1 + 2  # the big job's launcher, the small job
 
 
