@@ -17,7 +17,7 @@ from typing import Any
 from devcluster import FULL, LocalCluster
 from devcluster.audit import audit_code, audit_user, read_audit_events
 
-from .machine import write_latency_ms
+from .machine import STATUS_CONFIG_UPDATES, write_latency_ms
 
 LOCK_NAMESPACE = "mpi-operator"
 OPERATOR_SA = "operator"
@@ -51,10 +51,6 @@ class BenchCluster(LocalCluster):
         )
 
 
-#: Resources whose updates are also counted per object (status and hostfile writes).
-OBJECT_COUNTED = ("mpijobs/status", "configmaps")
-
-
 def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, Any]:
     """Requests of the operator user logged between two offsets of the audit log.
 
@@ -77,7 +73,7 @@ def audit_counts(path: Path, start: int, end: int | None = None) -> dict[str, An
             resource += "/" + ref["subresource"]
         key = f"{ev.get('verb', '?')} {resource}"
         by_vr[key] += 1
-        if resource in OBJECT_COUNTED and ev.get("verb") in ("update", "patch"):
+        if key in STATUS_CONFIG_UPDATES:
             by_object[f"{key} {ref.get('name', '?')}"] += 1
         code = audit_code(ev)
         if code >= 400:

@@ -23,10 +23,10 @@ from .bounds import (
     within_limit,
 )
 from .job_times import STEP_METRICS
-from .machine import WRITE_VERBS
+from .machine import STATUS_CONFIG_UPDATES, WRITE_VERBS
 from .scenarios import BIG
 
-#: The fan-out MPIJob's status and ``discover_hosts.sh`` writes, as the audit counts name them.
+#: The fan-out MPIJob's status and ``discover_hosts.sh`` writes in ``updates_by_object``.
 FANOUT_JOB_WRITES = (f"update mpijobs/status {BIG}", f"update configmaps {BIG}-config")
 
 OURS, REFERENCE, RAW = "ours", "reference", "raw-client"
@@ -152,7 +152,7 @@ def _value(rec: dict[str, Any], metric: str) -> float | None:
         if per_object is not None and rec["scenario"] == "fanout":
             # The fan-out job's own: the fairness check's small job writes its status too.
             return float(sum(per_object.get(k, 0) for k in FANOUT_JOB_WRITES))
-        return float(sum(by.get(k, 0) for k in ("update mpijobs/status", "update configmaps")))
+        return float(sum(by.get(k, 0) for k in STATUS_CONFIG_UPDATES))
     if metric in COMPLETE_ONLY and rec.get("never_running") != 0:
         return None
     v = rec.get(metric)
