@@ -89,6 +89,20 @@ class NodeLayout:
         return f"/{self.bridge}"
 
 
+def stale_bridges(node: NodeLayout, links: list[dict[str, Any]]) -> list[str]:
+    """The other clusters' bridges (``mpib*``) in ``links`` (``ip -j addr show type
+    bridge``) that hold an address in ``node``'s /24: a killed run's leftover would
+    take the host's route to this node's pods."""
+    prefix = node.gateway.rsplit(".", 1)[0] + "."
+    return [
+        link["ifname"]
+        for link in links
+        if link.get("ifname", "").startswith("mpib")
+        and link["ifname"] != node.bridge
+        and any(a.get("local", "").startswith(prefix) for a in link.get("addr_info", []))
+    ]
+
+
 def containerd_config(node: NodeLayout) -> str:
     """containerd's TOML: its own root, state and socket; the CRI plugin with the local
     pause image, ``restrict_oom_score_adj`` (runc cannot lower oom_score_adj without

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -167,6 +168,12 @@ class RealNode:
 
     def _make_bridge(self) -> None:
         node = self.layout
+        listing = subprocess.run(
+            ["ip", "-j", "addr", "show", "type", "bridge"], capture_output=True, text=True
+        )
+        links = json.loads(listing.stdout or "[]") if listing.returncode == 0 else []
+        for stale in cfg.stale_bridges(node, links):
+            _ip("link", "del", stale)
         if not Path(f"/sys/class/net/{node.bridge}").exists():
             _ip("link", "add", "name", node.bridge, "type", "bridge")
         _ip("addr", "replace", f"{node.gateway}/24", "dev", node.bridge)

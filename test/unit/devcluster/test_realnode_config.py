@@ -115,3 +115,15 @@ def test_the_api_server_is_advertised_to_pods_only_in_the_real_shape(tmp_path: P
     assert {"--bind-address=127.0.0.1", "--endpoint-reconciler-type=none"} <= set(plain)
     assert {"--bind-address=0.0.0.0", f"--advertise-address={gateway}"} <= set(real)
     assert "--endpoint-reconciler-type=lease" in real
+
+
+def test_a_leftover_bridge_on_the_nodes_subnet_is_stale() -> None:
+    prefix = NODE.gateway[:-1]
+    links = [
+        {"ifname": NODE.bridge, "addr_info": [{"local": NODE.gateway}]},
+        {"ifname": "mpibdeadbeef", "addr_info": [{"local": prefix + "1"}]},
+        {"ifname": "mpib0000aaaa", "addr_info": [{"local": "10.85.250.1"}]},
+        {"ifname": "docker0", "addr_info": [{"local": prefix + "7"}]},
+        {"ifname": "mpibnoaddr", "addr_info": []},
+    ]
+    assert cfg.stale_bridges(NODE, links) == ["mpibdeadbeef"]
