@@ -19,12 +19,7 @@ from __future__ import annotations
 import statistics
 
 from .kube import JOB_NAME_LABEL, JOB_ROLE_LABEL, Watch
-
-#: The steps, in the order a job goes through them.
-STEPS = ("workers_exist", "launcher_exists", "scheduled", "ready")
-#: The figures :func:`step_medians` gives: the steps before Ready (Ready has its own p50
-#: and p99).
-STEP_METRICS = tuple(f"create_to_{step}_p50_s" for step in STEPS[:-1])
+from .names import STEP_METRICS, STEPS
 
 
 def percentile(values: list[float], q: float) -> float:

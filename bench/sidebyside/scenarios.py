@@ -24,6 +24,7 @@ from .kube import (
     unrelated_pod,
     worker_like_pod,
 )
+from .names import BIG, SMALL
 from .operators import RunningOperator
 from .scheduler_quiet import wait_until_quiet
 
@@ -45,8 +46,6 @@ def delete_namespace(cluster: LocalCluster, ns: str, timeout: float = 600) -> fl
     return time.monotonic() - t0
 
 
-#: The fan-out's MPIJob, and the 1-worker one created meanwhile (fairness).
-BIG, SMALL = "fanout", "small"
 #: Share of the big job's workers seen before the small job is created.
 SMALL_AFTER = 0.1
 #: Seconds the small job may take beyond the big job's measurements.
