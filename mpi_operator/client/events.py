@@ -13,11 +13,6 @@ Like client-go, an error answered by the API server gives up on that event at
 once (so does a write the leadership fence refuses), while a network error is
 retried up to 12 times, 10 s apart (the first sleep randomised so that
 recorders do not retry in lockstep).
-
-Deviation: client-go's Events take their place in the clientset's throttle like any
-request. Here an Event's write lets the syncs' waiting requests go first for up to
-:data:`EVENT_DEFER` seconds after it was recorded (then it takes its turns as usual),
-so that a burst of new MPIJobs gets its pods before their ``Created`` Events.
 """
 
 from __future__ import annotations
@@ -36,7 +31,6 @@ from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.event_correlator import EventCorrelator, format_time
 from mpi_operator.client.fence import FencedError
 from mpi_operator.client.kubeapi import EVENTS, NETWORK_ERRORS, ApiError, KubeClient
-from mpi_operator.client.ratelimit import deferred_until, request_flow
 
 log = structlog.get_logger()
 
@@ -48,10 +42,6 @@ MAX_MESSAGE_LENGTH = 1024
 QUEUE_SIZE = 1000
 MAX_TRIES = 12
 RETRY_SLEEP = 10.0
-#: Seconds after it is recorded that an Event's write gives its throttle turns away.
-EVENT_DEFER = 2.0
-#: The throttle's flow of the recorder's writes.
-EVENTS_FLOW = "events"
 
 
 class EventSink(Protocol):
@@ -130,8 +120,7 @@ class EventRecorder:
         self.correlator = correlator or EventCorrelator(self.clock)
         self.retry_sleep = retry_sleep
         self._rng = rng or random.Random()
-        # Each event with the time it was recorded (monotonic).
-        self._queue: asyncio.Queue[tuple[Event, float]] = asyncio.Queue(maxsize=queue_size)
+        self._queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=queue_size)
         self._dropped = _dropped_counter(registry if registry is not None else REGISTRY)
         self._task: asyncio.Task[None] | None = None
 
@@ -173,7 +162,7 @@ class EventRecorder:
             return
         try:
             ev = self.make_event(obj, event_type, reason, message)
-            self._queue.put_nowait((ev, self.clock.monotonic()))
+            self._queue.put_nowait(ev)
         except asyncio.QueueFull:
             self._dropped.inc()
             log.warning("event queue full; dropping event", reason=reason)
@@ -231,10 +220,9 @@ class EventRecorder:
 
     async def run(self) -> None:
         while True:
-            ev, recorded = await self._queue.get()
+            ev = await self._queue.get()
             try:
-                with request_flow(EVENTS_FLOW), deferred_until(recorded + EVENT_DEFER):
-                    await self.record_to_sink(ev)
+                await self.record_to_sink(ev)
             except Exception:
                 log.exception("event recording failed")
             finally:

@@ -115,21 +115,6 @@ def current_flow() -> str:
     return _FLOW.get()
 
 
-#: Until when (monotonic seconds) a request of this context gives its turn to any other
-#: flow's waiting request; after that it takes its turns as usual.
-_DEFER_UNTIL: ContextVar[float] = ContextVar("mpi_operator_request_defer_until", default=0.0)
-
-
-@contextlib.contextmanager
-def deferred_until(when: float) -> Iterator[None]:
-    """Requests made inside wait behind every other flow's until ``when`` (monotonic)."""
-    token = _DEFER_UNTIL.set(when)
-    try:
-        yield
-    finally:
-        _DEFER_UNTIL.reset(token)
-
-
 class FairTokenBucket:
     """The API client's throttle: ``qps``/``burst`` in total, taken in turns by flows.
 
@@ -143,11 +128,6 @@ class FairTokenBucket:
     with nothing queued therefore waits at most one token per busy flow (plus a ``tick``),
     whatever the backlog of the others, and the total rate is still ``qps`` with bursts
     of ``burst``.
-
-    A request made under :func:`deferred_until` lets every other flow's waiting request
-    go first until that time; then it takes its turns as usual. The event recorder uses
-    this (see :mod:`mpi_operator.client.events`), so that a burst of syncs' creates does
-    not wait behind their own Events.
 
     ``tick``: while requests wait, tokens are handed out at most every ``tick`` seconds,
     all those due at once (at 100 qps and a 50 ms tick, 5 requests every 50 ms instead of
@@ -166,8 +146,7 @@ class FairTokenBucket:
         # leaves up to a token's fraction, and a timer fires late by its slack; tokens
         # beyond ``burst`` would be lost (no tick with a burst of 1).
         self.tick = min(tick, (self.burst - 1) / self.qps / 2)
-        # Per flow, its waiting requests: (turn, deferred until).
-        self._waiting: OrderedDict[str, deque[tuple[asyncio.Future[None], float]]] = OrderedDict()
+        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
         self._timer: TimerHandle | None = None
         self._dispatched_at = -math.inf
 
@@ -176,14 +155,13 @@ class FairTokenBucket:
         if not self._waiting and self._bucket.take_whole():
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        queue = self._waiting.setdefault(current_flow() if flow is None else flow, deque())
-        queue.append((turn, _DEFER_UNTIL.get()))
+        self._waiting.setdefault(current_flow() if flow is None else flow, deque()).append(turn)
         self._schedule()
         await turn  # a cancelled waiter is skipped by _dispatch
 
     def queued(self) -> dict[str, int]:
         """Requests waiting, by flow."""
-        return {f: sum(not t.done() for t, _ in q) for f, q in self._waiting.items()}
+        return {f: sum(not t.done() for t in q) for f, q in self._waiting.items()}
 
     def _schedule(self) -> None:
         if self._timer is None and self._waiting:
@@ -195,33 +173,22 @@ class FairTokenBucket:
 
     def _dispatch(self) -> None:
         self._timer = None
-        now = self._dispatched_at = self._clock.monotonic()
-        while (flow := self._next_flow(now)) is not None:
+        self._dispatched_at = self._clock.monotonic()
+        while self._waiting:
+            flow, queue = next(iter(self._waiting.items()))
+            while queue and queue[0].done():
+                queue.popleft()  # cancelled while waiting
+            if not queue:
+                del self._waiting[flow]
+                continue
             if not self._bucket.take_whole():
                 break
-            queue = self._waiting[flow]
-            queue.popleft()[0].set_result(None)
+            queue.popleft().set_result(None)
             if queue:
                 self._waiting.move_to_end(flow)
             else:
                 del self._waiting[flow]
         self._schedule()
-
-    def _next_flow(self, now: float) -> str | None:
-        """The flow whose turn it is: the first in round-robin order whose oldest request
-        is not deferred, else the first with a deferred one; None when none waits."""
-        deferred: str | None = None
-        for flow in list(self._waiting):
-            queue = self._waiting[flow]
-            while queue and queue[0][0].done():
-                queue.popleft()  # cancelled while waiting
-            if not queue:
-                del self._waiting[flow]
-            elif queue[0][1] <= now:
-                return flow
-            elif deferred is None:
-                deferred = flow
-        return deferred
 
 
 #: The API client's :attr:`FairTokenBucket.tick`. A create sent alone cost about 0.6-0.7 ms

@@ -7,20 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-import pytest
 from prometheus_client import CollectorRegistry
 
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.event_correlator import COMBINED_PREFIX
-from mpi_operator.client.events import (
-    EVENT_DEFER,
-    MAX_MESSAGE_LENGTH,
-    NORMAL,
-    WARNING,
-    EventRecorder,
-)
+from mpi_operator.client.events import MAX_MESSAGE_LENGTH, NORMAL, WARNING, EventRecorder
 from mpi_operator.client.kubeapi import ApiError
-from mpi_operator.client.ratelimit import FairTokenBucket
 
 JOB = {
     "apiVersion": "kubeflow.org/v2beta1",
@@ -228,48 +220,3 @@ async def test_cluster_scoped_objects_get_events_in_default_namespace() -> None:
     await drain(rec, clock)
     assert sink.calls[0][1]["metadata"]["namespace"] == "default"
     await rec.stop()
-
-
-class ThrottledSink(RecordingSink):
-    """A sink behind the API client's throttle, noting when each write got its turn."""
-
-    def __init__(self, bucket: FairTokenBucket, clock: FakeClock) -> None:
-        super().__init__()
-        self.bucket, self.clock = bucket, clock
-        self.at: list[float] = []
-
-    async def create(self, event: dict[str, Any]) -> dict[str, Any]:
-        await self.bucket.wait()
-        self.at.append(self.clock.monotonic())
-        return await super().create(event)
-
-
-async def test_an_event_lets_syncs_requests_go_first_for_a_while() -> None:
-    """Recorded at t=0 with a sync's requests waiting: without the deferral the event
-    would take the first token (t=1); it waits until EVENT_DEFER, then takes its turn."""
-    clock = FakeClock()
-    bucket = FairTokenBucket(qps=1, burst=1, clock=clock)
-    sink = ThrottledSink(bucket, clock)
-    rec, _, _ = recorder(sink, clock)
-    rec.start()
-    await bucket.wait()  # the burst
-    t0 = clock.monotonic()
-    rec.event(JOB, NORMAL, "Created", "launcher created")
-    await clock.settle()
-    sync = [asyncio.create_task(bucket.wait("team/pi")) for _ in range(5)]
-    await drain(rec, clock)
-    assert sink.at[0] - t0 == pytest.approx(EVENT_DEFER, abs=0.01)
-    assert sum(t.done() for t in sync) == EVENT_DEFER - 1  # t=1 went to the sync
-    for task in sync:
-        task.cancel()
-
-
-async def test_an_event_with_nothing_else_waiting_is_written_at_once() -> None:
-    clock = FakeClock()
-    sink = ThrottledSink(FairTokenBucket(qps=1, burst=1, clock=clock), clock)
-    rec, _, _ = recorder(sink, clock)
-    rec.start()
-    t0 = clock.monotonic()
-    rec.event(JOB, NORMAL, "Created", "launcher created")
-    await clock.settle(5)
-    assert sink.at == [t0]

@@ -8,12 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from mpi_operator.client.clock import TIMER_SLACK, FakeClock, TimerHandle
-from mpi_operator.client.ratelimit import (
-    FairTokenBucket,
-    current_flow,
-    deferred_until,
-    request_flow,
-)
+from mpi_operator.client.ratelimit import FairTokenBucket, current_flow, request_flow
 
 
 async def _start(
@@ -79,34 +74,6 @@ async def test_turns_go_round_robin_between_flows() -> None:
     tasks += await _start(bucket, "", 1, log)
     await _run_for(clock, 6, step=1)
     assert log == ["a0", "a1", "b0", "0", "a2", "b1", "a3"]
-    await asyncio.gather(*tasks)
-
-
-async def test_a_deferred_request_goes_after_the_others_until_its_time() -> None:
-    """Deferred until t=3.5: it lets a and b go first, then takes its turn while a
-    still waits; with no other flow waiting it would have gone at once."""
-    clock = FakeClock()
-    bucket = FairTokenBucket(qps=1, burst=1, clock=clock)
-    log: list[str] = []
-    tasks = await _start(bucket, "a", 6, log)  # a0 takes the burst
-    with deferred_until(clock.monotonic() + 3.5):
-        tasks += await _start(bucket, "events", 1, log)
-    tasks += await _start(bucket, "b", 1, log)
-    await _run_for(clock, 6, step=1)
-    assert log == ["a0", "a1", "b0", "a2", "events0", "a3", "a4"]
-    for task in tasks:
-        task.cancel()
-
-
-async def test_a_deferred_request_alone_goes_when_a_token_is_there() -> None:
-    clock = FakeClock()
-    bucket = FairTokenBucket(qps=1, burst=1, clock=clock)
-    log: list[str] = []
-    tasks = await _start(bucket, "a", 1, log)  # the burst
-    with deferred_until(clock.monotonic() + 100):
-        tasks += await _start(bucket, "events", 2, log)
-    await _run_for(clock, 2, step=1)
-    assert log == ["a0", "events0", "events1"]
     await asyncio.gather(*tasks)
 
 
