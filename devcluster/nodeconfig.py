@@ -28,6 +28,10 @@ CNI_BIN_DIR = Path("/usr/lib/cni")
 CONTAINER_LOG_LINKS = Path("/var/log/containers")
 
 
+#: How the bridges of this machine's clusters are named (then 8 hex digits).
+BRIDGE_PREFIX = "mpib"
+
+
 @dataclass(frozen=True)
 class NodeLayout:
     """Where one real node keeps its files, its network and its ports."""
@@ -47,7 +51,7 @@ class NodeLayout:
         of this machine get different ones."""
         digest = hashlib.sha256(str(workdir).encode()).hexdigest()
         octet = int(digest[:4], 16) % 200 + 20
-        return cls(workdir / "node", f"mpib{digest[:8]}", octet, *ports)
+        return cls(workdir / "node", f"{BRIDGE_PREFIX}{digest[:8]}", octet, *ports)
 
     @property
     def subnet(self) -> str:
@@ -90,14 +94,14 @@ class NodeLayout:
 
 
 def stale_bridges(node: NodeLayout, links: list[dict[str, Any]]) -> list[str]:
-    """The other clusters' bridges (``mpib*``) in ``links`` (``ip -j addr show type
+    """The other clusters' bridges (:data:`BRIDGE_PREFIX`) in ``links`` (``ip -j addr show type
     bridge``) that hold an address in ``node``'s /24: a killed run's leftover would
     take the host's route to this node's pods."""
     prefix = node.gateway.rsplit(".", 1)[0] + "."
     return [
         link["ifname"]
         for link in links
-        if link.get("ifname", "").startswith("mpib")
+        if link.get("ifname", "").startswith(BRIDGE_PREFIX)
         and link["ifname"] != node.bridge
         and any(a.get("local", "").startswith(prefix) for a in link.get("addr_info", []))
     ]

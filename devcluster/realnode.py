@@ -168,10 +168,7 @@ class RealNode:
 
     def _make_bridge(self) -> None:
         node = self.layout
-        listing = subprocess.run(
-            ["ip", "-j", "addr", "show", "type", "bridge"], capture_output=True, text=True
-        )
-        links = json.loads(listing.stdout or "[]") if listing.returncode == 0 else []
+        links = json.loads(_ip("-j", "addr", "show", "type", "bridge") or "[]")
         for stale in cfg.stale_bridges(node, links):
             _ip("link", "del", stale)
         if not Path(f"/sys/class/net/{node.bridge}").exists():
@@ -230,10 +227,11 @@ def _which(command: str) -> str:
     return found
 
 
-def _ip(*args: str) -> None:
+def _ip(*args: str) -> str:
     result = subprocess.run(["ip", *args], capture_output=True, text=True)
     if result.returncode != 0:
         raise ClusterError(f"ip {' '.join(args)}: {result.stderr.strip()}")
+    return result.stdout
 
 
 def _http_ok(url: str) -> bool:

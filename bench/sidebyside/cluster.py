@@ -17,7 +17,8 @@ from typing import Any
 from devcluster import FULL, LocalCluster
 from devcluster.audit import audit_code, audit_user, read_audit_events
 
-from .machine import STATUS_CONFIG_UPDATES, write_latency_ms
+from .machine import write_latency_ms
+from .names import STATUS_CONFIG_UPDATES
 
 LOCK_NAMESPACE = "mpi-operator"
 OPERATOR_SA = "operator"

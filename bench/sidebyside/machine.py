@@ -30,9 +30,6 @@ from pathlib import Path
 from typing import Any
 
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
-#: An MPIJob's status and ``discover_hosts.sh`` writes, as the audit counts spell them
-#: (``by_verb_resource``; ``updates_by_object`` adds the object's name).
-STATUS_CONFIG_UPDATES = ("update mpijobs/status", "update configmaps")
 
 PROBE_MIB = 32
 

@@ -1,9 +1,14 @@
-"""Names the scenarios give and the summary reads back (pure, no cluster)."""
+"""Names the scenarios and audit counts give and the summary reads back (pure, no
+cluster)."""
 
 from __future__ import annotations
 
 #: The fan-out's MPIJob, and the 1-worker one created meanwhile (fairness).
 BIG, SMALL = "fanout", "small"
+
+#: An MPIJob's status and ``discover_hosts.sh`` writes, as the audit counts spell them
+#: (``by_verb_resource``; ``updates_by_object`` adds the object's name).
+STATUS_CONFIG_UPDATES = ("update mpijobs/status", "update configmaps")
 
 #: The throughput scenario's steps (:mod:`.job_times`), in the order a job goes through
 #: them.

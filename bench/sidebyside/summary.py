@@ -22,8 +22,8 @@ from .bounds import (
     ratio_bound,
     within_limit,
 )
-from .machine import STATUS_CONFIG_UPDATES, WRITE_VERBS
-from .names import BIG, STEP_METRICS
+from .machine import WRITE_VERBS
+from .names import BIG, STATUS_CONFIG_UPDATES, STEP_METRICS
 
 #: The fan-out MPIJob's status and ``discover_hosts.sh`` writes in ``updates_by_object``.
 FANOUT_JOB_WRITES = (f"update mpijobs/status {BIG}", f"update configmaps {BIG}-config")
