@@ -186,7 +186,7 @@ class RawClient:
         self.bucket = TokenBucket(qps, burst)
         self._local = threading.local()
 
-    def _post(self, path: str, obj: dict[str, Any]) -> int:
+    def _post(self, path: str, obj: dict[str, Any]) -> tuple[int, bytes]:
         self.bucket.take()
         body = json.dumps(obj).encode()
         for attempt in range(3):
@@ -205,8 +205,20 @@ class RawClient:
                 continue
             if resp.status not in (200, 201, 409):
                 raise RuntimeError(f"POST {path}: {resp.status} {data[:300]!r}")
-            return resp.status
+            return resp.status, data
         raise AssertionError("unreachable")
+
+    def create(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """POST one object (in the caller's thread); the object the server stored.
+
+        A 409 after a retried request is our own first attempt: read it back."""
+        status, data = self._post(path, obj)
+        if status == 409:
+            got, body = self.cluster.request("GET", f"{path}/{obj['metadata']['name']}")
+            if got != 200:
+                raise RuntimeError(f"GET {path}/{obj['metadata']['name']}: {got} {body}")
+            return dict(body)
+        return dict(json.loads(data))
 
     def _post_timed(self, path: str, obj: dict[str, Any]) -> float:
         self._post(path, obj)

@@ -79,9 +79,7 @@ def format_summary(result: dict[str, Any]) -> str:
         for metric, entry in compared(sc):
             meds = "  ".join(f"{w}={_median_text(entry[w])}" for w in RUNNERS if w in entry)
             r = entry.get("ratio_ours_reference")
-            raw = entry.get("ratio_ours_raw")
-            raw_sign = bound_prefix(entry.get("ratio_ours_raw_bound"))
-            extra = f"  ours/raw={raw_sign}{raw:.2f}" if raw else ""
+            extra = "  " + _raw_ratios(entry, "=", "  ") if entry.get("ratio_ours_raw") else ""
             sign = bound_prefix(entry.get("ratio_ours_reference_bound"))
             ratio = f"  ours/ref={sign}{r:.3f}{extra}" if r is not None else ""
             lines.append(f"   {metric:26s} {meds}{ratio}")
@@ -199,16 +197,27 @@ def _metric_row(metric: str, entry: dict[str, Any]) -> str:
             for who in (OURS, REFERENCE)
             if who in entry
         )
-    raw = entry.get("ratio_ours_raw")
     rtxt = (
         "" if r is None else f"**{bound_prefix(entry.get('ratio_ours_reference_bound'))}{r:.2f}**"
     )
     interval = entry.get("ratio_ours_reference_ci90")
     if r is not None and interval:
         rtxt += f" [{interval[0]:.2f}-{interval[1]:.2f}]"
-    if raw is not None:
-        rtxt += f" (ours/raw {bound_prefix(entry.get('ratio_ours_raw_bound'))}{raw:.2f})"
+    if entry.get("ratio_ours_raw") is not None:
+        rtxt += f" ({_raw_ratios(entry, ' ', '; ')})"
     return f"| {LABELS.get(metric, metric)} | {' | '.join(cells)} | {rtxt} | {reps} |"
+
+
+def _raw_ratios(entry: dict[str, Any], eq: str, sep: str) -> str:
+    """ours/raw, then reference/raw when measured: how far each is from the ceiling."""
+    parts = []
+    for who, name in ((OURS, "ours_raw"), (REFERENCE, "reference_raw")):
+        value = entry.get(f"ratio_{name}")
+        if value is not None:
+            parts.append(
+                f"{who}/raw{eq}{bound_prefix(entry.get(f'ratio_{name}_bound'))}{value:.2f}"
+            )
+    return sep.join(parts)
 
 
 def _median_text(figures: dict[str, Any], k: float = 1.0, digits: int = 2) -> str:

@@ -6,7 +6,8 @@ Layout of one run: start a :class:`BenchCluster`, create the unrelated pods
 * fan-out (scenario 1): ours, reference, then the raw ceiling - each in a fresh
   namespace deleted (and waited for) before the next;
 * throughput (scenario 2): ours, reference - peak RSS (3), audited API requests (4)
-  and CPU seconds (5) of the operator process are taken from these runs.
+  and CPU seconds (5) of the operator process are taken from these runs - then its
+  raw ceiling (each MPIJob's children created by a plain client, no operator).
 
 Each operator is a fresh process per run, started and stopped around it (always
 stopped: try/finally), so its peak RSS and CPU belong to that run alone.
@@ -32,16 +33,10 @@ from .cluster import BenchCluster, audit_counts
 from .machine import CpuTimes, cpu_probe_ms, host_cpu, total_cpu_seconds
 from .operators import OPERATORS, OURS, REFERENCE, RunningOperator, ours_binary, reference_binary
 from .presets import QpsConfig, Sizes
+from .raw_ceilings import raw_ceiling, raw_throughput
 from .report import format_markdown
-from .scenarios import (
-    create_unrelated_pods,
-    delete_namespace,
-    fanout,
-    raw_ceiling,
-    settle,
-    throughput,
-)
-from .summary import summarize
+from .scenarios import create_unrelated_pods, delete_namespace, fanout, settle, throughput
+from .summary import RAW, summarize
 
 
 def running_order(rep: int) -> tuple[str, ...]:
@@ -200,28 +195,49 @@ class Runner:
                     ),
                 },
             )
-        if self.sizes.raw_ceiling and rep < self.sizes.raw_reps.get(config.name, self.sizes.reps):
-            settle_s = self._settle()
-            ns = self.cluster.create_namespace("fanout-raw")
-            record: dict[str, Any] = {
-                "scenario": "fanout",
-                "config": config.name,
-                "rep": rep,
-                "operator": "raw-client",
-                "workers": workers,
-                "settle_s": settle_s,
-                "cpu_probe_ms": cpu_probe_ms(),
-            }
-            cpu_before = CpuTimes.read()
-            try:
-                record.update(raw_ceiling(self.cluster, ns, workers, config.qps, config.burst))
-            except Exception as e:
-                record["error"] = f"{type(e).__name__}: {e}"
-            record["host_cpu"] = host_cpu(cpu_before, CpuTimes.read())
-            with contextlib.suppress(Exception):
-                record["namespace_delete_s"] = delete_namespace(self.cluster, ns)
-            self._add(record)
-            _log(f"fanout/{config.name}/rep{rep}/raw-client: " + _brief(record))
+        self._raw_rep(
+            config,
+            "fanout",
+            rep,
+            {"workers": workers},
+            lambda ns: raw_ceiling(self.cluster, ns, workers, config.qps, config.burst),
+        )
+
+    def _raw_rep(
+        self,
+        config: QpsConfig,
+        scenario: str,
+        rep: int,
+        sizes: dict[str, Any],
+        body: Callable[[str], dict[str, Any]],
+    ) -> None:
+        """The scenario's raw ceiling, with no operator running, when the preset has
+        it in this repetition."""
+        if not self.sizes.raw_ceiling or rep >= self.sizes.raw_reps.get(
+            config.name, self.sizes.reps
+        ):
+            return
+        settle_s = self._settle()
+        ns = self.cluster.create_namespace(f"{scenario}-raw")
+        record: dict[str, Any] = {
+            "scenario": scenario,
+            "config": config.name,
+            "rep": rep,
+            "operator": RAW,
+            **sizes,
+            "settle_s": settle_s,
+            "cpu_probe_ms": cpu_probe_ms(),
+        }
+        cpu_before = CpuTimes.read()
+        try:
+            record.update(body(ns))
+        except Exception as e:
+            record["error"] = f"{type(e).__name__}: {e}"
+        record["host_cpu"] = host_cpu(cpu_before, CpuTimes.read())
+        with contextlib.suppress(Exception):
+            record["namespace_delete_s"] = delete_namespace(self.cluster, ns)
+        self._add(record)
+        _log(f"{scenario}/{config.name}/rep{rep}/{RAW}: " + _brief(record))
 
     def _throughput_rep(self, config: QpsConfig, rep: int) -> None:
         jobs = self.sizes.throughput_jobs.get(config.name)
@@ -249,6 +265,22 @@ class Runner:
                     ),
                 },
             )
+        self._raw_rep(
+            config,
+            "throughput",
+            rep,
+            {"jobs": jobs, "workers": s.throughput_workers, "launcher_seconds": s.launcher_seconds},
+            lambda ns: raw_throughput(
+                self.cluster,
+                ns,
+                jobs,
+                s.throughput_workers,
+                s.launcher_seconds,
+                config.qps,
+                config.burst,
+                s.timeout,
+            ),
+        )
 
     def result(self, partial: bool = False) -> dict[str, Any]:
         sizes = asdict(self.sizes)
@@ -279,6 +311,7 @@ def _brief(record: dict[str, Any]) -> str:
         "all_succeeded_s",
         "create_to_running_p50_s",
         "create_to_running_p99_s",
+        "create_to_pods_ready_p50_s",
         "peak_rss_kib",
         "cpu_s",
     )

@@ -200,27 +200,6 @@ def _small_job(small: Watch, jobs: Watch, t_small: float) -> dict[str, Any]:
     return out
 
 
-def raw_ceiling(
-    cluster: LocalCluster, ns: str, workers: int, qps: int, burst: int, threads: int = 32
-) -> dict[str, Any]:
-    """The same number of worker-shaped pods created by a plain concurrent client at
-    the same client QPS/burst: seconds until every pod exists (seen by the watch)."""
-    pods = Watch(cluster, PODS.format(ns=ns), f"{JOB_ROLE_LABEL}=worker").start()
-    try:
-        client = RawClient(cluster, threads=threads, qps=qps, burst=burst)
-        path = PODS.format(ns=ns)
-        items = [(path, worker_like_pod(f"raw-worker-{i}", "raw")) for i in range(workers)]
-        t0 = time.monotonic()
-        acks = client.create_all(items)
-        pods.wait(lambda: len(pods.first_seen) >= workers, 120, f"{workers} raw pods seen")
-        return {
-            "all_pods_created_s": max(pods.first_seen.values()) - t0,
-            "acknowledged_s": max(acks) - t0,
-        }
-    finally:
-        pods.stop()
-
-
 def throughput(
     cluster: LocalCluster,
     op: RunningOperator,

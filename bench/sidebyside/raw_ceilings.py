@@ -1,0 +1,132 @@
+"""The raw ceilings: what a plain client does with no operator in between.
+
+* :func:`raw_ceiling`: the fan-out's worker-shaped pods created at the operators'
+  client QPS/burst; no operator can create them sooner.
+* :func:`raw_throughput`: the throughput's MPIJobs submitted as for the operators,
+  and each one's children (the ones our builders make: Service, ConfigMap, Secret,
+  workers, launcher Job) created the moment its create is acknowledged, at the same
+  QPS/burst. That is an operator with no latency and no CPU of its own; it writes no
+  status (fewer requests than any real one), so its time from create to all pods
+  Ready is a floor for every operator on the same control plane.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from devcluster import LocalCluster
+from mpi_operator.api.v2beta1 import MPIJob
+from mpi_operator.api.v2beta1.defaults import set_defaults
+from mpi_operator.builders.kubeflow.config import new_config_map
+from mpi_operator.builders.kubeflow.launcher import new_launcher_job
+from mpi_operator.builders.kubeflow.secret import new_ssh_auth_secret
+from mpi_operator.builders.kubeflow.service import new_job_service
+from mpi_operator.builders.kubeflow.worker import new_worker, worker_replicas
+
+from .job_times import percentile, step_medians, step_times
+from .kube import (
+    JOB_NAME_LABEL,
+    JOB_ROLE_LABEL,
+    MPIJOBS,
+    PODS,
+    RawClient,
+    Watch,
+    mpijob,
+    worker_like_pod,
+)
+
+
+def raw_ceiling(
+    cluster: LocalCluster, ns: str, workers: int, qps: int, burst: int, threads: int = 32
+) -> dict[str, Any]:
+    """The same number of worker-shaped pods created by a plain concurrent client at
+    the same client QPS/burst: seconds until every pod exists (seen by the watch)."""
+    pods = Watch(cluster, PODS.format(ns=ns), f"{JOB_ROLE_LABEL}=worker").start()
+    try:
+        client = RawClient(cluster, threads=threads, qps=qps, burst=burst)
+        path = PODS.format(ns=ns)
+        items = [(path, worker_like_pod(f"raw-worker-{i}", "raw")) for i in range(workers)]
+        t0 = time.monotonic()
+        acks = client.create_all(items)
+        pods.wait(lambda: len(pods.first_seen) >= workers, 120, f"{workers} raw pods seen")
+        return {
+            "all_pods_created_s": max(pods.first_seen.values()) - t0,
+            "acknowledged_s": max(acks) - t0,
+        }
+    finally:
+        pods.stop()
+
+
+def children(stored: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) of every child an operator creates for the stored
+    MPIJob ``stored`` before its pods can run, in the order ours sends them."""
+    job = set_defaults(MPIJob.from_dict(stored))
+    ns = job.namespace
+    workers = worker_replicas(job)
+    core = f"/api/v1/namespaces/{ns}"
+    return [
+        (f"{core}/services", new_job_service(job)),
+        (f"{core}/configmaps", new_config_map(job, workers)),
+        (f"{core}/secrets", new_ssh_auth_secret(job)),
+        *((f"{core}/pods", new_worker(job, i)) for i in range(workers)),
+        (f"/apis/batch/v1/namespaces/{ns}/jobs", new_launcher_job(job).job),
+    ]
+
+
+def raw_throughput(
+    cluster: LocalCluster,
+    ns: str,
+    jobs_n: int,
+    workers: int,
+    launcher_seconds: float,
+    qps: int,
+    burst: int,
+    timeout: float,
+    submit_threads: int = 16,
+    threads: int = 32,
+) -> dict[str, Any]:
+    """``jobs_n`` MPIJobs submitted at once as in the throughput scenario, and each
+    one's children created by a plain client as soon as its create is acknowledged:
+    per job, seconds from that acknowledgement until all its pods are Ready."""
+    pods = Watch(cluster, PODS.format(ns=ns), JOB_NAME_LABEL).start()
+    per_job = workers + 1
+    try:
+        submit = RawClient(cluster, threads=submit_threads)  # unthrottled: "at once"
+        client = RawClient(cluster, threads=threads, qps=qps, burst=burst)
+        path = MPIJOBS.format(ns=ns)
+        names = [f"job-{i:04d}" for i in range(jobs_n)]
+        with ThreadPoolExecutor(threads) as creates:
+
+            def submit_one(name: str) -> tuple[float, list[Future[dict[str, Any]]]]:
+                stored = submit.create(path, mpijob(name, workers, launcher_seconds))
+                acked = time.monotonic()
+                return acked, [creates.submit(client.create, p, o) for p, o in children(stored)]
+
+            t0 = time.monotonic()
+            with ThreadPoolExecutor(submit_threads) as submitters:
+                submitted = list(submitters.map(submit_one, names))
+            for _, futures in submitted:
+                for f in futures:
+                    f.result()
+        t_children = time.monotonic() - t0
+        created = {n: acked for n, (acked, _) in zip(names, submitted, strict=True)}
+
+        def all_ready() -> bool:
+            ready = sum(1 for (_, c) in pods.conditions if c == "Ready")
+            return ready >= jobs_n * per_job
+
+        pods.wait(all_ready, timeout, f"the pods of {jobs_n} MPIJobs Ready")
+        steps = step_times(pods, per_job)
+        to_ready = [steps["ready"][n] - created[n] for n in names]
+        return {
+            "submitted_s": max(created.values()) - t0,
+            "children_acknowledged_s": t_children,
+            "create_to_pods_ready_p50_s": statistics.median(to_ready),
+            "create_to_pods_ready_p99_s": percentile(to_ready, 99),
+            **step_medians(steps, created),
+        }
+    finally:
+        pods.stop()
