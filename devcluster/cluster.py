@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from . import binaries as binmod
-from . import components, teardown
+from . import components, etcd_http, teardown
 from .access import API, FULL, REAL, START_TIMEOUT, ClusterAccess, ClusterError
 from .audit import audit_args, audit_user, read_audit_events
 from .pki import Pki, generate
@@ -239,16 +239,7 @@ class LocalCluster(ClusterAccess):
         may still serve recent events from its cache: call :meth:`restart_apiserver`
         afterwards to drop it.
         """
-        base = f"http://127.0.0.1:{self.ports['etcd']}/v3"
-        key = base64.b64encode(b"/registry/").decode()
-        rng = self._etcd_post(f"{base}/kv/range", {"key": key, "limit": 1})
-        rev = int(rng["header"]["revision"])
-        try:
-            self._etcd_post(f"{base}/kv/compaction", {"revision": rev, "physical": True})
-        except ClusterError as e:
-            if "compacted" not in str(e):
-                raise
-        return rev
+        return etcd_http.compact(self.ports["etcd"])
 
     # -- the audit log
 
@@ -316,12 +307,7 @@ class LocalCluster(ClusterAccess):
             raise ClusterError(f"{e}\n{self.logs_tail()}") from None
 
     def _wait_etcd(self) -> None:
-        def healthy() -> bool:
-            url = f"http://127.0.0.1:{self.ports['etcd']}/health"
-            with urllib.request.urlopen(url, timeout=5) as r:
-                return bool(json.loads(r.read()).get("health") == "true")
-
-        self._wait("etcd /health", healthy, timeout=60)
+        self._wait("etcd /health", lambda: etcd_http.healthy(self.ports["etcd"]), timeout=60)
 
     def _wait_apiserver(self) -> None:
         def ready() -> bool:
@@ -362,15 +348,6 @@ class LocalCluster(ClusterAccess):
             )
         ]
         return len(ready) >= self.nodes + (1 if self.node is not None else 0)
-
-    def _etcd_post(self, url: str, body: dict[str, Any]) -> Any:
-        req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
-        req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            raise ClusterError(f"etcd {url}: {e.code} {e.read().decode(errors='replace')}") from e
 
     # -- component configuration
 
