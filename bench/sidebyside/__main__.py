@@ -26,6 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, help="seconds each wait may take")
     p.add_argument("--no-raw", action="store_true", help="skip the raw-client ceiling")
     p.add_argument(
+        "--raw-lanes",
+        type=int,
+        metavar="N",
+        help="throughput's raw ceiling: N jobs' children in flight at once (0: all; default 1)",
+    )
+    p.add_argument(
         "--fairness",
         action="store_true",
         help="create a 1-worker MPIJob during the fan-out; time until its pods exist",
@@ -76,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         sizes.timeout = args.timeout
     if args.no_raw:
         sizes.raw_ceiling = False
+    if args.raw_lanes is not None:
+        sizes.raw_lanes = args.raw_lanes
     if args.fairness:
         sizes.fairness = True
     if args.running_wait is not None:

@@ -36,6 +36,10 @@ class Sizes:
     #: Repetitions of the raw ceiling per config (default: all); at 5 QPS it is a
     #: ~100 s wait for a figure fixed by the token bucket ((500 - 10) / 5 s).
     raw_reps: dict[str, int] = field(default_factory=dict)
+    #: The throughput's raw ceiling: that many jobs' children in flight at once (each
+    #: job's together); 0: every job's the moment it is acknowledged. One was the
+    #: fastest to all pods Ready here (RESULTS.md, 2026-11-28).
+    raw_lanes: int = 1
     configs: list[QpsConfig] = field(default_factory=list)
     timeout: float = 900.0
     #: Record a py-spy flame graph of ours in every run (next to the results file).

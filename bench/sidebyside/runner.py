@@ -269,7 +269,12 @@ class Runner:
             config,
             "throughput",
             rep,
-            {"jobs": jobs, "workers": s.throughput_workers, "launcher_seconds": s.launcher_seconds},
+            {
+                "jobs": jobs,
+                "workers": s.throughput_workers,
+                "launcher_seconds": s.launcher_seconds,
+                "lanes": s.raw_lanes,
+            },
             lambda ns: raw_throughput(
                 self.cluster,
                 ns,
@@ -279,6 +284,7 @@ class Runner:
                 config.qps,
                 config.burst,
                 s.timeout,
+                lanes=s.raw_lanes or None,
             ),
         )
 

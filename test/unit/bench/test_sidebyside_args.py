@@ -99,3 +99,14 @@ def test_ours_arg_passes_flags_to_ours_only(sizes_run: list[Sizes], tmp_path: Pa
     assert cli.main(["--out", out, "--ours-arg=--threadiness=4", "--ours-arg=-v=4"]) == 0
     assert cli.main(["--out", out]) == 0
     assert [s.ours_args for s in sizes_run] == [("--threadiness=4", "-v=4"), ()]
+
+
+@pytest.mark.parametrize(
+    ("args", "lanes"), [([], 1), (["--raw-lanes", "0"], 0), (["--raw-lanes", "4"], 4)]
+)
+def test_raw_lanes_paces_the_throughputs_raw_ceiling(
+    sizes_run: list[Sizes], tmp_path: Path, args: list[str], lanes: int
+) -> None:
+    assert cli.main(["--out", str(tmp_path / "r.json"), *args]) == 0
+    [sizes] = sizes_run
+    assert sizes.raw_lanes == lanes
