@@ -27,17 +27,8 @@ from mpi_operator.builders.kubeflow.secret import new_ssh_auth_secret
 from mpi_operator.builders.kubeflow.service import new_job_service
 from mpi_operator.builders.kubeflow.worker import new_worker, worker_replicas
 
+from . import kube
 from .job_times import percentile, step_medians, step_times
-from .kube import (
-    JOB_NAME_LABEL,
-    JOB_ROLE_LABEL,
-    MPIJOBS,
-    PODS,
-    RawClient,
-    Watch,
-    mpijob,
-    worker_like_pod,
-)
 
 
 def raw_ceiling(
@@ -45,11 +36,11 @@ def raw_ceiling(
 ) -> dict[str, Any]:
     """The same number of worker-shaped pods created by a plain concurrent client at
     the same client QPS/burst: seconds until every pod exists (seen by the watch)."""
-    pods = Watch(cluster, PODS.format(ns=ns), f"{JOB_ROLE_LABEL}=worker").start()
+    pods = kube.Watch(cluster, kube.PODS.format(ns=ns), f"{kube.JOB_ROLE_LABEL}=worker").start()
     try:
-        client = RawClient(cluster, threads=threads, qps=qps, burst=burst)
-        path = PODS.format(ns=ns)
-        items = [(path, worker_like_pod(f"raw-worker-{i}", "raw")) for i in range(workers)]
+        client = kube.RawClient(cluster, threads=threads, qps=qps, burst=burst)
+        path = kube.PODS.format(ns=ns)
+        items = [(path, kube.worker_like_pod(f"raw-worker-{i}", "raw")) for i in range(workers)]
         t0 = time.monotonic()
         acks = client.create_all(items)
         pods.wait(lambda: len(pods.first_seen) >= workers, 120, f"{workers} raw pods seen")
@@ -97,13 +88,13 @@ def raw_throughput(
     ``lanes``: at most that many jobs' children in flight at once, each job's all
     together (an operator of that many sync workers that takes no time itself);
     None: every job's as soon as it is acknowledged."""
-    pods = Watch(cluster, PODS.format(ns=ns), JOB_NAME_LABEL).start()
+    pods = kube.Watch(cluster, kube.PODS.format(ns=ns), kube.JOB_NAME_LABEL).start()
     per_job = workers + 1
     cpu0 = time.process_time()
     try:
-        submit = RawClient(cluster, threads=submit_threads)  # unthrottled: "at once"
-        client = RawClient(cluster, threads=threads, qps=qps, burst=burst)
-        path = MPIJOBS.format(ns=ns)
+        submit = kube.RawClient(cluster, threads=submit_threads)  # unthrottled: "at once"
+        client = kube.RawClient(cluster, threads=threads, qps=qps, burst=burst)
+        path = kube.MPIJOBS.format(ns=ns)
         names = [f"job-{i:04d}" for i in range(jobs_n)]
         with (
             ThreadPoolExecutor(threads) as creates,
@@ -115,7 +106,7 @@ def raw_throughput(
                 return [f.result() for f in sent]
 
             def submit_one(name: str) -> tuple[float, list[Future[Any]]]:
-                stored = submit.create(path, mpijob(name, workers, launcher_seconds))
+                stored = submit.create(path, kube.mpijob(name, workers, launcher_seconds))
                 acked = time.monotonic()
                 if lanes is not None:
                     return acked, [lane_pool.submit(create_children, stored)]
