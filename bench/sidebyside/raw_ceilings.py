@@ -79,7 +79,7 @@ def raw_throughput(
     timeout: float,
     submit_threads: int = 16,
     threads: int = 32,
-    lanes: int | None = None,
+    lanes: int = 0,
 ) -> dict[str, Any]:
     """``jobs_n`` MPIJobs submitted at once as in the throughput scenario, and each
     one's children created by a plain client as soon as its create is acknowledged:
@@ -87,7 +87,7 @@ def raw_throughput(
 
     ``lanes``: at most that many jobs' children in flight at once, each job's all
     together (an operator of that many sync workers that takes no time itself);
-    None: every job's as soon as it is acknowledged."""
+    0: every job's as soon as it is acknowledged."""
     pods = kube.Watch(cluster, kube.PODS.format(ns=ns), kube.JOB_NAME_LABEL).start()
     per_job = workers + 1
     cpu0 = time.process_time()
@@ -98,26 +98,22 @@ def raw_throughput(
         names = [f"job-{i:04d}" for i in range(jobs_n)]
         with (
             ThreadPoolExecutor(threads) as creates,
-            ThreadPoolExecutor(lanes or 1) as lane_pool,
+            ThreadPoolExecutor(lanes or max(jobs_n, 1)) as lane_pool,
         ):
 
             def create_children(stored: dict[str, Any]) -> list[dict[str, Any]]:
                 sent = [creates.submit(client.create, p, o) for p, o in children(stored)]
                 return [f.result() for f in sent]
 
-            def submit_one(name: str) -> tuple[float, list[Future[Any]]]:
+            def submit_one(name: str) -> tuple[float, Future[list[dict[str, Any]]]]:
                 stored = submit.create(path, kube.mpijob(name, workers, launcher_seconds))
-                acked = time.monotonic()
-                if lanes is not None:
-                    return acked, [lane_pool.submit(create_children, stored)]
-                return acked, [creates.submit(client.create, p, o) for p, o in children(stored)]
+                return time.monotonic(), lane_pool.submit(create_children, stored)
 
             t0 = time.monotonic()
             with ThreadPoolExecutor(submit_threads) as submitters:
                 submitted = list(submitters.map(submit_one, names))
-            for _, futures in submitted:
-                for f in futures:
-                    f.result()
+            for _, job_children in submitted:
+                job_children.result()
         t_children = time.monotonic() - t0
         created = {n: acked for n, (acked, _) in zip(names, submitted, strict=True)}
 

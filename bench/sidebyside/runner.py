@@ -284,7 +284,7 @@ class Runner:
                 config.qps,
                 config.burst,
                 s.timeout,
-                lanes=s.raw_lanes or None,
+                lanes=s.raw_lanes,
             ),
         )
 
