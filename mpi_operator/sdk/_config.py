@@ -4,6 +4,7 @@ that goes with it."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +29,16 @@ def connect(kubeconfig: str | Path | None, context: str | None) -> tuple[Any, st
     context or ``$KUBECONFIG``) must load; without one, the in-cluster config is tried."""
     configuration = k8s.Configuration()
     config_file = str(kubeconfig) if kubeconfig is not None else None
+    named = config_file or os.environ.get("KUBECONFIG") or None
     try:
         k8s_config.load_kube_config(
             config_file=config_file, context=context, client_configuration=configuration
         )
         namespace = _kubeconfig_namespace(config_file, context)
     except (k8s_config.ConfigException, OSError) as kube_error:
-        if kubeconfig is not None or context is not None:
-            raise SDKError(f"cannot load kubeconfig {config_file or ''}: {kube_error}") from None
+        if named is not None or context is not None:
+            where = named or "~/.kube/config"
+            raise SDKError(f"cannot load kubeconfig {where}: {kube_error}") from None
         try:
             k8s_config.load_incluster_config(client_configuration=configuration)
         except k8s_config.ConfigException as cluster_error:

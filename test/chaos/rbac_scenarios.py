@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from chaos_support import list_items
 from examples_support import VolcanoStandIn
+from failure_support import oom_job
 from rbac_support import (
     COSCHEDULER,
     OPERATOR_LABEL,
@@ -83,6 +84,42 @@ def suspend(run: Run) -> Drive:
         run.wait(launcher_suspended(False), "the launcher Job resumed")
         job = get(c, path) or {}
         assert not job.get("status", {}).get("startTime"), job.get("status")
+
+    return drive
+
+
+def restart(run: Run) -> Drive:
+    """A worker OOMKilled on its first run: the failure policy's RestartJob deletes the
+    first attempt's launcher Job (jobs delete) and workers, and the second attempt
+    succeeds."""
+    ns = run.namespace("rbac-restart")
+    create(
+        run.cluster, mpijob_path(ns), oom_job("restart", True, "Running", launcher_runs_for="3s")
+    )
+
+    def restarted() -> bool:
+        job = get(run.cluster, mpijob_path(ns, "restart")) or {}
+        return int((job.get("status") or {}).get("restartCount") or 0) >= 1
+
+    def drive() -> None:
+        run.wait(restarted, "restart restarted by its failure policy")
+        run.wait(succeeded(run, ns, "restart"), "restart Succeeded after its restart")
+
+    return drive
+
+
+def ttl(run: Run) -> Drive:
+    """ttlSecondsAfterFinishedPolicy MPIJob: the finished MPIJob itself is deleted
+    (mpijobs delete)."""
+    ns = run.namespace("rbac-ttl")
+    job = pi_mpijob("ttl", workers=1, complete_after="1s")
+    job["spec"]["runPolicy"].update(
+        ttlSecondsAfterFinished=0, ttlSecondsAfterFinishedPolicy="MPIJob"
+    )
+    create(run.cluster, mpijob_path(ns), job)
+
+    def drive() -> None:
+        run.wait(lambda: get(run.cluster, mpijob_path(ns, "ttl")) is None, "ttl's MPIJob deleted")
 
     return drive
 
@@ -206,7 +243,7 @@ CHILDREN = ("services", "configmaps", "secrets")
 
 #: The operator's flags for each group of scenarios (one process a group).
 GROUPS: dict[str, tuple[tuple[str, ...], list[Scenario]]] = {
-    "plain": ((), [pi, suspend, adopt, clash]),
+    "plain": ((), [pi, suspend, adopt, clash, restart, ttl]),
     "volcano": (("--gang-scheduling=volcano",), [volcano]),
     "coscheduling": ((f"--gang-scheduling={COSCHEDULER}",), [coscheduling]),
 }
@@ -221,6 +258,10 @@ def scenario_for(t: Triple) -> tuple[str, Scenario]:
         return "coscheduling", coscheduling
     if resource == "events" and verb == "patch":
         return "plain", clash
+    if resource == "jobs" and verb == "delete":
+        return "plain", restart
+    if resource == "mpijobs" and verb == "delete":
+        return "plain", ttl
     if (resource in ("jobs", "jobs/status") and verb == "update") or (
         resource == "pods" and verb == "delete"
     ):

@@ -41,9 +41,11 @@ ADMISSION_ONLY = {FINALIZERS}
 NEEDS_NO_ROLE = {("authorization.k8s.io", "selfsubjectaccessreviews", "create")}
 
 #: Short mode's removals: one verb per resource kind, the one with the most
-#: specific trigger (the full mode removes every granted triple in turn).
+#: specific trigger, and the deletes of the TTL and of a restart (the full mode
+#: removes every granted triple in turn).
 SHORT_REMOVALS: list[Triple] = [
     ("kubeflow.org", "mpijobs", "watch"),
+    ("kubeflow.org", "mpijobs", "delete"),
     ("kubeflow.org", "mpijobs/status", "update"),
     FINALIZERS,
     ("", "pods", "delete"),
@@ -51,6 +53,7 @@ SHORT_REMOVALS: list[Triple] = [
     ("", "configmaps", "patch"),
     ("", "secrets", "get"),
     ("batch", "jobs", "update"),
+    ("batch", "jobs", "delete"),
     ("batch", "jobs/status", "update"),
     ("", "events", "patch"),
     ("scheduling.volcano.sh", "podgroups", "delete"),

@@ -28,6 +28,10 @@ The job suite (one namespace per scenario):
   updates the three drifted ones (pods get: a worker pod is only read back);
 * ``clash``: a foreign Service has the job's name: the ErrResourceExists event
   repeats with every retry, and the recorder PATCHes its count (events patch);
+* ``restart``: a worker OOMKilled on its first run; the failure policy's RestartJob
+  deletes the first attempt's launcher Job (jobs delete) and the job then succeeds;
+* ``ttl``: ``ttlSecondsAfterFinishedPolicy: MPIJob``; the finished MPIJob itself is
+  deleted (mpijobs delete);
 * ``volcano`` (``--gang-scheduling=volcano``): a gang job to Succeeded (a stand-in
   binds the pods; its PodGroup is deleted when it ends) and a second job whose
   PodGroup exists beforehand with a wrong minMember (podgroups update;
@@ -51,7 +55,7 @@ Proofs:
    always covers it). No request is denied, not even the start-up check's (it asks a
    SelfSubjectAccessReview before reading the lock namespace).
 2. each grant is needed: for each granted triple (full mode: all of them; short
-   mode: :data:`SHORT_REMOVALS`, one per resource kind), the role is applied with
+   mode: :data:`SHORT_REMOVALS`, one per resource kind and both deletes), the role is applied with
    just that verb removed and the scenario that needs it runs again; it must fail:
    the operator refuses to start naming that permission, or the audit log shows
    the operator's request for that very triple denied (for mpijobs/finalizers: a

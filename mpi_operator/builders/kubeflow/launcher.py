@@ -11,6 +11,7 @@ from mpi_operator.api.v2beta1 import (
     MPIImplementation,
     MPIJob,
     ReplicaType,
+    TTLPolicy,
 )
 from mpi_operator.builders.kubeflow.common import (
     CONFIG_MOUNT_PATH,
@@ -157,7 +158,10 @@ def new_launcher_job(job: MPIJob, gang: GangScheduling | None = None) -> Launche
     pod_template = new_launcher_pod_template(job, gang)
     run_policy = job.spec.run_policy
     spec: Obj = {}
-    if run_policy.ttl_seconds_after_finished is not None:
+    # Under the MPIJob policy (ours) the TTL deletes the MPIJob, and the launcher Job
+    # with it: a launcher Job gone on its own would be made again, and the job rerun.
+    own_ttl = run_policy.ttl_seconds_after_finished_policy != TTLPolicy.MPIJOB
+    if run_policy.ttl_seconds_after_finished is not None and own_ttl:
         spec["ttlSecondsAfterFinished"] = run_policy.ttl_seconds_after_finished
     if run_policy.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = run_policy.active_deadline_seconds

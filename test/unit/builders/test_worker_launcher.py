@@ -211,6 +211,22 @@ def test_worker_exit_code_restart_policy_becomes_never() -> None:
     assert new_worker(job.obj(), 0)["spec"]["restartPolicy"] == "Never"
 
 
+@pytest.mark.parametrize(
+    ("policy", "want"),
+    [(None, 30), ("Launcher", 30), ("MPIJob", None)],
+)
+def test_the_launcher_job_carries_the_ttl_unless_it_deletes_the_mpijob(
+    policy: str | None, want: int | None
+) -> None:
+    """Under ttlSecondsAfterFinishedPolicy MPIJob the MPIJob's deletion takes the
+    launcher Job along; a launcher Job of its own TTL would go first and be rerun."""
+    fields: dict[str, Any] = {"ttlSecondsAfterFinished": 30}
+    if policy is not None:
+        fields["ttlSecondsAfterFinishedPolicy"] = policy
+    job = MakeMPIJob().run_policy(**fields).obj()
+    assert new_launcher_job(job).job["spec"].get("ttlSecondsAfterFinished") == want
+
+
 def _launcher_as_worker() -> dict[str, Any]:
     want = default_launcher()
     template = want["spec"]["template"]

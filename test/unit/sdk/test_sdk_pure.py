@@ -22,7 +22,8 @@ from mpi_operator.sdk import (
     T9kMPIJobClient,
     state,
 )
-from mpi_operator.sdk.errors import from_api_exception
+from mpi_operator.sdk._config import connect
+from mpi_operator.sdk.errors import SDKError, from_api_exception
 from mpi_operator.sdk.kinds import KUBEFLOW, T9K
 
 
@@ -165,3 +166,15 @@ def test_a_model_is_sent_in_its_wire_form() -> None:
         "metadata": {"name": "pi"},
         "spec": {"slotsPerWorker": 2, "runLauncherAsWorker": True},
     }
+
+
+def test_a_broken_kubeconfig_named_by_the_environment_is_an_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$KUBECONFIG names a kubeconfig as an argument would: it must load, and the
+    error names it (no silent fall-back to the in-cluster config)."""
+    broken = tmp_path / "broken.kubeconfig"
+    broken.write_text("not: [a kubeconfig\n")
+    monkeypatch.setenv("KUBECONFIG", str(broken))
+    with pytest.raises(SDKError, match=str(broken)):
+        connect(None, None)
