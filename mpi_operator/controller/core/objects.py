@@ -52,6 +52,14 @@ def is_job_failed(job: Obj) -> bool:
     return condition is not None and condition.get("status") == TRUE
 
 
+def is_job_past_deadline(job: Obj) -> bool:
+    """The Job failed, or is failing (FailureTarget), for its activeDeadlineSeconds."""
+    conditions = (job_condition(job, kind) or {} for kind in ("Failed", "FailureTarget"))
+    return any(
+        c.get("status") == TRUE and c.get("reason") == "DeadlineExceeded" for c in conditions
+    )
+
+
 def is_job_finished(job: Obj) -> bool:
     return is_job_succeeded(job) or is_job_failed(job)
 

@@ -58,7 +58,7 @@ async def delete_pod_collection(
     ``members``: lists every pod in the cache that the collection's label selector
     matches (called only when there is a pod to delete).
 
-    Pods whose collection delete an earlier sync sent are not deleted again while the
+    Pods whose delete an earlier sync sent are not deleted again while the
     cache still shows them (:class:`~.expectations.DeletionExpectations`)."""
     if not names:
         return
@@ -69,14 +69,18 @@ async def delete_pod_collection(
         # Deleted by an earlier sync whose deletes the cache does not show yet.
         gone = {_name(pod) for pod in cached if _uid(pod) in sent}
         names = [name for name in names if name not in gone]
+        if not names:
+            return
     if len(names) >= COLLECTION_FROM and await _delete_collection(ctx, owner, collection, cached):
         # It also took the pods created for the owner that the cache has yet to show:
         # none is in flight any more (the owner's syncs never overlap, so no create is).
         ctx.expectations.forget(owner.key)
-        doomed = set(names)
-        ctx.deletions.expect(owner.key, (_uid(pod) for pod in cached if _name(pod) in doomed), now)
-        return
-    await delete_pods(ctx, collection.namespace, names)
+    else:
+        await delete_pods(ctx, collection.namespace, names)
+    # Kept for the deletes one by one too: a pod deleted here that turns Failed while
+    # it terminates is not a failure for the failure policy to judge.
+    doomed = set(names)
+    ctx.deletions.expect(owner.key, (_uid(pod) for pod in cached if _name(pod) in doomed), now)
 
 
 def _name(pod: Obj) -> str:

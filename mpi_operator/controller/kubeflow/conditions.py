@@ -85,7 +85,9 @@ def _keep(existing: JobCondition, incoming_type: str) -> JobCondition | None:
     if {existing.type, incoming_type} == exclusive:
         return None
     finishing = incoming_type in (ConditionType.FAILED, ConditionType.SUCCEEDED)
-    if finishing and existing.type in (ConditionType.RUNNING, ConditionType.FAILED):
+    # Restarting (ours: only a failure policy sets it) ends with the job too.
+    ended = (ConditionType.RUNNING, ConditionType.FAILED, ConditionType.RESTARTING)
+    if finishing and existing.type in ended:
         return existing.model_copy(update={"status": FALSE})
     return existing
 

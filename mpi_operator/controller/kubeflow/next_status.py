@@ -24,7 +24,11 @@ from mpi_operator.api.v2beta1 import (
 )
 from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.client.events import NORMAL, WARNING, truncate_message
-from mpi_operator.controller.core.objects import format_time, is_job_succeeded
+from mpi_operator.controller.core.objects import (
+    format_time,
+    is_job_past_deadline,
+    is_job_succeeded,
+)
 from mpi_operator.controller.core.writes import Event
 from mpi_operator.controller.kubeflow import ready_timeout
 from mpi_operator.controller.kubeflow import restart as restarts
@@ -164,9 +168,12 @@ def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: d
     update.requeue_after = ready_timeout.seconds_left(job, now)
     launcher, launcher_pods, workers = children.launcher, children.launcher_pods, children.workers
     policy = job.spec.run_policy.failure_policy
-    succeeded = launcher is not None and is_job_succeeded(launcher)
-    if policy is not None and not is_suspended(job) and not succeeded:
-        # A launcher that succeeded after a retry leaves failed pods: not a failure.
+    # A launcher that succeeded after a retry leaves failed pods: not a failure. One
+    # past activeDeadlineSeconds ends the job whatever its pods say, as without a policy.
+    settled = launcher is not None and (
+        is_job_succeeded(launcher) or is_job_past_deadline(launcher)
+    )
+    if policy is not None and not is_suspended(job) and not settled:
         judgement = restarts.judge(policy, job, launcher_pods, workers, children.deleted)
         update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.decision.ignored]
         update.events += judgement.events

@@ -32,6 +32,9 @@ def seconds_left(job: MPIJob, now: datetime) -> float | None:
         return None
     if has_true_condition(status, ConditionType.RUNNING):
         return None
+    if has_true_condition(status, ConditionType.SUSPENDED):
+        # Resumed in this sync: its startTime is reset below, the clock starts then.
+        return None
     stamps = [_parse(status.start_time)]
     restarting = get_condition(status, ConditionType.RESTARTING)
     if restarting is not None and restarting.status == "True":

@@ -145,8 +145,11 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
 
 
 def count_ready(pods: list[Obj]) -> int:
+    """Ready workers; a terminating one (deleted on suspension, say) does not count."""
     ready = 0
     for pod in pods:
+        if is_terminating(pod):
+            continue
         for condition in (pod.get("status") or {}).get("conditions") or []:
             if condition.get("type") == "Ready" and condition.get("status") == "True":
                 ready += 1

@@ -21,6 +21,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from recording_client import Action, RecordingClient, merge_patch
+from seam_objects import MPIJobBuilder, PodBuilder, pod_status
 
 from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.builders.ssh import SSHKeyPair
@@ -106,6 +107,8 @@ class SyncWorld:
     requeued: list[str] = field(default_factory=list)
     requeued_after: list[tuple[str, float]] = field(default_factory=list)
     _settled: int = 0
+    #: How often each key was created: a name made anew gets a new uid.
+    _made: dict[str, int] = field(default_factory=dict)
 
     # -- seeding -----------------------------------------------------------
     def _indexer(self, informer: str) -> Any:
@@ -159,7 +162,9 @@ class SyncWorld:
             obj = copy.deepcopy(action.body)
             meta = obj.setdefault("metadata", {})
             meta.setdefault("namespace", namespace)
-            meta.setdefault("uid", f"uid-{action.name}")
+            # A name made anew gets a new uid, as from the API server.
+            made = self._made[key] = self._made.get(key, 0) + 1
+            meta.setdefault("uid", f"uid-{action.name}" + (f"-{made}" if made > 1 else ""))
             indexer.add(obj)
         elif action.verb == "update":
             indexer.add(copy.deepcopy(action.body))
@@ -350,3 +355,21 @@ def _collection_matches(action: Action, obj: Obj) -> bool:
         if phase == value:
             return False
     return True
+
+
+async def running_kubeflow_job(builder: MPIJobBuilder, replicas: int = 2) -> SyncWorld:
+    """A job whose children exist, workers Ready and launcher pod running, Running
+    written: the steady state of a job at work."""
+    world = kubeflow_world(builder.workers(replicas).obj())
+    await world.converge()
+    for i in range(replicas):
+        world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
+    await world.converge()  # a launcher that waits for Ready workers comes now
+    launcher = world.cached("Job", "pi-launcher")
+    assert launcher is not None
+    world.change(
+        "Job", "pi-launcher", {"status": {"startTime": "2026-01-01T00:00:00Z", "active": 1}}
+    )
+    world.add(PodBuilder.of_job(launcher).running().obj())
+    await world.converge()
+    return world

@@ -9,6 +9,7 @@ import pytest
 from recording_client import forbidden
 from seam_objects import MPIJobBuilder, PodBuilder, pod_status
 from sync_fixtures import DELETE_WORKERS, SyncWorld, kubeflow_world
+from sync_fixtures import running_kubeflow_job as running
 
 STATUS = ("update", "mpijobs/status", "pi")
 LAUNCHER = "pi-launcher"
@@ -16,22 +17,6 @@ LAUNCHER = "pi-launcher"
 
 def workers(n: int, verb: str) -> list[tuple[str, str, str]]:
     return [(verb, "pods", f"pi-worker-{i}") for i in range(n)]
-
-
-async def running(builder: MPIJobBuilder, replicas: int = 2) -> SyncWorld:
-    """A job whose children exist, workers Ready and launcher pod running, Running
-    written: the steady state of a job at work."""
-    world = kubeflow_world(builder.workers(replicas).obj())
-    await world.converge()
-    for i in range(replicas):
-        world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
-    await world.converge()  # a launcher that waits for Ready workers comes now
-    launcher = world.cached("Job", LAUNCHER)
-    assert launcher is not None
-    world.change("Job", LAUNCHER, {"status": {"startTime": "2026-01-01T00:00:00Z", "active": 1}})
-    world.add(PodBuilder.of_job(launcher).running().obj())
-    await world.converge()
-    return world
 
 
 def suspend(world: SyncWorld, suspended: bool = True) -> None:
@@ -191,16 +176,17 @@ async def test_without_the_right_to_delete_a_collection_workers_go_by_name() -> 
     assert world.writes == [DELETE_WORKERS, *workers(3, "delete"), STATUS]
     world.settle()
     assert world.names("Pod") == ["pi-launcher-x7k2p"]
-    # Not asked again for ten minutes: the next cleanup goes by name at once.
+    # Not asked again for ten minutes: the next cleanup goes by name at once (pods
+    # made anew: new uids).
     job = world.cached("MPIJob", "pi") or {}
     for i in range(3):
-        world.add(PodBuilder.worker(job, i).running().obj())
+        world.add(PodBuilder.worker(job, i).uid(f"anew-{i}").running().obj())
     world.clear()
     await world.sync()
     assert world.writes == workers(3, "delete")
     world.settle()
     for i in range(3):
-        world.add(PodBuilder.worker(job, i).running().obj())
+        world.add(PodBuilder.worker(job, i).uid(f"again-{i}").running().obj())
     world.clear()
     world.step(600)
     await world.sync()
