@@ -50,8 +50,12 @@ log = structlog.get_logger()
 REFRESH_AHEAD = 300.0
 # client-go's cachingTokenSource period for token files.
 FILE_REREAD_PERIOD = 60.0
-# After a failed background refresh, the current token is kept and tried again this late.
+# After a failed background refresh, the current token is kept and tried again this late;
+# without a valid token, requests fail at once with the last error for as long.
 RETRY_AFTER_FAILURE = 5.0
+# Deviation: client-go waits on an exec plugin without a limit; a hung one would stall
+# every request (the Lease renewal included).
+FETCH_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,7 @@ class Credentials:
         self._expires_at: float | None = None  # monotonic
         self._refresh_at: float | None = None  # monotonic
         self._inflight: asyncio.Task[None] | None = None
+        self._failed: tuple[float, CredentialsError] | None = None  # (monotonic, error)
         self.refreshes = 0
         if initial is not None:
             self._set(initial)
@@ -198,11 +203,18 @@ class Credentials:
 
     async def _fetch(self, forced: bool) -> None:
         try:
-            token = await self.source.fetch(forced=forced)
+            async with asyncio.timeout(FETCH_TIMEOUT):
+                token = await self.source.fetch(forced=forced)
         except asyncio.CancelledError:
             raise
+        except TimeoutError:
+            late = TimeoutError(f"no answer within {FETCH_TIMEOUT:g}s")
+            self._failed = (self.clock.monotonic(), CredentialsError(self.source.kind, late))
+            raise self._failed[1] from None
         except Exception as err:
-            raise CredentialsError(self.source.kind, err) from None
+            self._failed = (self.clock.monotonic(), CredentialsError(self.source.kind, err))
+            raise self._failed[1] from None
+        self._failed = None
         self._set(token)
         self.refreshes += 1
         log.info("credentials refreshed", source=self.source.kind, forced=forced)
@@ -227,6 +239,9 @@ class Credentials:
         """The header value to send now (refreshing first if there is none valid)."""
         now = self.clock.monotonic()
         if not self._loaded or (self._expires_at is not None and now >= self._expires_at):
+            failed = self._failed
+            if failed is not None and now - failed[0] < RETRY_AFTER_FAILURE:
+                raise failed[1]  # not the source again at once: it just failed
             await self._refresh(forced=False)
         elif (
             self._refresh_at is not None

@@ -43,6 +43,7 @@ import structlog
 from mpi_operator.api.object_model import Obj
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.kubeapi import KubeClient, Resource
+from mpi_operator.client.ratelimit import request_flow
 from mpi_operator.client.reflector import Backoff, Reflector
 from mpi_operator.client.selectors import Selector
 from mpi_operator.client.store import (
@@ -272,6 +273,12 @@ class SharedInformer:
                 for obj in self.indexer.list():
                     self._notify_update(obj, obj)
 
+    async def _run_shared(self) -> None:
+        # Its lists and watches are everyone's, whichever sync started it (a cache
+        # started on demand): not in that job's request flow.
+        with request_flow(""):
+            await self.run()
+
     async def run(self) -> None:
         """Run until cancelled."""
         if self.resync_period <= 0 and len(self.reflectors) == 1:
@@ -285,7 +292,7 @@ class SharedInformer:
 
     def start(self) -> asyncio.Task[None]:
         if self._task is None:
-            self._task = asyncio.create_task(self.run(), name=f"informer-{self.resource}")
+            self._task = asyncio.create_task(self._run_shared(), name=f"informer-{self.resource}")
             self._task.add_done_callback(self._on_task_done)
         return self._task
 

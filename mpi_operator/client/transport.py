@@ -325,6 +325,10 @@ class ApiTransport:
                 parsed = data.decode("utf-8", "replace")
             if not 200 <= resp.status < 300:
                 raise ApiError(resp.status, parsed, resp.reason or "")
+            if data and not isinstance(parsed, dict):
+                # A proxy's HTML page, say: no answer of the API server. As client-go's
+                # decode error, the caller retries; 502 marks it a bad gateway's.
+                raise ApiError(502, None, f"the answer to {method} {path} is not a JSON object")
             return parsed
         raise AssertionError("unreachable")
 

@@ -260,6 +260,9 @@ def validate_timings(opts: ServerOptions) -> None:
     before a successor may take over; raises ValueError naming the flags."""
     lease, renew, retry = opts.lease_duration, opts.renew_deadline, opts.retry_period
     drain = opts.shutdown_drain_seconds
+    if lease < 1:
+        # The Lease holds whole seconds (leaseDurationSeconds).
+        raise ValueError(f"--lease-duration ({_s(lease)}) must be at least 1s")
     if lease <= renew:
         raise ValueError(
             f"--lease-duration ({_s(lease)}) must be greater than --renew-deadline ({_s(renew)})"

@@ -15,6 +15,7 @@ import datetime
 import orjson
 import pytest
 
+from mpi_operator.client import credentials
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.credentials import (
     Credentials,
@@ -116,6 +117,42 @@ async def test_no_retry_when_the_source_cannot_give_another_token() -> None:
     used = await creds.authorization()
     source.fail = True
     assert await creds.reload(used) is False
+
+
+class Hung:
+    """An exec plugin that never answers."""
+
+    kind = "exec"
+    reloadable = True
+    reread_period: float | None = None
+
+    async def fetch(self, *, forced: bool) -> Token:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+async def test_a_plugin_that_never_answers_fails_the_request_in_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(credentials, "FETCH_TIMEOUT", 0.05)
+    creds = Credentials(Hung(), clock=FakeClock())
+    with pytest.raises(CredentialsError, match="cannot obtain exec credentials: no answer"):
+        async with asyncio.timeout(5):
+            await creds.authorization()
+
+
+async def test_without_a_token_a_failing_plugin_is_not_run_again_at_once() -> None:
+    clock = FakeClock()
+    source = Script(clock, lifetime=None)
+    source.fail = True
+    creds = Credentials(source, clock=clock)
+    for _ in range(3):
+        with pytest.raises(CredentialsError, match="plugin exited 1"):
+            await creds.authorization()
+    assert len(source.calls) == 1, "the requests of the next 5 s get the same error"
+    clock.step(5)
+    source.fail = False
+    assert await creds.authorization() == "Bearer t2"
 
 
 async def test_a_failed_background_refresh_keeps_the_token_and_tries_again_later() -> None:

@@ -122,6 +122,15 @@ def test_bad_flags_exit_2(argv: list[str]) -> None:
         ),
         (["--shutdown-drain-seconds=-1"], "--shutdown-drain-seconds (-1s) must not be negative"),
         (
+            [
+                "--lease-duration=0.9",
+                "--renew-deadline=0.5",
+                "--retry-period=0.1",
+                "--shutdown-drain-seconds=0.2",
+            ],
+            "--lease-duration (0.9s) must be at least 1s",
+        ),
+        (
             ["--shutdown-drain-seconds=8"],
             "--shutdown-drain-seconds (8s) is too long: a leader that cannot renew steps down "
             "up to --renew-deadline + --retry-period (8s) after its last renewal, and must "
