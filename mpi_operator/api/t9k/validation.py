@@ -19,6 +19,7 @@ from mpi_operator.api.limits import (
     config_map_errors,
     worker_cap_errors,
 )
+from mpi_operator.api.pod_template import template_errors
 from mpi_operator.api.t9k.slots import gpu_slots
 from mpi_operator.api.t9k.types import CleanUpPolicy, MPIJob, ReplicaType
 from mpi_operator.api.v2beta1.validation import worker_hostname_errors
@@ -41,17 +42,19 @@ def validate(job: MPIJob) -> list[FieldError]:
             errors.append(
                 invalid(WORKER_REPLICAS_PATH, worker.replicas, "must be greater than or equal to 1")
             )
-        errors += limit_errors(job)
         if not worker.cmd:
             errors.append(required("spec.worker.cmd", "must give the command mpirun runs"))
-        pod_spec = worker.template.get("spec")
+        shape = template_errors(worker.template, "spec.worker.template")
+        pod_spec = worker.template.get("spec") if isinstance(worker.template, dict) else None
         containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
         if not isinstance(containers, list) or not containers:
-            errors.append(
+            shape.append(
                 required(
                     "spec.worker.template.spec.containers", "must define at least one container"
                 )
             )
+        # The limits read the template (the GPU slots): only once its shape is right.
+        errors += shape or limit_errors(job)
     for key in spec.mca or {}:
         if not key:
             errors.append(invalid("spec.mca", key, "keys must not be empty"))

@@ -25,6 +25,7 @@ from mpi_operator.api.limits import (
     config_map_errors,
     worker_cap_errors,
 )
+from mpi_operator.api.pod_template import template_errors
 from mpi_operator.api.v2beta1.failure_policy_validation import run_policy_errors
 from mpi_operator.api.v2beta1.types import (
     CleanPodPolicy,
@@ -219,7 +220,8 @@ def _validate_replica_spec(spec: ReplicaSpec, path: str) -> list[FieldError]:
         errors.append(
             required(f"{path}.template.spec.containers", "must define at least one container")
         )
-    return errors
+    # Ours: the CRD leaves the template's metadata free; the builders need its types.
+    return errors + template_errors(spec.template, f"{path}.template")
 
 
 def _pydantic_path(loc: tuple[int | str, ...]) -> str:
