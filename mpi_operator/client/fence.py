@@ -13,7 +13,9 @@ before it sends a request:
 * when the renew deadline has passed but the elector is still trying to renew,
   the write waits: a renewal opens the fence again, stepping down
   (:meth:`revoke`) fails it with :class:`FencedError`;
-* before leadership is won and after it is lost, writes fail at once.
+* before leadership is won and after it is lost, writes fail at once;
+* an admitted write that must open a connection has until leadership goes stale
+  to do so (:meth:`fresh_for`): a slow connect does not carry it past the fence.
 
 Not client-go (which has no such fence): a replica there keeps writing until its
 workers notice the cancelled context.
@@ -71,6 +73,13 @@ class LeadershipFence:
 
     def allows(self, method: str, path: str) -> bool:
         return method in READS or path.partition("?")[0] in self.exempt or self.fresh()
+
+    def fresh_for(self, method: str, path: str) -> float | None:
+        """Seconds a fenced write admitted now has left to leave; None when the fence
+        does not judge the request (a read, an exempt path)."""
+        if method in READS or path.partition("?")[0] in self.exempt:
+            return None
+        return max(self._fresh_until - self.clock.monotonic(), 0.0)
 
     async def admit(self, method: str, path: str) -> None:
         """Returns when the request may be sent; raises :class:`FencedError` if never."""

@@ -268,6 +268,9 @@ class ApiTransport:
                 # Last, so that a write that waited for the throttle or a slot is judged
                 # when it leaves.
                 await self.fence.admit(method, path)
+                left = self.fence.fresh_for(method, path)
+                if left is not None:
+                    client_timeout = _connect_within(client_timeout, left)
             resp: aiohttp.ClientResponse = await session.request(
                 method,
                 url,
@@ -363,3 +366,14 @@ def _env_proxy(host: str) -> str | None:
     if not parsed.hostname or urllib.request.proxy_bypass(parsed.hostname):
         return None
     return urllib.request.getproxies().get(parsed.scheme or "https")
+
+
+def _connect_within(timeout: aiohttp.ClientTimeout, seconds: float) -> aiohttp.ClientTimeout:
+    """``timeout`` with getting a connection (TCP and TLS) bounded by ``seconds``."""
+    return aiohttp.ClientTimeout(
+        total=timeout.total,
+        connect=min(timeout.connect or seconds, seconds),
+        sock_read=timeout.sock_read,
+        sock_connect=timeout.sock_connect,
+        ceil_threshold=timeout.ceil_threshold,
+    )
