@@ -28,7 +28,8 @@ The connection pool has no limit: each watch holds a connection while it runs, s
 limit shared with requests lets enough watched namespaces hold every request back.
 Requests are bounded instead: at most :data:`REQUEST_CONNECTIONS` wait for their
 response at once (a burst of pod creates waits for a slot, before the leadership fence
-judges it). client-go multiplexes both on one HTTP/2 connection instead.
+judges it), and freed slots go to the request flows in turns (:mod:`.fair_slots`).
+client-go multiplexes both on one HTTP/2 connection instead.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from mpi_operator.client.clientsets import ClientsetThrottles
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.credentials import Credentials
 from mpi_operator.client.errors import ApiError
+from mpi_operator.client.fair_slots import FairSlots
 from mpi_operator.client.fence import LeadershipFence
 from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
 from mpi_operator.client.lean_imports import ApiClient, Configuration, RESTClientObject
@@ -119,7 +121,7 @@ class ApiTransport:
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
         self._proxy: str | None = None
-        self._request_slots = asyncio.Semaphore(REQUEST_CONNECTIONS)
+        self._request_slots = FairSlots(REQUEST_CONNECTIONS)
 
     @classmethod
     def from_config(
@@ -263,7 +265,7 @@ class ApiTransport:
         else:
             data = orjson.dumps(body)
         session = self._http()
-        async with contextlib.nullcontext() if watch else self._request_slots:
+        async with contextlib.nullcontext() if watch else self._request_slots.slot():
             if self.fence is not None:
                 # Last, so that a write that waited for the throttle or a slot is judged
                 # when it leaves.
