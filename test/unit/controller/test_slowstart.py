@@ -100,3 +100,25 @@ async def test_names_are_expected_before_the_calls_return() -> None:
 
     await create_slow_start(exp, "ns/j", [("w-0", create)], None)
     assert seen == [{"w-0"}]
+
+
+async def test_no_batch_starts_once_the_sync_has_created_for_a_second() -> None:
+    """A sync that shares a slow client (each create 50 ms of its time) stops after the
+    batch that passes one second, and requeues the key: it frees its worker."""
+    clock = FakeClock()
+    exp = CreationExpectations(clock)
+    calls: list[str] = []
+    requeued: list[str] = []
+    slow = [(name, _stepping(clock, create)) for name, create in _pending(500, calls)]
+    created = await create_slow_start(exp, "ns/big", slow, requeued.append, clock=clock)
+    assert len(created) == 8 + 16  # 0.4 s, then 1.2 s: no third batch
+    assert requeued == ["ns/big"]
+
+
+def _stepping(clock: FakeClock, create: Any) -> Any:
+    async def stepped() -> Obj:
+        clock.step(0.05)
+        result: Obj = await create()
+        return result
+
+    return stepped
