@@ -1,7 +1,12 @@
 """``runPolicy.ttlSecondsAfterFinishedPolicy: MPIJob`` (ours): the finished MPIJob is
 deleted ``ttlSecondsAfterFinished`` after its ``completionTime``, and the garbage
 collector deletes its children with it. Unset or ``Launcher``, the TTL keeps the
-reference's meaning: only the launcher Job's own ``ttlSecondsAfterFinished``."""
+reference's meaning: only the launcher Job's own ``ttlSecondsAfterFinished``.
+
+One case of the latter is ours to carry out: a launcher Job the operator suspended to
+stop it (the job failed by its failure policy, its workers-ready timeout, an evicted
+worker) never finishes, so the TTL-after-finished controller never deletes it; the
+operator deletes it at the same time, counted from the MPIJob's ``completionTime``."""
 
 from __future__ import annotations
 
@@ -10,31 +15,57 @@ from datetime import UTC, datetime
 import structlog
 
 from mpi_operator.api.v2beta1 import MPIJob, TTLPolicy
-from mpi_operator.client import MPIJOBS, is_not_found
+from mpi_operator.builders.kubeflow.common import launcher_name
+from mpi_operator.client import JOBS, MPIJOBS, Resource, is_controlled_by, is_not_found
 from mpi_operator.client.kubeapi import ApiError
+from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended
 from mpi_operator.controller.kubeflow.context import SyncContext
 
 log = structlog.get_logger(__name__)
 
 
-def seconds_left(job: MPIJob, now: datetime) -> float | None:
-    """Until the finished job is due for deletion; None when it never is (pure)."""
-    policy = job.spec.run_policy
+def _due_in(job: MPIJob, now: datetime) -> float | None:
+    """Seconds until ``completionTime`` + ``ttlSecondsAfterFinished``; None without both."""
+    ttl = job.spec.run_policy.ttl_seconds_after_finished
     status = job.status
-    if policy.ttl_seconds_after_finished_policy != TTLPolicy.MPIJOB:
-        return None
-    if policy.ttl_seconds_after_finished is None or status is None or not status.completion_time:
+    if ttl is None or status is None or not status.completion_time:
         return None
     try:
         done = datetime.strptime(status.completion_time, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
         return None
-    return done.timestamp() + policy.ttl_seconds_after_finished - now.timestamp()
+    return done.timestamp() + ttl - now.timestamp()
+
+
+def seconds_left(job: MPIJob, now: datetime) -> float | None:
+    """Until the finished job is due for deletion; None when it never is (pure)."""
+    if job.spec.run_policy.ttl_seconds_after_finished_policy != TTLPolicy.MPIJOB:
+        return None
+    return _due_in(job, now)
 
 
 async def collect(ctx: SyncContext, job: MPIJob) -> None:
-    """Deletes the finished job when its TTL is over, or looks again when it will be."""
-    left = seconds_left(job, ctx.clock.now())
+    """Deletes the finished job (or the launcher Job it stopped) when its TTL is over,
+    or looks again when it will be."""
+    if job.spec.run_policy.ttl_seconds_after_finished_policy == TTLPolicy.MPIJOB:
+        await _delete_when_due(ctx, job, MPIJOBS, job.name, {"uid": job.uid})
+        return
+    launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
+    if (
+        launcher is None
+        or not is_controlled_by(launcher, job.uid)
+        or is_job_finished(launcher)  # the TTL-after-finished controller's to delete
+        or not is_job_suspended(launcher)
+    ):
+        return
+    uid = {"uid": str(launcher["metadata"].get("uid") or "")}
+    await _delete_when_due(ctx, job, JOBS, launcher_name(job), uid)
+
+
+async def _delete_when_due(
+    ctx: SyncContext, job: MPIJob, resource: Resource, name: str, preconditions: dict[str, str]
+) -> None:
+    left = _due_in(job, ctx.clock.now())
     if left is None:
         return
     key = f"{job.namespace}/{job.name}"
@@ -42,14 +73,14 @@ async def collect(ctx: SyncContext, job: MPIJob) -> None:
         if ctx.requeue_after is not None:
             ctx.requeue_after(key, left)
         return
-    log.info("deleting finished mpijob after its ttl", mpijob=key)
+    log.info("deleting after the ttl", mpijob=key, kind=resource.plural, name=name)
     try:
         await ctx.client.delete(
-            MPIJOBS,
+            resource,
             job.namespace,
-            job.name,
+            name,
             propagation_policy="Background",
-            preconditions={"uid": job.uid},
+            preconditions=preconditions,
         )
     except ApiError as err:
         if not is_not_found(err):

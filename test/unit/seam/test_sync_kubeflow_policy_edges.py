@@ -1,11 +1,12 @@
 """The failure policy and the workers-ready timeout where they meet the job's other
 ends: activeDeadlineSeconds, a suspended job resumed while its old workers terminate,
-a job that finishes while Restarting, and the whole-MPIJob TTL at zero seconds."""
+a job that finishes while Restarting, the whole-MPIJob TTL at zero seconds and the
+launcher's own TTL when the operator stopped the launcher."""
 
 from __future__ import annotations
 
 from seam_objects import MPIJobBuilder, PodBuilder
-from sync_fixtures import SyncWorld
+from sync_fixtures import SyncWorld, kubeflow_world
 from sync_fixtures import running_kubeflow_job as running
 
 LAUNCHER = "pi-launcher"
@@ -121,3 +122,23 @@ async def test_a_zero_ttl_deletes_the_mpijob_in_the_sync_that_finishes_it() -> N
     world.change("Pod", LAUNCHER_POD, {"status": {"phase": "Succeeded"}})
     await world.sync()
     assert world.writes[-2:] == [("update", "mpijobs/status", "pi"), ("delete", "mpijobs", "pi")]
+
+
+async def test_a_launcher_job_the_operator_stopped_is_deleted_after_its_ttl() -> None:
+    """Under the Launcher TTL policy a launcher Job suspended to stop it never finishes,
+    so no TTL controller would delete it: the operator does, counted from the MPIJob's
+    completionTime."""
+    builder = MPIJobBuilder("pi").workers(2).workers_ready_timeout(30)
+    world = kubeflow_world(builder.ttl_after_finished(60, policy="Launcher").obj())
+    await world.converge()
+    world.step(31)
+    await world.sync()
+    assert conditions(world)["Failed"] == ("True", "WorkersNotReady")
+    assert ("patch", "jobs", LAUNCHER) in world.writes  # suspended: stopped
+    world.clear()  # the launcher Job's watch event syncs the job again
+    await world.sync()
+    assert world.writes == []
+    assert world.requeued_after == [("default/pi", 60.0)]
+    world.step(60)
+    await world.sync()
+    assert world.writes == [("delete", "jobs", LAUNCHER)]
