@@ -32,6 +32,7 @@ from mpi_operator.api.t9k import (
     Task,
 )
 from mpi_operator.builders.t9k.common import launcher_name, worker_name
+from mpi_operator.builders.t9k.pods import pod_run_mode, run_mode
 from mpi_operator.client.events import NORMAL, WARNING
 from mpi_operator.controller.core.objects import (
     FALSE,
@@ -316,14 +317,37 @@ def update_status(
     status.aggregate, status.tasks = aggregate, tasks
     if finished:
         return out
-    if job.paused:
+    launcher, workers = _live_roles(job, pods)
+    if job.paused and not pods_finished(job, pods):
         _pause(job, status, out, bool(pods), now)
         return out
     resuming = _resuming(job, status, out, previous, now)
-    live = {n: p for n, p in pods.items() if not is_terminating(p)}
-    launcher = live.get(launcher_name(job))
-    workers = [live.get(worker_name(job, i)) for i in range(job.worker_replicas)]
+    # Before a pause: an outcome the pods had before the pause was asked is kept.
     if job.debug is None and _finished_by_pods(job, status, out, launcher, workers, now):
         return out
     _set_phase(job, status, out, [launcher, *workers], resuming, now)
     return out
+
+
+def _live_roles(job: MPIJob, pods: Mapping[str, Obj]) -> tuple[Obj | None, list[Obj | None]]:
+    """The launcher pod and the worker pods, by index, that are not being deleted."""
+    live = {n: p for n, p in pods.items() if not is_terminating(p)}
+    workers = [live.get(worker_name(job, i)) for i in range(job.worker_replicas)]
+    return live.get(launcher_name(job)), workers
+
+
+def was_paused(job: MPIJob) -> bool:
+    """A job that was paused once runs its pods with the resumeSpecs."""
+    return job.status is not None and get_condition(job.status, ConditionType.PAUSED) is not None
+
+
+def pods_finished(job: MPIJob, pods: Mapping[str, Obj]) -> bool:
+    """The pods of the job's run mode end it (outside debug): its launcher exited or a
+    worker failed. Pods built for another mode (debug just switched off) do not."""
+    if job.debug is not None:
+        return False
+    mode = run_mode(job, was_paused(job))
+    launcher, workers = _live_roles(job, {n: p for n, p in pods.items() if pod_run_mode(p) == mode})
+    return pod_phase(launcher) in ("Succeeded", "Failed") or any(
+        pod_phase(w) == "Failed" for w in workers
+    )

@@ -21,13 +21,14 @@ from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
     REPLICA_TYPE_LABEL,
     CleanUpPolicy,
-    ConditionType,
     MPIJob,
+    Phase,
     ReplicaType,
     parse,
     set_defaults,
     validate,
 )
+from mpi_operator.builders.t9k.common import launcher_name
 from mpi_operator.builders.t9k.pods import (
     new_launcher_pod,
     new_worker_pod,
@@ -37,7 +38,11 @@ from mpi_operator.builders.t9k.pods import (
 from mpi_operator.controller.core import tail
 from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.invalid import report_invalid
-from mpi_operator.controller.core.objects import get_condition, is_terminating, pod_phase
+from mpi_operator.controller.core.objects import (
+    format_time,
+    is_terminating,
+    pod_phase,
+)
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.pods import delete_pods
@@ -49,7 +54,14 @@ from mpi_operator.controller.t9k.context import (
     job_reference,
     owner_of,
 )
-from mpi_operator.controller.t9k.status import TERMINAL_PHASES, next_status, slots
+from mpi_operator.controller.t9k.status import (
+    TERMINAL_PHASES,
+    StatusUpdate,
+    next_status,
+    pods_finished,
+    slots,
+    was_paused,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -77,7 +89,9 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         ctx = self.ctx
         finished = job.status is not None and job.status.phase in TERMINAL_PHASES
         pods = children.job_pods(ctx, owner)
-        if not finished:
+        # The pods may have ended the job already (a status write that failed after the
+        # clean-up, a pause asked as it ended): nothing is made or paused anew then.
+        if not finished and not pods_finished(job, pods):
             await run_all(
                 children.ensure_service(ctx, owner, job),
                 children.ensure_config_map(ctx, owner, job),
@@ -92,6 +106,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         update = next_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
         if update.finished:
             await self._clean_up_workers(owner, job, pods)
+            await self._stop_waiting_launcher(job, pods, update)
         new_status = dump_status(update.status)
         await tail.finish(lambda: write_status(ctx, owner, T9K_MPIJOBS, new_status, update.events))
 
@@ -106,7 +121,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         if not missing:
             return {}
         await children.ensure_pod_group(ctx, owner, job)
-        resumed = _was_paused(job)
+        resumed = was_paused(job)
 
         def build(replica_type: ReplicaType, index: int) -> Obj:
             if replica_type is ReplicaType.LAUNCHER:
@@ -122,7 +137,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         in the right mode once gone."""
         wanted = {name for _, _, name in slots(job)}
         surplus = [name for name in pods if name not in wanted]
-        mode = run_mode(job, _was_paused(job))
+        mode = run_mode(job, was_paused(job))
         stale = [
             name
             for name, pod in pods.items()
@@ -132,6 +147,29 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         await delete_pods(self.ctx, job.namespace, surplus)
         for name in surplus:
             del pods[name]
+        deleted_at = format_time(self.ctx.clock.now())
+        for name in stale:
+            # Deleted: an exit of theirs in the other mode does not end the job.
+            meta = {**pods[name]["metadata"], "deletionTimestamp": deleted_at}
+            pods[name] = {**pods[name], "metadata": meta}
+
+    async def _stop_waiting_launcher(
+        self, job: MPIJob, pods: dict[str, Obj], update: StatusUpdate
+    ) -> None:
+        """A job that failed while its launcher had yet to start (waiting in its init
+        container for a worker that failed, say) deletes it unless nothing is cleaned
+        up: it would wait for the workers forever. A running launcher stays: mpirun
+        ends on its own, and its log tells what went wrong."""
+        launcher = pods.get(launcher_name(job))
+        if (
+            update.status.phase != Phase.FAILED.value
+            or job.spec.run_policy.clean_up_policy() == CleanUpPolicy.NONE
+            or launcher is None
+            or is_terminating(launcher)
+            or pod_phase(launcher) != "Pending"
+        ):
+            return
+        await delete_pods(self.ctx, job.namespace, [launcher_name(job)])
 
     async def _clean_up_workers(self, owner: Owner, job: MPIJob, pods: dict[str, Obj]) -> None:
         policy = job.spec.run_policy.clean_up_policy()
@@ -149,8 +187,3 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         await children.delete_pods_together(
             self.ctx, owner, doomed, ReplicaType.WORKER, unfinished=policy != CleanUpPolicy.ALL
         )
-
-
-def _was_paused(job: MPIJob) -> bool:
-    """A job that was paused once runs its pods with the resumeSpecs."""
-    return job.status is not None and get_condition(job.status, ConditionType.PAUSED) is not None

@@ -1,0 +1,77 @@
+"""The T9k sync handler where an ending meets another change: debug switched off over
+an exited debug pod, a status write lost after the clean-up, a pause asked as the job
+ended, and a launcher still waiting for a worker that failed."""
+
+from __future__ import annotations
+
+from recording_client import conflict
+from seam_objects import T9kJobBuilder, pod_status
+from sync_fixtures import SyncWorld, pod_names, t9k_world
+
+LAUNCHER = "pi-launcher"
+
+
+async def running(builder: T9kJobBuilder) -> SyncWorld:
+    """Every pod runs and Running is written."""
+    world = t9k_world(builder.obj())
+    await world.converge()
+    for name in world.names("Pod"):
+        world.change("Pod", name, {"status": pod_status("Running", ready=True)})
+    await world.converge()
+    return world
+
+
+def phase(world: SyncWorld) -> str:
+    return str((world.cached("MPIJob", "pi") or {})["status"]["phase"])
+
+
+async def test_switching_debug_off_does_not_end_the_job_by_an_exited_debug_pod() -> None:
+    builder = T9kJobBuilder("pi").workers(1)
+    builder.spec["runMode"] = {
+        "debug": {"enabled": True, "replicaSpecs": [{"type": "launcher", "command": ["true"]}]}
+    }
+    world = await running(builder)
+    world.change("Pod", LAUNCHER, {"status": {"phase": "Failed"}})  # the debug command ended
+    await world.converge()
+    assert phase(world) == "Debugging"
+    world.change("MPIJob", "pi", {"spec": {"runMode": {"debug": {"enabled": False}}}})
+    await world.sync()
+    assert world.status["phase"] not in ("Failed", "Succeeded")
+    assert ("delete", "pods", LAUNCHER) in world.writes  # it comes back in normal mode
+
+
+async def test_a_finished_job_whose_status_write_failed_gets_no_new_workers() -> None:
+    world = await running(T9kJobBuilder("pi").workers(2).clean_up_workers("all"))
+    world.change("Pod", LAUNCHER, {"status": {"phase": "Succeeded"}})
+    world.client.fail("update", "mpijobs/status", conflict("pi"), times=1)
+    await world.sync_error()
+    world.clear()  # the workers are gone, the status still says Running
+    await world.sync()
+    assert pod_names(world) == []
+    assert world.status["phase"] == "Succeeded"
+
+
+async def test_a_pause_asked_as_the_job_ended_keeps_the_ending() -> None:
+    world = await running(T9kJobBuilder("pi").workers(1))
+    world.change("Pod", LAUNCHER, {"status": {"phase": "Succeeded"}})
+    world.change("MPIJob", "pi", {"spec": {"runMode": {"pause": {"enabled": True}}}})
+    await world.converge()
+    assert phase(world) == "Succeeded"
+
+
+async def test_a_launcher_waiting_for_a_failed_worker_is_deleted_with_the_workers() -> None:
+    world = await running(T9kJobBuilder("pi").workers(2).clean_up_workers("all"))
+    world.change("Pod", LAUNCHER, {"status": {"phase": "Pending"}})  # in its init container
+    world.change("Pod", "pi-worker-0", {"status": {"phase": "Failed"}})
+    await world.converge()
+    assert phase(world) == "Failed"
+    assert world.names("Pod") == []
+
+
+async def test_a_running_launcher_stays_when_a_worker_fails() -> None:
+    """mpirun ends on its own, and its log says what went wrong."""
+    world = await running(T9kJobBuilder("pi").workers(2).clean_up_workers("all"))
+    world.change("Pod", "pi-worker-0", {"status": {"phase": "Failed"}})
+    await world.converge()
+    assert phase(world) == "Failed"
+    assert world.names("Pod") == [LAUNCHER]
