@@ -4,7 +4,7 @@ A :class:`Credentials` holds the ``Authorization`` header the transport sends
 and one :class:`TokenSource` that can produce it again:
 
 * :class:`ExecSource`: a kubeconfig ``exec`` plugin (EKS, GKE, AKS, ...), run
-  as an asyncio subprocess through kubernetes_asyncio's ``ExecProvider``; its
+  as an asyncio subprocess (:mod:`.exec_plugin`, killed when it does not answer); its
   ExecCredential's ``expirationTimestamp`` says when the token lapses.
 * :class:`OidcSource`: a kubeconfig ``oidc`` auth-provider, refreshed through
   kubernetes_asyncio's loader (the id-token's ``exp`` claim is its expiry).
@@ -42,6 +42,7 @@ import structlog
 
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.errors import ApiError
+from mpi_operator.client.exec_plugin import run_exec_plugin
 from mpi_operator.client.lean_imports import ExecProvider, parse_rfc3339
 
 log = structlog.get_logger()
@@ -126,7 +127,7 @@ class ExecSource:
         self.exec_config = exec_config
 
     async def fetch(self, *, forced: bool) -> Token:
-        status = await ExecProvider(self.exec_config).run()
+        status = await run_exec_plugin(ExecProvider(self.exec_config), FETCH_TIMEOUT)
         if "token" not in status:
             raise ValueError(
                 "exec plugin output has no token (client certificates are not reloaded)"
@@ -241,7 +242,8 @@ class Credentials:
         if not self._loaded or (self._expires_at is not None and now >= self._expires_at):
             failed = self._failed
             if failed is not None and now - failed[0] < RETRY_AFTER_FAILURE:
-                raise failed[1]  # not the source again at once: it just failed
+                # Not the source again at once: it just failed (no traceback kept).
+                raise failed[1].with_traceback(None)
             await self._refresh(forced=False)
         elif (
             self._refresh_at is not None
