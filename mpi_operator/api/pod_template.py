@@ -100,8 +100,9 @@ def _container_errors(container: Any, path: str) -> list[FieldError]:
 def _string_map_errors(value: Any, path: str) -> list[FieldError]:
     if value is None:
         return []
+    # A null value decodes to "" in Go (the reference takes it), so it passes too.
     if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in value.items()
     ):
         return [invalid(path, value, _STRING_MAP)]
     return []

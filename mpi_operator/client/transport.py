@@ -372,6 +372,7 @@ def _env_proxy(host: str) -> str | None:
 
 def _connect_within(timeout: aiohttp.ClientTimeout, seconds: float) -> aiohttp.ClientTimeout:
     """``timeout`` with getting a connection (TCP and TLS) bounded by ``seconds``."""
+    seconds = max(seconds, 0.001)  # aiohttp takes 0 for no limit at all
     return aiohttp.ClientTimeout(
         total=timeout.total,
         connect=min(timeout.connect or seconds, seconds),

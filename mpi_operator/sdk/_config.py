@@ -26,10 +26,15 @@ def _kubeconfig_namespace(config_file: str | None, context: str | None) -> str:
 
 def connect(kubeconfig: str | Path | None, context: str | None) -> tuple[Any, str]:
     """An ``ApiClient`` and the default namespace. A kubeconfig that was named (argument,
-    context or ``$KUBECONFIG``) must load; without one, the in-cluster config is tried."""
+    context, or an existing file ``$KUBECONFIG`` names) must load; without one, the
+    in-cluster config is tried."""
     configuration = k8s.Configuration()
     config_file = str(kubeconfig) if kubeconfig is not None else None
-    named = config_file or os.environ.get("KUBECONFIG") or None
+    # As the kubernetes client's load_config: a $KUBECONFIG that names no file is as if
+    # unset (in a pod, the in-cluster config is tried); one that names a file must load.
+    from_env = os.environ.get("KUBECONFIG") or ""
+    listed = any(Path(p).exists() for p in from_env.split(os.pathsep) if p)
+    named = config_file or (from_env if listed else None)
     try:
         k8s_config.load_kube_config(
             config_file=config_file, context=context, client_configuration=configuration

@@ -109,16 +109,16 @@ def main_container(pod_spec: Obj) -> Obj:
 
 
 def append_env(container: Obj, env: list[Obj]) -> None:
-    container["env"] = [*container.get("env", []), *env]
+    container["env"] = [*(container.get("env") or []), *env]
 
 
 def setup_ssh(pod_spec: Obj, job: MPIJob) -> None:
     """Mounts the job's SSH key Secret into the main container."""
     mount_path = job.spec.ssh_auth_mount_path or ROOT_SSH_PATH
     volume = ssh_secret_volume(job.name + SSH_AUTH_SECRET_SUFFIX, mount_path)
-    pod_spec["volumes"] = [*pod_spec.get("volumes", []), volume]
+    pod_spec["volumes"] = [*(pod_spec.get("volumes") or []), volume]
     container = main_container(pod_spec)
     container["volumeMounts"] = [
-        *container.get("volumeMounts", []),
+        *(container.get("volumeMounts") or []),
         {"name": SSH_AUTH_VOLUME, "mountPath": mount_path},
     ]

@@ -126,7 +126,7 @@ def new_launcher_pod_template(
         )
     set_restart_policy(pod_spec, spec)
     pod_spec["volumes"] = [
-        *pod_spec.get("volumes", []),
+        *(pod_spec.get("volumes") or []),
         {
             "name": CONFIG_VOLUME_NAME,
             "configMap": {
@@ -143,7 +143,7 @@ def new_launcher_pod_template(
         },
     ]
     container["volumeMounts"] = [
-        *container.get("volumeMounts", []),
+        *(container.get("volumeMounts") or []),
         {"name": CONFIG_VOLUME_NAME, "mountPath": CONFIG_MOUNT_PATH},
     ]
     meta = template["metadata"]

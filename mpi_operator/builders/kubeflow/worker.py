@@ -51,7 +51,7 @@ def new_worker(job: MPIJob, index: int, gang: GangScheduling | None = None) -> O
     if dns_config is None:
         pod_spec["dnsConfig"] = {"searches": [search]}
     else:
-        dns_config["searches"] = [*dns_config.get("searches", []), search]
+        dns_config["searches"] = [*(dns_config.get("searches") or []), search]
     set_restart_policy(pod_spec, spec)
     container = main_container(pod_spec)
     if not container.get("command") and not container.get("args"):

@@ -115,7 +115,7 @@ def _ssh_volume(job: MPIJob) -> Obj:
 
 def _mount(container: Obj, name: str, path: str) -> None:
     container["volumeMounts"] = [
-        *container.get("volumeMounts", []),
+        *(container.get("volumeMounts") or []),
         {"name": name, "mountPath": path},
     ]
 
@@ -163,7 +163,7 @@ def _pod(
         pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     containers = pod_spec.get("containers") or []
     container: Obj = containers[mpi_container_index(pod_spec)]
-    pod_spec["volumes"] = [*pod_spec.get("volumes", []), _ssh_volume(job)]
+    pod_spec["volumes"] = [*(pod_spec.get("volumes") or []), _ssh_volume(job)]
     _mount(container, SSH_AUTH_VOLUME, job.spec.ssh.ssh_auth_mount_path or ROOT_SSH_PATH)
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
     return pod, container
@@ -217,5 +217,5 @@ def new_launcher_pod(
             "command": ["sh", "-c", WAIT_FOR_WORKERS_SCRIPT],
             "volumeMounts": [{"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH}],
         }
-        pod_spec["initContainers"] = [*pod_spec.get("initContainers", []), init]
+        pod_spec["initContainers"] = [*(pod_spec.get("initContainers") or []), init]
     return pod

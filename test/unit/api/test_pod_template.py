@@ -91,3 +91,10 @@ GOOD: dict[str, Any] = {
 )
 def test_template_errors(template: Any, errors: list[str]) -> None:
     assert [str(e) for e in template_errors(template, P)] == errors
+
+
+def test_null_label_and_annotation_values_pass_as_in_go() -> None:
+    """Go decodes null into a map's string as "": the reference runs such a job."""
+    assert (
+        template_errors({"metadata": {"labels": {"a": None}, "annotations": {"b": None}}}, P) == []
+    )

@@ -62,6 +62,22 @@ async def test_a_cancelled_waiter_leaves_no_slot_behind() -> None:
     assert slots._free == 1
 
 
+async def test_a_waiter_cancelled_as_it_is_handed_a_slot_passes_it_on() -> None:
+    slots = FairSlots(1)
+    first = slots.slot("a")
+    await first.__aenter__()
+    handed = asyncio.create_task(slots._acquire("b"))
+    after = asyncio.create_task(slots._acquire("c"))
+    await asyncio.sleep(0)
+    await first.__aexit__(None, None, None)  # the slot goes to b's future ...
+    handed.cancel()  # ... and b is cancelled before it runs again
+    with pytest.raises(asyncio.CancelledError):
+        await handed
+    async with asyncio.timeout(1):
+        await after  # b passed it on to c
+    assert slots.queued() == {} and slots._free == 0
+
+
 @pytest.fixture
 async def slow_server() -> AsyncIterator[str]:
     async def slow(request: web.Request) -> web.Response:

@@ -61,6 +61,17 @@ async def test_a_resumed_job_gets_its_full_workers_ready_timeout() -> None:
     await world.sync()
     assert "Failed" not in conditions(world)
     assert conditions(world)["Suspended"][0] == "False"
+    # The clock started at the resume: the timeout fires 30 s after it, not before.
+    world.settle()
+    world.clear()
+    world.step(29)
+    await world.sync()
+    assert world.event_messages("WorkersNotReady") == []
+    world.settle()
+    world.clear()
+    world.step(2)
+    await world.sync()
+    assert conditions(world)["Failed"] == ("True", "WorkersNotReady")
 
 
 async def test_a_resumed_launcher_waits_for_new_workers_not_terminating_ones() -> None:

@@ -75,3 +75,15 @@ async def test_a_running_launcher_stays_when_a_worker_fails() -> None:
     await world.converge()
     assert phase(world) == "Failed"
     assert world.names("Pod") == [LAUNCHER]
+
+
+async def test_null_lists_in_the_template_are_as_if_absent() -> None:
+    """A bare ``volumes:`` in YAML is null; the T9k template keeps it as it is."""
+    builder = T9kJobBuilder("pi").workers(1)
+    spec = builder.spec["worker"]["template"]["spec"]
+    spec.update(volumes=None, initContainers=None)
+    spec["containers"][0]["volumeMounts"] = None
+    world = t9k_world(builder.obj())
+    await world.sync()
+    assert sorted(pod_names(world)) == [LAUNCHER, "pi-worker-0"]
+    assert world.events == [("Normal", "MPIJobInitialized")]
