@@ -48,7 +48,12 @@ async def create_pods(
 
     pending = [(name, partial(create, build)) for name, build in pods]
     return await create_slow_start(
-        ctx.expectations, owner.key, pending, ctx.requeue, clock=ctx.clock
+        ctx.expectations,
+        owner.key,
+        pending,
+        ctx.requeue,
+        clock=ctx.clock,
+        others_waiting=ctx.others_waiting,
     )
 
 

@@ -32,9 +32,10 @@ MAX_CREATES_PER_SYNC = 500
 #: the cost of up to 8 calls, not 1, for a template that fails every time.
 INITIAL_BATCH = 8
 
-#: Deviation: no new batch starts once a sync has created for this long; the key is
-#: requeued for the rest. With two big jobs sharing the client's QPS, a 500-pod sync
-#: held a worker for 10 s or more, and with both workers held no other job was synced.
+#: Deviation: while other keys wait in the work queue, no new batch starts once a sync
+#: has created for this long; the key is requeued for the rest. With two big jobs
+#: sharing the client's QPS, a 500-pod sync held a worker for 10 s or more, and with
+#: both workers held no other job was synced. Alone, a job keeps its batches.
 SYNC_BUDGET = 1.0
 
 #: A pod to create: its name and the call that creates it (returning the pod).
@@ -59,17 +60,18 @@ async def create_slow_start(
     requeue: Callable[[str], None] | None,
     limit: int = MAX_CREATES_PER_SYNC,
     clock: Clock | None = None,
+    others_waiting: Callable[[], bool] = lambda: False,
 ) -> dict[str, Obj]:
     """Creates up to ``limit`` of ``pending`` in slow-start batches, none begun after
-    :data:`SYNC_BUDGET`; returns the pods created, by name. Raises the first error of a
-    failed batch (the pods its siblings created are expected); calls ``requeue(key)``
-    when pods are left for a later sync."""
+    :data:`SYNC_BUDGET` while ``others_waiting()``; returns the pods created, by name.
+    Raises the first error of a failed batch (the pods its siblings created are
+    expected); calls ``requeue(key)`` when pods are left for a later sync."""
     clock = clock or RealClock()
     began = clock.monotonic()
     created: dict[str, Obj] = {}
     start = 0
     for size in batch_sizes(len(pending), limit):
-        if start and clock.monotonic() - began >= SYNC_BUDGET:
+        if start and clock.monotonic() - began >= SYNC_BUDGET and others_waiting():
             break
         batch = pending[start : start + size]
         start += size
