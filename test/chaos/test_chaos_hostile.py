@@ -229,7 +229,7 @@ def test_chaos_hostile_corpus(
     print(json.dumps({"rejected": rejected, "explained": explained}, indent=1))
     assert not unexplained, unexplained
     assert not crashes, crashes
-    assert worst == 1, "the same warning in more than one Event object"
+    assert worst <= 1, "the same warning in more than one Event object"
     assert len(buster_events) <= 25, "a flood of Event objects for one MPIJob"
 
 
@@ -338,7 +338,7 @@ def test_chaos_hypothesis_specs(
         crashes=len(crashes),
     )
     assert not crashes, crashes
-    assert worst == 1, "the same warning in more than one Event object"
+    assert worst <= 1, "the same warning in more than one Event object"
 
 
 def _t9k_explained(cluster: LocalCluster, ns: str, name: str, field: str) -> str | None:
