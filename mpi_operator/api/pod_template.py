@@ -109,16 +109,16 @@ def _string_map_errors(value: Any, path: str) -> list[FieldError]:
 
 
 def _object_list_errors(value: Any, path: str) -> list[FieldError]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        return [invalid(path, value, _OBJECTS)]
-    return []
+    return _list_errors(value, path, dict, _OBJECTS)
 
 
 def _string_list_errors(value: Any, path: str) -> list[FieldError]:
+    return _list_errors(value, path, str, _STRINGS)
+
+
+def _list_errors(value: Any, path: str, item: type, detail: str) -> list[FieldError]:
     if value is None:
         return []
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        return [invalid(path, value, _STRINGS)]
+    if not isinstance(value, list) or not all(isinstance(x, item) for x in value):
+        return [invalid(path, value, detail)]
     return []

@@ -13,11 +13,10 @@ gives each freed slot to the next flow in round-robin order, as the token bucket
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from mpi_operator.client.ratelimit import current_flow
+from mpi_operator.client.ratelimit import FlowQueues, current_flow
 
 
 class FairSlots:
@@ -27,7 +26,7 @@ class FairSlots:
         self.size = size
         self._free = size
         # Invariant: a live waiter is queued only while no slot is free.
-        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+        self._waiting = FlowQueues()
 
     @asynccontextmanager
     async def slot(self, flow: str | None = None) -> AsyncIterator[None]:
@@ -40,14 +39,13 @@ class FairSlots:
 
     def queued(self) -> dict[str, int]:
         """Waiting holders, by flow."""
-        return {f: sum(not t.done() for t in q) for f, q in self._waiting.items()}
+        return self._waiting.queued()
 
     async def _acquire(self, flow: str) -> None:
         if self._free > 0 and not self._waiting:
             self._free -= 1
             return
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(flow, deque()).append(turn)
+        turn = self._waiting.add(flow)
         try:
             await turn
         except asyncio.CancelledError:
@@ -56,17 +54,7 @@ class FairSlots:
             raise
 
     def _release(self) -> None:
-        while self._waiting:
-            flow, queue = next(iter(self._waiting.items()))
-            while queue and queue[0].done():
-                queue.popleft()  # cancelled while waiting
-            if not queue:
-                del self._waiting[flow]
-                continue
-            queue.popleft().set_result(None)
-            if queue:
-                self._waiting.move_to_end(flow)
-            else:
-                del self._waiting[flow]
-            return
-        self._free += 1
+        if self._waiting.has_live():
+            self._waiting.wake_next()
+        else:
+            self._free += 1

@@ -115,6 +115,48 @@ def current_flow() -> str:
     return _FLOW.get()
 
 
+class FlowQueues:
+    """Waiters by request flow, served in turns: round robin over the flows, first come
+    first served within one. A waiter is a future; one cancelled while it waits is
+    skipped."""
+
+    def __init__(self) -> None:
+        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+
+    def __bool__(self) -> bool:
+        return bool(self._waiting)
+
+    def add(self, flow: str) -> asyncio.Future[None]:
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(flow, deque()).append(turn)
+        return turn
+
+    def queued(self) -> dict[str, int]:
+        """Live waiters, by flow."""
+        return {f: sum(not t.done() for t in q) for f, q in self._waiting.items()}
+
+    def has_live(self) -> bool:
+        """Whether a waiter is there to serve (drops the cancelled ones ahead of it)."""
+        while self._waiting:
+            flow, queue = next(iter(self._waiting.items()))
+            while queue and queue[0].done():
+                queue.popleft()  # cancelled while waiting
+            if queue:
+                return True
+            del self._waiting[flow]
+        return False
+
+    def wake_next(self) -> None:
+        """Serves the next flow's first waiter (after :meth:`has_live` said one is
+        there); that flow's turn comes again after the others'."""
+        flow, queue = next(iter(self._waiting.items()))
+        queue.popleft().set_result(None)
+        if queue:
+            self._waiting.move_to_end(flow)
+        else:
+            del self._waiting[flow]
+
+
 class FairTokenBucket:
     """The API client's throttle: ``qps``/``burst`` in total, taken in turns by flows.
 
@@ -146,7 +188,7 @@ class FairTokenBucket:
         # leaves up to a token's fraction, and a timer fires late by its slack; tokens
         # beyond ``burst`` would be lost (no tick with a burst of 1).
         self.tick = min(tick, (self.burst - 1) / self.qps / 2)
-        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+        self._waiting = FlowQueues()
         self._timer: TimerHandle | None = None
         self._dispatched_at = -math.inf
 
@@ -154,14 +196,13 @@ class FairTokenBucket:
         """Returns once a token is this request's (``flow`` defaults to the context's)."""
         if not self._waiting and self._bucket.take_whole():
             return
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(current_flow() if flow is None else flow, deque()).append(turn)
+        turn = self._waiting.add(current_flow() if flow is None else flow)
         self._schedule()
         await turn  # a cancelled waiter is skipped by _dispatch
 
     def queued(self) -> dict[str, int]:
         """Requests waiting, by flow."""
-        return {f: sum(not t.done() for t in q) for f, q in self._waiting.items()}
+        return self._waiting.queued()
 
     def _schedule(self) -> None:
         if self._timer is None and self._waiting:
@@ -174,20 +215,8 @@ class FairTokenBucket:
     def _dispatch(self) -> None:
         self._timer = None
         self._dispatched_at = self._clock.monotonic()
-        while self._waiting:
-            flow, queue = next(iter(self._waiting.items()))
-            while queue and queue[0].done():
-                queue.popleft()  # cancelled while waiting
-            if not queue:
-                del self._waiting[flow]
-                continue
-            if not self._bucket.take_whole():
-                break
-            queue.popleft().set_result(None)
-            if queue:
-                self._waiting.move_to_end(flow)
-            else:
-                del self._waiting[flow]
+        while self._waiting.has_live() and self._bucket.take_whole():
+            self._waiting.wake_next()
         self._schedule()
 
 

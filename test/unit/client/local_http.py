@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Protocol, TypeVar
 
 from aiohttp import web
+
+from mpi_operator.client.lean_imports import ApiClient, Configuration
 
 
 @asynccontextmanager
@@ -19,3 +22,21 @@ async def serving(app: web.Application) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{runner.addresses[0][1]}"
     finally:
         await runner.cleanup()
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+@asynccontextmanager
+async def client_to(app: web.Application, make: Callable[[ApiClient], C]) -> AsyncIterator[C]:
+    """``make``'s client of ``app`` served on loopback; closed after."""
+    async with serving(app) as url:
+        client = make(ApiClient(Configuration(host=url)))
+        try:
+            yield client
+        finally:
+            await client.close()

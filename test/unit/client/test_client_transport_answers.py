@@ -8,10 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
-from local_http import serving
+from local_http import client_to
 
 from mpi_operator.client.errors import ApiError
-from mpi_operator.client.lean_imports import ApiClient, Configuration
 from mpi_operator.client.transport import ApiTransport
 
 
@@ -36,12 +35,8 @@ async def transport() -> AsyncIterator[ApiTransport]:
     app = web.Application()
     for path, handler in (("/html", html), ("/array", array), ("/empty", empty), ("/obj", obj)):
         app.router.add_get(path, handler)
-    async with serving(app) as url:
-        client = ApiTransport(ApiClient(Configuration(host=url)), qps=-1)
-        try:
-            yield client
-        finally:
-            await client.close()
+    async with client_to(app, lambda api: ApiTransport(api, qps=-1)) as client:
+        yield client
 
 
 @pytest.mark.parametrize("path", ["/html", "/array"])

@@ -9,11 +9,10 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
-from local_http import serving
+from local_http import client_to
 
 from mpi_operator.client import kubeapi
 from mpi_operator.client.kubeapi import PODS, KubeClient
-from mpi_operator.client.lean_imports import ApiClient, Configuration
 from mpi_operator.client.watch_pacing import BACKLOG, paced_chunks
 
 WINDOW = 0.05
@@ -157,12 +156,8 @@ class BurstServer:
 async def burst() -> AsyncIterator[KubeClient]:
     app = web.Application()
     app.router.add_get(PODS.path("ns"), BurstServer(count=300, gap=0.001).watch)
-    async with serving(app) as url:
-        client = KubeClient(ApiClient(Configuration(host=url)), qps=-1)
-        try:
-            yield client
-        finally:
-            await client.close()
+    async with client_to(app, lambda api: KubeClient(api, qps=-1)) as client:
+        yield client
 
 
 async def test_a_busy_watch_read_in_batches_loses_and_reorders_nothing(

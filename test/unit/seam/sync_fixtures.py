@@ -21,7 +21,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from recording_client import Action, RecordingClient, merge_patch
-from seam_objects import MPIJobBuilder, PodBuilder, pod_status
+from seam_objects import MPIJobBuilder, PodBuilder, T9kJobBuilder, pod_status
 
 from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.builders.ssh import SSHKeyPair
@@ -371,5 +371,15 @@ async def running_kubeflow_job(builder: MPIJobBuilder, replicas: int = 2) -> Syn
         "Job", "pi-launcher", {"status": {"startTime": "2026-01-01T00:00:00Z", "active": 1}}
     )
     world.add(PodBuilder.of_job(launcher).running().obj())
+    await world.converge()
+    return world
+
+
+async def running_t9k_job(builder: T9kJobBuilder) -> SyncWorld:
+    """A T9k job whose every pod runs, Running written."""
+    world = t9k_world(builder.obj())
+    await world.converge()
+    for name in world.names("Pod"):
+        world.change("Pod", name, {"status": pod_status("Running", ready=True)})
     await world.converge()
     return world

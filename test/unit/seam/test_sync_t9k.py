@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 from recording_client import ApiError, already_exists, forbidden, internal_error, invalid
-from seam_objects import ChildBuilder, PodBuilder, T9kJobBuilder, pod_status
+from seam_objects import ChildBuilder, PodBuilder, T9kJobBuilder
 from sync_fixtures import REPEATS, SYNC_FAILED, SyncWorld, pod_names, t9k_world
+from sync_fixtures import running_t9k_job as running
 
 SHARED = [
     ("create", "services", "pi"),
@@ -27,16 +28,6 @@ DELETE_PODS = ("deletecollection", "pods", "")
 
 def pods(*names: str, verb: str = "create") -> list[tuple[str, str, str]]:
     return [(verb, "pods", name) for name in names]
-
-
-async def running(builder: T9kJobBuilder) -> SyncWorld:
-    """Every pod runs and Running is written."""
-    world = t9k_world(builder.obj())
-    await world.converge()
-    for name in world.names("Pod"):
-        world.change("Pod", name, {"status": pod_status("Running", ready=True)})
-    await world.converge()
-    return world
 
 
 def conditions(world: SyncWorld) -> dict[str, tuple[str, str]]:

@@ -5,20 +5,11 @@ ended, and a launcher still waiting for a worker that failed."""
 from __future__ import annotations
 
 from recording_client import conflict
-from seam_objects import T9kJobBuilder, pod_status
+from seam_objects import T9kJobBuilder
 from sync_fixtures import SyncWorld, pod_names, t9k_world
+from sync_fixtures import running_t9k_job as running
 
 LAUNCHER = "pi-launcher"
-
-
-async def running(builder: T9kJobBuilder) -> SyncWorld:
-    """Every pod runs and Running is written."""
-    world = t9k_world(builder.obj())
-    await world.converge()
-    for name in world.names("Pod"):
-        world.change("Pod", name, {"status": pod_status("Running", ready=True)})
-    await world.converge()
-    return world
 
 
 def phase(world: SyncWorld) -> str:
