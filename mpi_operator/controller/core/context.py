@@ -42,8 +42,6 @@ class CoreContext:
     keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
     requeue: Callable[[str], None] | None = None
     """Adds a key back at the end of the queue (a sync that left pods for later)."""
-    others_waiting: Callable[[], bool] = field(default=lambda: False)
-    """Whether other keys wait in the work queue (a long sync then yields its worker)."""
     collection_deletes: CollectionDeletes = field(default_factory=CollectionDeletes)
     """Whether the API server refused a delete of the pods collection lately."""
     deletions: DeletionExpectations = field(default_factory=DeletionExpectations)

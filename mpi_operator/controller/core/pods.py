@@ -47,14 +47,7 @@ async def create_pods(
         return slim
 
     pending = [(name, partial(create, build)) for name, build in pods]
-    return await create_slow_start(
-        ctx.expectations,
-        owner.key,
-        pending,
-        ctx.requeue,
-        clock=ctx.clock,
-        others_waiting=ctx.others_waiting,
-    )
+    return await create_slow_start(ctx.expectations, owner.key, pending, ctx.requeue)
 
 
 async def delete_pods(ctx: CoreContext, namespace: str, names: Sequence[str]) -> None:

@@ -21,7 +21,6 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from mpi_operator.api.object_model import Obj
-from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.core.parallel import first_error
 
@@ -31,12 +30,6 @@ MAX_CREATES_PER_SYNC = 500
 #: creates a small job's pods in one round trip instead of up to four (1, 2, 4, 1), at
 #: the cost of up to 8 calls, not 1, for a template that fails every time.
 INITIAL_BATCH = 8
-
-#: Deviation: while other keys wait in the work queue, no new batch starts once a sync
-#: has created for this long; the key is requeued for the rest. With two big jobs
-#: sharing the client's QPS, a 500-pod sync held a worker for 10 s or more, and with
-#: both workers held no other job was synced. Alone, a job keeps its batches.
-SYNC_BUDGET = 1.0
 
 #: A pod to create: its name and the call that creates it (returning the pod).
 PendingPod = tuple[str, Callable[[], Awaitable[Obj]]]
@@ -59,20 +52,13 @@ async def create_slow_start(
     pending: Sequence[PendingPod],
     requeue: Callable[[str], None] | None,
     limit: int = MAX_CREATES_PER_SYNC,
-    clock: Clock | None = None,
-    others_waiting: Callable[[], bool] = lambda: False,
 ) -> dict[str, Obj]:
-    """Creates up to ``limit`` of ``pending`` in slow-start batches, none begun after
-    :data:`SYNC_BUDGET` while ``others_waiting()``; returns the pods created, by name.
-    Raises the first error of a failed batch (the pods its siblings created are
-    expected); calls ``requeue(key)`` when pods are left for a later sync."""
-    clock = clock or RealClock()
-    began = clock.monotonic()
+    """Creates up to ``limit`` of ``pending`` in slow-start batches; returns the pods
+    created, by name. Raises the first error of a failed batch (the pods its siblings
+    created are expected); calls ``requeue(key)`` when pods are left for a later sync."""
     created: dict[str, Obj] = {}
     start = 0
     for size in batch_sizes(len(pending), limit):
-        if start and clock.monotonic() - began >= SYNC_BUDGET and others_waiting():
-            break
         batch = pending[start : start + size]
         start += size
         expectations.expect(key, (name for name, _ in batch))

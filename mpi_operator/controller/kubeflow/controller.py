@@ -59,7 +59,6 @@ class MPIJobController(QueueController):
                 deletions=self.deletions,
                 own_writes=self.own_writes,
                 requeue=self.enqueue,
-                others_waiting=lambda: len(self.queue) > 0,
                 requeue_after=self.queue.add_after,
             )
         )

@@ -104,7 +104,6 @@ class T9kMPIJobController(QueueController):
                 deletions=self.deletions,
                 own_writes=self.own_writes,
                 requeue=self.enqueue,
-                others_waiting=lambda: len(self.queue) > 0,
             )
         )
         self.runner = SyncRunner(

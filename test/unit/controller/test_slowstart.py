@@ -100,31 +100,3 @@ async def test_names_are_expected_before_the_calls_return() -> None:
 
     await create_slow_start(exp, "ns/j", [("w-0", create)], None)
     assert seen == [{"w-0"}]
-
-
-@pytest.mark.parametrize(("others", "count"), [(True, 8 + 16), (False, 500)])
-async def test_no_batch_starts_after_a_second_while_other_keys_wait(
-    others: bool, count: int
-) -> None:
-    """A sync that shares a slow client (each create 50 ms of its time) stops after the
-    batch that passes one second, and requeues the key, when other keys wait for a
-    worker; alone, it keeps its batches."""
-    clock = FakeClock()
-    exp = CreationExpectations(clock)
-    calls: list[str] = []
-    requeued: list[str] = []
-    slow = [(name, _stepping(clock, create)) for name, create in _pending(600, calls)]
-    created = await create_slow_start(
-        exp, "ns/big", slow, requeued.append, clock=clock, others_waiting=lambda: others
-    )
-    assert len(created) == count  # with others: 0.4 s, then 1.2 s, no third batch
-    assert requeued == ["ns/big"]
-
-
-def _stepping(clock: FakeClock, create: Any) -> Any:
-    async def stepped() -> Obj:
-        clock.step(0.05)
-        result: Obj = await create()
-        return result
-
-    return stepped
