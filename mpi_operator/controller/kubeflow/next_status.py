@@ -51,12 +51,15 @@ INVALID_POD_TEMPLATE = "InvalidPodTemplate"
 class Children:
     """The children the sync created or found: the launcher Job (if any), its pods, and
     the worker pods. ``deleted``: uids of pods an earlier sync deleted whose deletion the
-    cache does not show yet (a failure ignored there is not judged again)."""
+    cache does not show yet (a failure ignored there is not judged again). ``bystanders``:
+    the worker pods of a job whose launcher Job finished: judged (the culprit, the
+    failure policy), not counted, as the reference counts no workers then."""
 
     launcher: Obj | None
     launcher_pods: Sequence[Obj]
     workers: Sequence[Obj]
     deleted: frozenset[str] = frozenset()
+    bystanders: Sequence[Obj] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,15 +176,20 @@ def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: d
     settled = launcher is not None and (
         is_job_succeeded(launcher) or is_job_past_deadline(launcher)
     )
+    bystanders = children.bystanders
     if policy is not None and not is_suspended(job) and not settled:
-        judgement = restarts.judge(policy, job, launcher_pods, workers, children.deleted)
+        judged = [*workers, *bystanders]
+        judgement = restarts.judge(policy, job, launcher_pods, judged, children.deleted)
         update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.decision.ignored]
         update.events += judgement.events
-        launcher_pods, workers = judgement.launcher_pods, judgement.workers
+        launcher_pods = judgement.launcher_pods
+        kept = {id(w) for w in judgement.workers}
+        workers = [w for w in workers if id(w) in kept]
+        bystanders = [w for w in bystanders if id(w) in kept]
         if judgement.decision.action is not None:
             _act(job, update, judgement.decision, now)
             return
-    outcome = update_status(job, launcher, launcher_pods, workers, now)
+    outcome = update_status(job, launcher, launcher_pods, workers, now, bystanders)
     update.events += outcome.events
     update.succeeded, update.failed = outcome.succeeded, outcome.failed
     if is_finished(update.status):

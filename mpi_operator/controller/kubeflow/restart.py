@@ -10,6 +10,7 @@ so Kueue keeps the job admitted. Pods of earlier attempts are never judged again
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -24,7 +25,7 @@ from mpi_operator.builders.kubeflow.common import launcher_name
 from mpi_operator.client import JOBS, PODS, WARNING, is_controlled_by
 from mpi_operator.controller.core.objects import is_terminating
 from mpi_operator.controller.core.owner import delete
-from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.parallel import first_error, run_all
 from mpi_operator.controller.core.writes import Event
 from mpi_operator.controller.kubeflow.context import SyncContext, attempt_of, restart_attempt
 from mpi_operator.controller.kubeflow.culprit import failed_pods
@@ -101,11 +102,19 @@ def judge(
 
 async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[str, str]]) -> None:
     """Deletes the pods (name, uid) whose failure a rule ignores: the workers are
-    recreated by the next sync, a launcher pod by the Job controller. Their uids are
-    kept (:class:`~.expectations.DeletionExpectations`) so that a sync before the cache
-    shows the deletes does not judge, report and delete them again."""
+    recreated by the next sync, a launcher pod by the Job controller. The uids of the
+    pods whose delete was sent are kept (:class:`~.expectations.DeletionExpectations`)
+    so that a sync before the cache shows the deletes does not judge, report and delete
+    them again; a delete that failed keeps its pod in judgement for the retry."""
     if not pods:
         return
     key = f"{job.namespace}/{job.name}"
-    ctx.deletions.expect(key, (uid for _, uid in pods), ctx.clock.monotonic())
-    await run_all(*(delete(ctx, PODS, job.namespace, name, None) for name, _ in pods))
+    results = await asyncio.gather(
+        *(delete(ctx, PODS, job.namespace, name, None) for name, _ in pods),
+        return_exceptions=True,
+    )
+    sent = (uid for (_, uid), result in zip(pods, results, strict=True) if result is None)
+    ctx.deletions.expect(key, sent, ctx.clock.monotonic())
+    error = first_error(results)
+    if error is not None:
+        raise error

@@ -210,8 +210,10 @@ def update_status(
     launcher_pods: Sequence[Obj],
     workers: Sequence[Obj],
     now: datetime,
+    bystanders: Sequence[Obj] = (),
 ) -> StatusOutcome:
-    """Brings ``job.status`` up to date in place and reports the events to emit."""
+    """Brings ``job.status`` up to date in place and reports the events to emit.
+    ``bystanders``: worker pods that are not counted but may be the culprit."""
     out = StatusOutcome()
     status = job.status = job.status or JobStatus()
     suspended = is_suspended(job)
@@ -221,7 +223,7 @@ def update_status(
         running_launchers = _launcher_status(job, out, launcher, launcher_pods, now)
     running = _worker_status(status, out, workers, now)
     if out.failed:
-        _name_the_culprit(job, out, [*workers, *launcher_pods], now)
+        _name_the_culprit(job, out, [*workers, *bystanders, *launcher_pods], now)
     all_running = launcher is not None and running_launchers >= 1 and running == len(workers)
     _sync_running(status, out, f"{job.namespace}/{job.name}", suspended, all_running, now)
     return out

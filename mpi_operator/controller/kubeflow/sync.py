@@ -105,6 +105,11 @@ class MPIJobSyncer(Syncer[SyncContext]):
             await self._apply(owner, job, next_status(job, Facts(clearing=True), now))
             return
         launcher = launchers.get_launcher(ctx, owner, job)
+        bystanders: list[Obj] = []
+        if launcher is not None and is_job_finished(launcher):
+            # Deviation: the reference judges no worker once its launcher finished; a
+            # worker that failed first (an OOM that made mpirun exit) is still the culprit.
+            bystanders = [w for w in worker_pods.worker_pods(ctx, job) if owner.controls(w)]
         try:
             launcher, workers = await self._create_children(owner, job, launcher)
         except _Rejected as rejected:
@@ -122,7 +127,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         deleted: frozenset[str] = frozenset()
         if job.spec.run_policy.failure_policy is not None:
             deleted = ctx.deletions.pending(owner.key, ctx.clock.monotonic())
-        found = Children(launcher, launcher_pods, workers, deleted)
+        found = Children(launcher, launcher_pods, workers, deleted, bystanders)
         update = next_status(job, Facts(children=found), now)
         self._requeue_at_deadline(job, update.requeue_after)
         await self._apply(owner, job, update)
@@ -160,23 +165,34 @@ class MPIJobSyncer(Syncer[SyncContext]):
         return launcher, workers
 
     async def _apply(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
-        """The child writes the new status asks for, then the one status write."""
-        ctx = self.ctx
-        await restarts.recreate_ignored(ctx, job, update.ignored)
-        if update.stop_launcher:
-            await launchers.stop_launcher(ctx, job)
-        if update.clean_up:
-            await self._clean_up_workers(owner, job)
+        """Decide, write, then act: the one status write first, then the child writes
+        that follow the decision (ignored pods deleted, the launcher stopped, the workers
+        cleaned up, an earlier attempt cleared). A write that fails leaves the evidence
+        of the decision (the failed pods, the running launcher) for the retry, which
+        decides the same; a job whose written status says finished only finishes its
+        clean-up."""
         if not update.write:
-            await ttl.collect(ctx, job)
+            # A job finished on an earlier sync: its status is written already.
+            await self._act(owner, job, update)
+            await ttl.collect(self.ctx, job)
             return
         job.status = update.status
-        await tail.finish(lambda: self._write_status_then_restart(owner, job, update))
+        await tail.finish(lambda: self._write_status_then_act(owner, job, update))
 
-    async def _write_status_then_restart(
-        self, owner: Owner, job: MPIJob, update: StatusUpdate
-    ) -> None:
-        await self._write_status(owner, job, update)
+    async def _write_status_then_act(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
+        if not await self._write_status(owner, job, update):
+            return
+        await self._act(owner, job, update)
+        if is_finished(update.status):
+            await ttl.collect(self.ctx, job)
+
+    async def _act(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
+        """The child writes a written decision asks for."""
+        await restarts.recreate_ignored(self.ctx, job, update.ignored)
+        if update.stop_launcher:
+            await launchers.stop_launcher(self.ctx, job)
+        if update.clean_up:
+            await self._clean_up_workers(owner, job)
         if update.restart:
             await restarts.clear_stale(self.ctx, job)
 
@@ -197,7 +213,9 @@ class MPIJobSyncer(Syncer[SyncContext]):
         await worker_pods.delete_workers(self.ctx, owner, job)
         await children.delete_pod_group(self.ctx, owner, job)
 
-    async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
+    async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> bool:
+        """Writes (or skips, when unchanged) the new status; False when a progress write
+        is deferred: nothing that follows a decision may act on an unwritten status."""
         new_status = dump_status(update.status)
         old_status = owner.obj.get("status") or {}
         changed = new_status != old_status
@@ -220,9 +238,9 @@ class MPIJobSyncer(Syncer[SyncContext]):
         )
         requeue, progress_writes = self.ctx.requeue_after, self.ctx.progress
         if progress and progress_writes.defer("status", owner.key, requeue, workers):
-            return
+            return False
         if between and progress_writes.defer("launcher", owner.key, requeue, TRANSIENT):
-            return
+            return False
         await write_status(self.ctx, owner, MPIJOBS, new_status, update.events)
         if progress:
             progress_writes.wrote("status", owner.key, workers)
@@ -237,8 +255,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
             metrics.jobs_failed.inc()
         if update.succeeded or update.failed:
             self._observe_duration(job)
-        if is_finished(update.status):
-            await ttl.collect(self.ctx, job)
+        return True
 
     def _observe_duration(self, job: MPIJob) -> None:
         status = job.status

@@ -129,7 +129,7 @@ IGNORE_3 = {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [3]}
         pytest.param((0,), "ReachedMaxRestarts", id="no-restarts-left"),
     ],
 )
-async def test_fail_job_stops_the_launcher_and_cleans_up_before_the_status(
+async def test_fail_job_writes_the_status_then_stops_the_launcher_and_cleans_up(
     policy: tuple[Any, ...], reason: str
 ) -> None:
     world = await running(MPIJobBuilder("pi").failure_policy(*policy).clean_pod_policy("Running"))
@@ -137,9 +137,9 @@ async def test_fail_job_stops_the_launcher_and_cleans_up_before_the_status(
     await world.sync()
     assert world.writes == [
         ("update", "configmaps", "pi-config"),
+        STATUS,
         STOP_LAUNCHER,
         ("delete", "pods", "pi-worker-1"),  # Running: the failed pi-worker-0 stays
-        STATUS,
     ]
     (stop,) = world.recorded(*STOP_LAUNCHER)
     assert stop.body == {"spec": {"suspend": True}}
@@ -189,6 +189,29 @@ async def test_an_ignored_failure_is_judged_once_while_the_cache_still_shows_the
     assert world.events == [("Warning", "PodFailureIgnored")]
 
 
+async def test_an_ignored_pod_whose_delete_failed_is_judged_and_deleted_again() -> None:
+    world = await running(MPIJobBuilder("pi").failure_policy(2, IGNORE_3))
+    fail_worker(world, 1, exit_code=3)
+    world.client.fail("delete", "pods", internal_error(), name="pi-worker-1", times=1)
+    await world.sync_error()
+    world.forget()  # the delete failed: the pod is still there, as the cache says
+    await world.sync()
+    assert ("delete", "pods", "pi-worker-1") in world.writes
+    assert world.events == [("Warning", "PodFailureIgnored")]
+
+
+async def test_an_ignored_failure_is_deleted_only_once_its_status_is_written() -> None:
+    world = await running(MPIJobBuilder("pi").failure_policy(2, IGNORE_3))
+    fail_worker(world, 1, exit_code=3)
+    world.client.fail("update", "mpijobs/status", conflict("pi"), times=1)
+    await world.sync_error()
+    assert not world.recorded("delete", "pods")
+    world.clear()
+    await world.sync()
+    assert world.writes.index(STATUS) < world.writes.index(("delete", "pods", "pi-worker-1"))
+    assert world.events == [("Warning", "PodFailureIgnored")]
+
+
 async def test_a_launcher_that_succeeded_after_a_retry_is_not_a_failure() -> None:
     world = await running(MPIJobBuilder("pi").failure_policy(2))
     world.add(PodBuilder.of_job(world.cached("Job", LAUNCHER) or {}, "a0").failed().obj())
@@ -203,7 +226,8 @@ async def test_a_launcher_that_succeeded_after_a_retry_is_not_a_failure() -> Non
     assert "restartCount" not in world.status
 
 
-# -- #647: every terminal path stops the launcher and applies cleanPodPolicy ---------
+# -- #647: every terminal path stops the launcher and applies cleanPodPolicy, after
+# the status that records the decision is written -----------------------------------
 def evict_worker(world: SyncWorld) -> None:
     world.change("Pod", "pi-worker-0", {"status": {"phase": "Failed", "reason": "Evicted"}})
 
@@ -232,37 +256,96 @@ def finished_earlier(world: SyncWorld) -> None:
     world.change("MPIJob", "pi", {"status": {**job["status"], **status}})
 
 
-# name: (with a failure policy, what ends the job, the Failed reason; None: no new status)
-TERMINAL_PATHS: dict[str, tuple[bool, Callable[[SyncWorld], None], str | None]] = {
-    "evicted": (False, evict_worker, "MPIJobEvicted"),
-    "fail-job-rule": (True, fail_by_rule, "PodFailurePolicy"),
-    "workers-ready-timeout": (False, ready_timeout, "WorkersNotReady"),
-    "invalid-pod-template": (False, rejected_new_worker, "InvalidPodTemplate"),
-    "finished-earlier": (False, finished_earlier, None),
+def no_policy(builder: MPIJobBuilder) -> MPIJobBuilder:
+    return builder
+
+
+def fail_on_42(builder: MPIJobBuilder) -> MPIJobBuilder:
+    return builder.failure_policy(5, FAIL_ON_42)
+
+
+def no_restarts_left(builder: MPIJobBuilder) -> MPIJobBuilder:
+    return builder.failure_policy(0)
+
+
+def fail_any_worker(world: SyncWorld) -> None:
+    fail_worker(world, 0, exit_code=1)
+
+
+Policy = Callable[[MPIJobBuilder], MPIJobBuilder]
+
+# name: (the failure policy, what ends the job, the Failed reason; None: no new status)
+TERMINAL_PATHS: dict[str, tuple[Policy, Callable[[SyncWorld], None], str | None]] = {
+    "evicted": (no_policy, evict_worker, "MPIJobEvicted"),
+    "fail-job-rule": (fail_on_42, fail_by_rule, "PodFailurePolicy"),
+    "reached-max-restarts": (no_restarts_left, fail_any_worker, "ReachedMaxRestarts"),
+    "workers-ready-timeout": (no_policy, ready_timeout, "WorkersNotReady"),
+    "invalid-pod-template": (no_policy, rejected_new_worker, "InvalidPodTemplate"),
+    "finished-earlier": (no_policy, finished_earlier, None),
 }
 
 
 @pytest.mark.parametrize("path", sorted(TERMINAL_PATHS))
-async def test_every_terminal_path_stops_the_launcher_and_applies_clean_pod_policy(
+async def test_every_terminal_path_writes_the_status_then_stops_the_launcher_and_cleans_up(
     path: str,
 ) -> None:
-    with_policy, setup, reason = TERMINAL_PATHS[path]
-    builder = MPIJobBuilder("pi").clean_pod_policy("All")
-    world = await running(builder.failure_policy(5, FAIL_ON_42) if with_policy else builder)
+    policy, setup, reason = TERMINAL_PATHS[path]
+    world = await running(policy(MPIJobBuilder("pi").clean_pod_policy("All")))
     setup(world)
     await world.sync()
     writes = world.writes
     assert STOP_LAUNCHER in writes
     assert DELETE_WORKERS in writes
     if reason is not None:
-        assert writes[-1] == STATUS
-        assert writes.index(STOP_LAUNCHER) < writes.index(DELETE_WORKERS) < writes.index(STATUS)
+        # Decide, write, then act: the status that says the job failed goes first.
+        assert writes.index(STATUS) < writes.index(STOP_LAUNCHER) < writes.index(DELETE_WORKERS)
         assert conditions(world)["Failed"] == ("True", reason)
     world.settle()
     world.change("Job", LAUNCHER, {"spec": {"suspend": True}})
     world.clear()
     await world.sync()
     assert STOP_LAUNCHER not in world.writes  # once is enough
+
+
+TERMINAL_DECISIONS = sorted(p for p, (_, _, reason) in TERMINAL_PATHS.items() if reason)
+
+
+@pytest.mark.parametrize("path", TERMINAL_DECISIONS)
+async def test_a_terminal_decision_survives_a_failed_status_write(path: str) -> None:
+    """The write fails (a conflict): nothing is stopped or deleted, so the retry, with
+    the caches as they were, decides the same; once written, the job only finishes."""
+    policy, setup, reason = TERMINAL_PATHS[path]
+    world = await running(policy(MPIJobBuilder("pi").clean_pod_policy("All")))
+    setup(world)
+    world.client.fail("update", "mpijobs/status", conflict("pi"), times=3)
+    for _ in range(3):
+        await world.sync_error()
+        assert STOP_LAUNCHER not in world.writes
+        assert DELETE_WORKERS not in world.writes
+        assert not world.recorded("delete", "pods")
+        world.clear()
+    await world.sync()
+    assert world.writes.index(STATUS) < world.writes.index(STOP_LAUNCHER)
+    assert conditions(world)["Failed"] == ("True", reason)
+    world.clear()
+    # The caches catch up (workers gone, launcher suspended): nothing is made again.
+    for _ in range(3):
+        await world.sync()
+        creates = [w for w in world.writes if w[0] == "create"]
+        assert creates == [], creates
+        assert not [a for a in world.recorded("patch", "jobs") if _resumes(a.body)]
+        assert cached_conditions(world)["Failed"] == ("True", reason)
+        world.clear()
+
+
+def cached_conditions(world: SyncWorld) -> dict[str, tuple[str, str]]:
+    job = world.cached("MPIJob", "pi")
+    assert job is not None
+    return {c["type"]: (c["status"], c.get("reason", "")) for c in job["status"]["conditions"]}
+
+
+def _resumes(patch: Any) -> bool:
+    return isinstance(patch, dict) and (patch.get("spec") or {}).get("suspend") is False
 
 
 async def test_a_launcher_that_failed_itself_is_not_patched() -> None:
@@ -282,7 +365,7 @@ async def test_a_launcher_that_failed_itself_is_not_patched() -> None:
     world.change("Pod", LAUNCHER_POD, PodBuilder("x").failed().obj())
     await world.sync()
     assert STOP_LAUNCHER not in world.writes
-    assert world.writes == [DELETE_WORKERS, STATUS]
+    assert world.writes == [STATUS, DELETE_WORKERS]  # the decision first
     assert conditions(world)["Failed"] == ("True", "BackoffLimitExceeded/")
 
 
@@ -322,7 +405,7 @@ async def test_workers_not_ready_in_time_fail_the_job() -> None:
     assert conditions(world)["Failed"] == ("True", "WorkersNotReady")
     (message,) = world.event_messages("WorkersNotReady")
     assert message == "1/2 workers were not Ready within 30s: pi-worker-0"
-    assert world.writes[-1] == STATUS
+    assert world.writes.index(STATUS) < world.writes.index(STOP_LAUNCHER)
 
 
 async def test_the_ready_timeout_is_requeued_for_its_deadline() -> None:
