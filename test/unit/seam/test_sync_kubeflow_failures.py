@@ -458,3 +458,41 @@ async def test_a_sync_that_succeeds_forgets_the_failures() -> None:
     for _ in range(REPEATS - 1):
         await world.sync_through_worker()
     assert ("Warning", SYNC_FAILED) not in world.events
+
+
+# -- the culprit when the launcher Job finished in the same sync ----------------------
+def oom_then_launcher_exit(world: SyncWorld) -> None:
+    """A worker is OOMKilled; mpirun exits a moment later and its Job fails at once
+    (backoffLimit 0): the sync sees both, the launcher Job already finished."""
+    oom = PodBuilder("x").failed(137, reason="OOMKilled").obj()["status"]
+    oom["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = "2026-01-01T00:00:01Z"
+    world.change("Pod", "pi-worker-1", {"status": oom})
+    exited = PodBuilder("x").failed(1).obj()["status"]
+    exited["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = "2026-01-01T00:00:03Z"
+    world.change("Pod", LAUNCHER_POD, {"status": exited})
+    world.change(
+        "Job",
+        LAUNCHER,
+        {"status": {"conditions": [{"type": "Failed", "status": "True"}], "failed": 1}},
+    )
+
+
+async def test_a_worker_that_failed_first_is_the_culprit_when_the_launcher_job_finished() -> None:
+    world = await running(MPIJobBuilder("pi"))
+    oom_then_launcher_exit(world)
+    await world.sync()
+    assert conditions(world)["Failed"][0] == "True"
+    assert world.status["lastFailure"]["pod"] == "pi-worker-1"
+    assert world.status["lastFailure"]["reason"] == "OOMKilled"
+    # As the reference: no worker is counted once the launcher Job finished.
+    assert world.status["replicaStatuses"]["Worker"] == {}
+
+
+async def test_a_worker_rule_wins_when_the_launcher_job_finished_in_the_same_sync() -> None:
+    fail_on_oom = {"action": "FailJob", "onTerminationReasons": ["OOMKilled"]}
+    world = await running(MPIJobBuilder("pi").failure_policy(3, fail_on_oom))
+    oom_then_launcher_exit(world)
+    await world.sync()
+    assert conditions(world)["Failed"] == ("True", "PodFailurePolicy")
+    assert world.status["lastFailure"]["pod"] == "pi-worker-1"
+    assert "restartCount" not in world.status
