@@ -202,6 +202,8 @@ def _collection_path(obj: dict[str, Any]) -> str:
         "Node": "nodes",
         "Namespace": "namespaces",
         "CustomResourceDefinition": "customresourcedefinitions",
+        "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
     }.get(kind)
     if plural is None:
         raise ValueError(f"unsupported kind {kind}")
