@@ -46,11 +46,12 @@ def _running() -> LocalCluster | None:
         return None
 
 
-def up(shape: str) -> int:
+def up(shape: str, *, workload_api: bool = False) -> int:
     d = cluster_dir()
     old = _running()
     if old is not None:
-        if old.alive() and old.shape == shape:
+        # A running cluster is reused only as started plainly (its gates are not saved).
+        if old.alive() and old.shape == shape and not workload_api:
             try:
                 status, _ = old.request("GET", "/readyz", timeout=5)
             except OSError:
@@ -65,7 +66,7 @@ def up(shape: str) -> int:
             shutil.rmtree(p)
         elif p.exists():
             p.unlink()
-    c = LocalCluster(d, shape, detached=True)
+    c = LocalCluster(d, shape, detached=True, workload_api=workload_api)
     c.state_path = _state_path()
     print(f"localcluster: starting the {shape} control plane (logs: {d / 'logs'})", file=sys.stderr)
     c.start()
@@ -104,12 +105,17 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_up = sub.add_parser("up", help="start a cluster in the background")
     p_up.add_argument("--shape", choices=SHAPES, default=FULL)
+    p_up.add_argument(
+        "--workload-api",
+        action="store_true",
+        help="enable the Workload API and gang scheduling (--gang-scheduling=workload-api)",
+    )
     sub.add_parser("down", help="stop the cluster started by `up`")
     sub.add_parser("status", help="tell whether the cluster is running")
     args = parser.parse_args(argv)
     try:
         if args.cmd == "up":
-            return up(args.shape)
+            return up(args.shape, workload_api=args.workload_api)
         if args.cmd == "down":
             return down()
         return status()

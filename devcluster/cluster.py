@@ -59,6 +59,7 @@ class LocalCluster(ClusterAccess):
         audit_users: Sequence[str] = (),
         audit_groups: Sequence[str] = (),
         admission_plugins: Sequence[str] = (),
+        workload_api: bool = False,
     ) -> None:
         if shape not in SHAPES:
             raise ValueError(f"shape must be one of {SHAPES}, not {shape!r}")
@@ -82,6 +83,9 @@ class LocalCluster(ClusterAccess):
         self.audit_users = list(audit_users)
         self.audit_groups = list(audit_groups)
         self.admission_plugins = list(admission_plugins)
+        #: The Workload API (scheduling.k8s.io/v1alpha2 PodGroups) and the scheduler's
+        #: gang scheduling; the pods are placed only in the full and real shapes.
+        self.workload_api = workload_api
         #: The JSON audit log (one event a line), None unless someone is audited.
         self.audit_log: Path | None = (
             self.workdir / "audit.log" if self.audit_users or self.audit_groups else None
@@ -171,7 +175,10 @@ class LocalCluster(ClusterAccess):
             bins["kube-controller-manager"], layout, endpoints=self.shape == REAL
         )
         self._run("kube-controller-manager", kcm)
-        self._run("kube-scheduler", components.scheduler_args(bins["kube-scheduler"], layout))
+        scheduler = components.scheduler_args(
+            bins["kube-scheduler"], layout, workload_api=self.workload_api
+        )
+        self._run("kube-scheduler", scheduler)
         self._run("kwok", components.kwok_args(bins["kwok"], layout, kwok_config))
         for i in range(self.nodes):
             self.ensure(components.fake_node(f"kwok-node-{i}"))
@@ -375,6 +382,8 @@ class LocalCluster(ClusterAccess):
         if self.audit_log is not None:
             policy = self.workdir / "audit-policy.yaml"
             extra = audit_args(policy, self.audit_log, self.audit_users, self.audit_groups)
+        if self.workload_api:
+            extra += components.WORKLOAD_API_APISERVER
         return components.apiserver_args(
             binary,
             self._layout(),

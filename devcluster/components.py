@@ -154,7 +154,13 @@ def controller_manager_args(binary: Path, layout: Layout, *, endpoints: bool = F
     ]
 
 
-def scheduler_args(binary: Path, layout: Layout) -> list[str]:
+#: The Kubernetes Workload API and its gang scheduling (alpha in 1.35 and 1.36): the
+#: feature gates on kube-apiserver and kube-scheduler, the API group on kube-apiserver.
+WORKLOAD_API_GATES = "--feature-gates=GenericWorkload=true,GangScheduling=true"
+WORKLOAD_API_APISERVER = [WORKLOAD_API_GATES, "--runtime-config=scheduling.k8s.io/v1alpha2=true"]
+
+
+def scheduler_args(binary: Path, layout: Layout, *, workload_api: bool = False) -> list[str]:
     # The client budget kube-controller-manager has here too. At the default 50 QPS
     # (burst 100), 250 pods created within a second are all bound only after 3 s: the
     # benchmark's slowest of 50 jobs then started at 3.0 s with either operator.
@@ -163,6 +169,7 @@ def scheduler_args(binary: Path, layout: Layout) -> list[str]:
         *_component_common("kube-scheduler", layout),
         "--kube-api-qps=500",
         "--kube-api-burst=1000",
+        *([WORKLOAD_API_GATES] if workload_api else []),
     ]
 
 

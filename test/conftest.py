@@ -63,7 +63,14 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 def _start(factory: pytest.TempPathFactory, shape: str) -> LocalCluster:
     audit = [SERVICE_ACCOUNTS] if shape == FULL else []
-    cluster = LocalCluster(factory.mktemp(f"{shape}-cluster"), shape, audit_groups=audit)
+    # The full shape runs the Workload API's gang scheduling (alpha gates): pods that name
+    # no PodGroup are scheduled as without it.
+    cluster = LocalCluster(
+        factory.mktemp(f"{shape}-cluster"),
+        shape,
+        audit_groups=audit,
+        workload_api=shape == FULL,
+    )
     try:
         _ = cluster.bins
         if shape == REAL:

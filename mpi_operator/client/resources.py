@@ -55,6 +55,7 @@ ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 POD_GROUPS_VOLCANO = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
 POD_GROUPS_SCHEDULER_PLUGINS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+POD_GROUPS_WORKLOAD_API = Resource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup")
 PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )

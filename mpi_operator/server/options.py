@@ -103,8 +103,9 @@ class ServerOptions:
     gang_scheduling: str = flag(
         "gang-scheduling",
         "",
-        'gang scheduler: "volcano", or the scheduler name of a scheduler-plugins '
-        "coscheduler; empty disables gang scheduling",
+        'gang scheduler: "volcano", "workload-api" (the Kubernetes Workload API\'s '
+        "PodGroups, scheduling.k8s.io/v1alpha2, placed by the default scheduler), or the "
+        "scheduler name of a scheduler-plugins coscheduler; empty disables gang scheduling",
     )
     lock_namespace: str = flag(
         "lock-namespace",

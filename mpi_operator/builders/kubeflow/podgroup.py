@@ -16,6 +16,7 @@ from mpi_operator.api.quantity import Quantity, QuantityError
 from mpi_operator.api.scheduling import (
     SCHEDULER_PLUGINS_API_VERSION,
     VOLCANO_API_VERSION,
+    WORKLOAD_API_API_VERSION,
     GangKind,
     GangScheduling,
 )
@@ -225,9 +226,23 @@ def new_scheduler_plugins_pod_group(job: MPIJob, priority_classes: Mapping[str, 
     }
 
 
+def new_workload_api_pod_group(job: MPIJob) -> Obj:
+    """The ``scheduling.k8s.io/v1alpha2`` PodGroup of a job (ours): a gang of
+    ``minCount`` pods, counted as for the other PodGroups. The API has no queue,
+    priority, resources or timeout: the pods' own priority class applies."""
+    return {
+        "apiVersion": WORKLOAD_API_API_VERSION,
+        "kind": POD_GROUP_KIND,
+        "metadata": _metadata(job),
+        "spec": {"schedulingPolicy": {"gang": {"minCount": calculate_min_available(job)}}},
+    }
+
+
 def new_pod_group(job: MPIJob, gang: GangScheduling, priority_classes: Mapping[str, int]) -> Obj:
     if gang.kind is GangKind.VOLCANO:
         return new_volcano_pod_group(job, priority_classes)
+    if gang.kind is GangKind.WORKLOAD_API:
+        return new_workload_api_pod_group(job)
     return new_scheduler_plugins_pod_group(job, priority_classes)
 
 
@@ -259,6 +274,10 @@ def decorate_pod_template(template: Mapping[str, Any], job_name: str, gang: Gang
     spec = result.get("spec")
     if not isinstance(spec, dict):
         spec = result["spec"] = {}
+    if gang.kind is GangKind.WORKLOAD_API:
+        # The pod joins the group by name; its scheduler is the one it names.
+        spec["schedulingGroup"] = {"podGroupName": job_name}
+        return result
     spec["schedulerName"] = gang.scheduler_name
     metadata = result.get("metadata")
     if not isinstance(metadata, dict):
@@ -350,4 +369,6 @@ def pod_group_specs_equal(gang: GangScheduling, a: Mapping[str, Any], b: Mapping
     spec_b: Mapping[str, Any] = b.get("spec") or {}
     if gang.kind is GangKind.VOLCANO:
         return _volcano_specs_equal(spec_a, spec_b)
+    if gang.kind is GangKind.WORKLOAD_API:
+        return _json_equal(spec_a.get("schedulingPolicy"), spec_b.get("schedulingPolicy"))
     return _scheduler_plugins_specs_equal(spec_a, spec_b)

@@ -33,6 +33,7 @@ from mpi_operator.client import (
 from mpi_operator.client.kubeapi import (
     POD_GROUPS_SCHEDULER_PLUGINS,
     POD_GROUPS_VOLCANO,
+    POD_GROUPS_WORKLOAD_API,
     ApiError,
 )
 from mpi_operator.controller.core.missing_crd import raise_if_not_served
@@ -130,7 +131,14 @@ async def ensure_ssh_secret(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
 
 
 def pod_group_resource(gang: GangScheduling) -> Resource:
-    return POD_GROUPS_VOLCANO if gang.kind is GangKind.VOLCANO else POD_GROUPS_SCHEDULER_PLUGINS
+    return _POD_GROUPS[gang.kind]
+
+
+_POD_GROUPS = {
+    GangKind.VOLCANO: POD_GROUPS_VOLCANO,
+    GangKind.SCHEDULER_PLUGINS: POD_GROUPS_SCHEDULER_PLUGINS,
+    GangKind.WORKLOAD_API: POD_GROUPS_WORKLOAD_API,
+}
 
 
 def _pod_group_resource(ctx: SyncContext) -> Resource:

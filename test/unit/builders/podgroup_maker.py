@@ -11,6 +11,7 @@ Obj = dict[str, Any]
 
 VOLCANO = GangScheduling.volcano()
 PLUGINS = GangScheduling.scheduler_plugins("default-scheduler")
+WORKLOAD = GangScheduling.workload_api()
 
 OWNER = {
     "apiVersion": "kubeflow.org/v2beta1",

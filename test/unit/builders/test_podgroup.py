@@ -9,6 +9,7 @@ from podgroup_maker import (
     OWNER,
     PLUGINS,
     VOLCANO,
+    WORKLOAD,
     Obj,
     container,
     job,
@@ -335,6 +336,23 @@ def test_calculate_min_available(mpi_job: MPIJob, want: int) -> None:
             None,
             id="scheduler-plugins with the same scheduler already set",
         ),
+        pytest.param(
+            {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"schedulerName": "other", "containers": [{"name": "x"}]},
+            },
+            WORKLOAD,
+            {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {
+                    "schedulerName": "other",
+                    "containers": [{"name": "x"}],
+                    "schedulingGroup": {"podGroupName": "test-mpijob"},
+                },
+            },
+            "other",
+            id="workload-api joins the group by name and keeps the scheduler",
+        ),
     ],
 )
 def test_decorate_pod_template(
@@ -365,6 +383,7 @@ def test_decorated_template_shares_nothing_with_the_input() -> None:
         ("scheduler-plugins-scheduler", GangScheduling(GangKind.SCHEDULER_PLUGINS,
                                                         "scheduler-plugins-scheduler")),
         ("default-scheduler", GangScheduling(GangKind.SCHEDULER_PLUGINS, "default-scheduler")),
+        ("workload-api", GangScheduling(GangKind.WORKLOAD_API, "")),
     ],
 )  # fmt: skip
 def test_gang_scheduling_from_flag(flag: str, want: GangScheduling | None) -> None:
@@ -376,3 +395,43 @@ def test_gang_scheduling_api() -> None:
     assert (VOLCANO.group, VOLCANO.version) == ("scheduling.volcano.sh", "v1beta1")
     assert PLUGINS.api_version == "scheduling.x-k8s.io/v1alpha1"
     assert (PLUGINS.group, PLUGINS.version) == ("scheduling.x-k8s.io", "v1alpha1")
+    assert WORKLOAD.api_version == "scheduling.k8s.io/v1alpha2"
+
+
+@pytest.mark.parametrize(
+    ("run_policy", "workers", "min_count"),
+    [
+        ({}, 3, 4),  # the workers and the launcher
+        ({"schedulingPolicy": {"minAvailable": 2}}, 3, 2),
+        ({"schedulingPolicy": {"queue": "q", "priorityClass": "high"}}, 1, 2),
+    ],
+)
+def test_workload_api_pod_group(run_policy: Obj, workers: int, min_count: int) -> None:
+    job = MPIJob.model_validate(
+        {
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "metadata": {"name": "pi", "namespace": "ns", "uid": "u1"},
+            "spec": {
+                "runPolicy": run_policy,
+                "mpiReplicaSpecs": {
+                    "Launcher": {"replicas": 1, "template": {}},
+                    "Worker": {"replicas": workers, "template": {}},
+                },
+            },
+        }
+    )
+    group = new_pod_group(job, WORKLOAD, {"high": 100})
+    assert group["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    assert group["kind"] == "PodGroup"
+    assert group["metadata"]["name"] == "pi"
+    assert group["metadata"]["namespace"] == "ns"
+    (owner,) = group["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "MPIJob",
+        "pi",
+        "u1",
+        True,
+    )
+    # Only the gang policy: the API has no queue, priority or resources to carry.
+    assert group["spec"] == {"schedulingPolicy": {"gang": {"minCount": min_count}}}

@@ -1,0 +1,158 @@
+"""Gang scheduling with the Kubernetes Workload API (``--gang-scheduling=workload-api``),
+placed by the real kube-scheduler's gang plugin on the full shape's KWOK nodes.
+
+The job's pods are steered to nodes of the test's own (a node selector), whose CPU fits
+three of its four pods (three workers and the launcher, one CPU each): as a gang none is
+bound until a node for the fourth appears; without gang scheduling three are bound at
+once. A restart (a failure policy's RestartJob) places the new pods as a gang again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from controller_harness import Cluster, mpijob
+from harness import api_client, controllers
+
+from devcluster import components
+from devcluster.polling import eventually
+from mpi_operator.api.scheduling import GangScheduling
+from mpi_operator.client import PODS, KubeClient, Resource
+from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
+from mpi_operator.controller.kubeflow.controller import MPIJobController
+
+Obj = dict[str, Any]
+ATTEMPT = "training.kubeflow.org/restart-attempt"
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+
+
+@pytest.fixture
+async def kube(full_cluster: Any) -> AsyncIterator[KubeClient]:
+    async with api_client(full_cluster) as client:
+        yield client
+
+
+@pytest.fixture
+def cluster(kube: KubeClient, full_namespace: str) -> Cluster:
+    return Cluster(kube, full_namespace)
+
+
+@pytest.fixture
+def nodes(full_cluster: Any, full_namespace: str) -> Iterator[list[str]]:
+    """Names of the fake nodes a test adds (deleted afterwards)."""
+    made: list[str] = []
+    yield made
+    for name in made:
+        full_cluster.request("DELETE", f"/api/v1/nodes/{name}")
+
+
+def _add_node(full_cluster: Any, nodes: list[str], ns: str, cpu: str) -> None:
+    node = components.fake_node(f"{ns}-{len(nodes)}")
+    node["metadata"]["labels"]["gang-test"] = ns
+    capacity = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
+    node["status"] = {"capacity": capacity, "allocatable": capacity}
+    full_cluster.ensure(node)
+    nodes.append(node["metadata"]["name"])
+
+
+def _job(ns: str, **run_policy: Any) -> Obj:
+    def template(annotations: Obj | None = None) -> Obj:
+        container = {"name": "main", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+        return {
+            "metadata": {"annotations": annotations or {}},
+            "spec": {"nodeSelector": {"gang-test": ns}, "containers": [container]},
+        }
+
+    worker_annotations = run_policy.pop("worker_annotations", None)
+    return mpijob(
+        workers=3,
+        worker_template=template(worker_annotations),
+        launcher_template=template(),
+        runPolicy={"cleanPodPolicy": "All", **run_policy},
+    )
+
+
+async def _pods(cluster: Cluster, attempt: str | None = None) -> list[Obj]:
+    pods = [p for p in await cluster.list(PODS) if not p["metadata"].get("deletionTimestamp")]
+    return [p for p in pods if p["metadata"].get("labels", {}).get(ATTEMPT) == attempt]
+
+
+async def _bound(cluster: Cluster, attempt: str | None = None) -> int:
+    return sum(1 for p in await _pods(cluster, attempt) if p["spec"].get("nodeName"))
+
+
+async def _none_bound_while(cluster: Cluster, seconds: float, attempt: str | None = None) -> None:
+    """All four pods exist, and for ``seconds`` none of them is bound."""
+
+    async def four() -> bool:
+        return len(await _pods(cluster, attempt)) == 4
+
+    await eventually(four, within=30, what="the job's four pods")
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline:
+        assert await _bound(cluster, attempt) == 0, "a pod of an incomplete gang was bound"
+        await asyncio.sleep(0.5)
+
+
+async def _all_bound(cluster: Cluster, attempt: str | None = None) -> None:
+    async def four() -> bool:
+        return await _bound(cluster, attempt) == 4
+
+    await eventually(four, within=60, what="all four pods bound")
+
+
+async def test_a_gang_is_bound_only_when_all_of_it_fits(
+    full_cluster: Any, full_namespace: str, cluster: Cluster, nodes: list[str]
+) -> None:
+    ns = full_namespace
+    _add_node(full_cluster, nodes, ns, cpu="3")
+    async with controllers(full_cluster, ns, MPIJobController) as start:
+        await start(gang=GangScheduling.workload_api())
+        await cluster.create(_job(ns))
+        await _none_bound_while(cluster, 5)
+        (group,) = await cluster.list(POD_GROUPS_WORKLOAD_API)
+        assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
+        assert group["metadata"]["ownerReferences"][0]["kind"] == "MPIJob"
+        for pod in await _pods(cluster):
+            assert pod["spec"]["schedulingGroup"] == {"podGroupName": "job"}
+        _add_node(full_cluster, nodes, ns, cpu="1")
+        await _all_bound(cluster)
+
+
+async def test_without_gang_scheduling_three_of_four_are_bound(
+    full_cluster: Any, full_namespace: str, cluster: Cluster, nodes: list[str]
+) -> None:
+    ns = full_namespace
+    _add_node(full_cluster, nodes, ns, cpu="3")
+    async with controllers(full_cluster, ns, MPIJobController) as start:
+        await start()
+        await cluster.create(_job(ns))
+
+        async def three() -> bool:
+            return await _bound(cluster) == 3
+
+        await eventually(three, within=30, what="three pods bound")
+        assert len(await _pods(cluster)) == 4
+
+
+async def test_a_restart_places_the_new_pods_as_a_gang(
+    full_cluster: Any, full_namespace: str, cluster: Cluster, nodes: list[str]
+) -> None:
+    ns = full_namespace
+    _add_node(full_cluster, nodes, ns, cpu="3")
+    _add_node(full_cluster, nodes, ns, cpu="1")
+    fail_later = {"kwok.mpi-operator.io/fail-first-run-after": "6s"}
+    job = _job(ns, failurePolicy={"maxRestarts": 1}, worker_annotations=fail_later)
+    async with controllers(full_cluster, ns, MPIJobController) as start:
+        await start(gang=GangScheduling.workload_api())
+        await cluster.create(job)
+        await _all_bound(cluster)
+        # Room for three pods only, from now on: the restart's gang must wait.
+        await cluster.kube.patch(NODES, None, nodes[1], {"spec": {"unschedulable": True}})
+        await cluster.wait_event("MPIJobRestarting", within=30)
+        await _none_bound_while(cluster, 5, attempt="1")
+        await cluster.kube.patch(NODES, None, nodes[1], {"spec": {"unschedulable": False}})
+        await _all_bound(cluster, attempt="1")
