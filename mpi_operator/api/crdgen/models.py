@@ -86,7 +86,10 @@ DESCRIPTIONS: dict[str, str] = {
     "FailurePolicyRule.name": "Name of the rule, shown in events; unique. Defaults to rules[i].",
     "FailurePolicyRule.action": (
         "RestartJob: delete and recreate every worker pod and the launcher (counts towards "
-        "maxRestarts); FailJob: fail the job; Ignore: delete the failed pod, which is recreated."
+        "maxRestarts); RestartFailed: recreate only the failed worker pods and the launcher, "
+        "which starts when every worker is Ready again, while healthy workers keep running "
+        "(counts towards maxRestarts); FailJob: fail the job; Ignore: delete the failed pod, "
+        "which is recreated."
     ),
     "FailurePolicyRule.targetReplicaTypes": "Launcher, Worker: the pods the rule applies to.",
     "FailurePolicyRule.onExitCodes": (

@@ -86,6 +86,8 @@ class FailurePolicyAction(StrEnum):
     """Ours (not in the reference API): what a failure policy rule does."""
 
     RESTART_JOB = "RestartJob"
+    #: Replace only the failed worker pods and the launcher; healthy workers keep running.
+    RESTART_FAILED = "RestartFailed"
     FAIL_JOB = "FailJob"
     IGNORE = "Ignore"
 

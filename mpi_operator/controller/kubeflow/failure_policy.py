@@ -4,8 +4,9 @@ Modelled on JobSet's failurePolicy (maxRestarts, ordered rules, a default restar
 and batch/v1's podFailurePolicy (exit codes In/NotIn, pod conditions, FailJob and
 Ignore). Each failed pod is matched against the rules in order; the first rule that
 matches gives its action, and a pod no rule matches restarts the job. Across the
-pods, FailJob beats RestartJob, which beats Ignore; a restart past maxRestarts fails
-the job instead.
+pods, FailJob beats RestartJob, which beats RestartFailed (replace only the failed
+pods and the launcher), which beats Ignore; a restart past maxRestarts fails the job
+instead.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from mpi_operator.api.v2beta1 import (
 from mpi_operator.controller.kubeflow.culprit import FailedPod
 
 RESTARTING_REASON = "MPIJobRestarting"
+#: A RestartFailed restart: its Restarting condition's reason, which tells the syncs of
+#: the restart to replace only the failed workers and the launcher.
+RESTARTING_FAILED_REASON = "MPIJobRestartingFailed"
 FAIL_JOB_REASON = "PodFailurePolicy"
 REACHED_MAX_RESTARTS_REASON = "ReachedMaxRestarts"
 IGNORED_REASON = "PodFailureIgnored"
@@ -30,8 +34,9 @@ DEFAULT_RULE = "default"
 
 _SEVERITY = {
     FailurePolicyAction.IGNORE: 0,
-    FailurePolicyAction.RESTART_JOB: 1,
-    FailurePolicyAction.FAIL_JOB: 2,
+    FailurePolicyAction.RESTART_FAILED: 1,
+    FailurePolicyAction.RESTART_JOB: 2,
+    FailurePolicyAction.FAIL_JOB: 3,
 }
 
 
@@ -115,7 +120,16 @@ def decide(policy: FailurePolicy, failures: Sequence[FailedPod], restart_count: 
             FailurePolicyAction.FAIL_JOB, REACHED_MAX_RESTARTS_REASON, message, worst.failure
         )
     message = f"restart {restart_count + 1} of {limit} (rule {worst.rule}): {cause}"
+    if worst.action == FailurePolicyAction.RESTART_FAILED:
+        message = f"{message}; only the failed pods and the launcher are replaced"
+        return Decision(worst.action, RESTARTING_FAILED_REASON, message, worst.failure)
     return Decision(worst.action, RESTARTING_REASON, message, worst.failure)
+
+
+def whole_restart(decision: Decision, why: str) -> Decision:
+    """A RestartFailed decision that must restart everything instead, saying why."""
+    message = f"{decision.message.split('; only the failed')[0]}; a whole restart: {why}"
+    return Decision(FailurePolicyAction.RESTART_JOB, RESTARTING_REASON, message, decision.culprit)
 
 
 def ignored_message(ignored: Match) -> str:

@@ -216,7 +216,7 @@ def mark(status: JobStatus, decision: Decision, now: datetime) -> list[Event]:
     stamp = format_time(now)
     status.last_failure = decision.culprit.status(stamp)
     message = truncate_message(decision.message)
-    if decision.action == FailurePolicyAction.RESTART_JOB:
+    if decision.action in (FailurePolicyAction.RESTART_JOB, FailurePolicyAction.RESTART_FAILED):
         status.restart_count = (status.restart_count or 0) + 1
         condition = ConditionType.RESTARTING
     else:

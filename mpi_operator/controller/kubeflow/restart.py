@@ -3,9 +3,12 @@
 A restart is written to the status first (``restartCount`` up by one, a Restarting
 condition, ``lastFailure``); the children of earlier attempts are then deleted on this
 sync and on every later one until they are gone: every worker pod and the launcher Job
-(its pods with it). Only then are new ones created, labelled with the attempt. The
-Service, ConfigMap, Secret and PodGroup stay, and ``runPolicy.suspend`` is not touched,
-so Kueue keeps the job admitted. Pods of earlier attempts are never judged again.
+(its pods with it) for RestartJob; for RestartFailed only the workers that ended and
+the launcher Job, while the healthy workers keep running. Only then are new ones
+created, labelled with the attempt; after a RestartFailed the new launcher waits for
+every worker to be Ready, whatever ``launcherCreationPolicy`` says. The Service,
+ConfigMap, Secret and PodGroup stay, and ``runPolicy.suspend`` is not touched, so Kueue
+keeps the job admitted. Pods a restart replaced are never judged again.
 """
 
 from __future__ import annotations
@@ -18,22 +21,28 @@ import structlog
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
+    ConditionType,
     FailurePolicy,
+    FailurePolicyAction,
     MPIJob,
 )
 from mpi_operator.builders.kubeflow.common import launcher_name
 from mpi_operator.client import JOBS, PODS, WARNING, is_controlled_by
-from mpi_operator.controller.core.objects import is_terminating
+from mpi_operator.controller.core.objects import is_terminating, pod_phase
 from mpi_operator.controller.core.owner import delete
 from mpi_operator.controller.core.parallel import first_error, run_all
 from mpi_operator.controller.core.writes import Event
+from mpi_operator.controller.kubeflow.conditions import TRUE, get_condition
 from mpi_operator.controller.kubeflow.context import SyncContext, attempt_of, restart_attempt
 from mpi_operator.controller.kubeflow.culprit import failed_pods
 from mpi_operator.controller.kubeflow.failure_policy import (
     IGNORED_REASON,
+    RESTARTING_FAILED_REASON,
+    RESTARTING_REASON,
     Decision,
     decide,
     ignored_message,
+    whole_restart,
 )
 from mpi_operator.controller.kubeflow.workers import worker_pods
 
@@ -50,14 +59,36 @@ class Judgement:
     events: list[Event] = field(default_factory=list)
 
 
-async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
-    """Deletes the worker pods and launcher Job of earlier attempts; True while any is left."""
-    attempt = restart_attempt(job)
-    if attempt == 0:
+def restarting(job: MPIJob) -> str | None:
+    """The reason of the job's Restarting condition while a restart is under way."""
+    condition = get_condition(job.status, ConditionType.RESTARTING) if job.status else None
+    if condition is None or condition.status != TRUE:
+        return None
+    return condition.reason or RESTARTING_REASON
+
+
+def replaces_failed_only(job: MPIJob) -> bool:
+    """A RestartFailed restart is under way: healthy workers of earlier attempts stay."""
+    return restarting(job) == RESTARTING_FAILED_REASON
+
+
+def _stale(job: MPIJob, pod: Obj, attempt: int, failed_only: bool) -> bool:
+    if attempt_of(pod) >= attempt or not is_controlled_by(pod, job.uid):
         return False
-    stale = [
-        p for p in worker_pods(ctx, job) if attempt_of(p) < attempt and is_controlled_by(p, job.uid)
-    ]
+    return not failed_only or pod_phase(pod) in ("Failed", "Succeeded")
+
+
+async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
+    """Deletes the children of earlier attempts a restart replaces, and says whether any
+    is left: every worker pod and the launcher Job (RestartJob), or only the workers
+    that ended and the launcher Job (RestartFailed). Nothing once the job runs again
+    (Running ends the Restarting condition): a RestartFailed restart's healthy workers
+    carry an earlier attempt's label for good."""
+    attempt = restart_attempt(job)
+    if attempt == 0 or restarting(job) is None:
+        return False
+    failed_only = replaces_failed_only(job)
+    stale = [p for p in worker_pods(ctx, job) if _stale(job, p, attempt, failed_only)]
     deletes = [
         delete(ctx, PODS, job.namespace, p["metadata"]["name"], None)
         for p in stale
@@ -88,8 +119,13 @@ def judge(
     attempt = restart_attempt(job)
     launcher_pods = [p for p in launcher_pods if p["metadata"].get("uid") not in deleted]
     workers = [w for w in workers if w["metadata"].get("uid") not in deleted]
-    current = [w for w in workers if attempt_of(w) == attempt]
+    # A whole restart's earlier workers are gone before this runs; a RestartFailed
+    # restart's healthy ones are still the job's, and judged.
+    current = [w for w in workers if attempt_of(w) <= attempt]
     decision = decide(policy, failed_pods([*current, *launcher_pods]), attempt)
+    if decision.action == FailurePolicyAction.RESTART_FAILED and job.spec.run_launcher_as_worker:
+        # The launcher is a host of the ranks as well: mpirun's hosts change with it.
+        decision = whole_restart(decision, "the launcher runs ranks (runLauncherAsWorker)")
     gone = {m.failure.uid for m in decision.ignored}
     events = [Event(WARNING, IGNORED_REASON, ignored_message(m)) for m in decision.ignored]
     return Judgement(

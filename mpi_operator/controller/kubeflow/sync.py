@@ -153,9 +153,11 @@ class MPIJobSyncer(Syncer[SyncContext]):
                 if ctx.options.gang is not None:
                     await children.ensure_pod_group(ctx, owner, job)
                 workers = await worker_pods.ensure_workers(ctx, owner, job)
+            at_startup = job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
+            # A RestartFailed restart's mpirun needs every host: it waits for them all.
+            at_startup = at_startup and not restarts.replaces_failed_only(job)
             if launcher is None and (
-                job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
-                or worker_pods.count_ready(workers) == len(workers)
+                at_startup or worker_pods.count_ready(workers) == len(workers)
             ):
                 launcher = await launchers.create_launcher(ctx, owner, job)
         except ApiError as err:

@@ -63,7 +63,7 @@ def job(policy: dict[str, Any]) -> MPIJob:
             {"rules": [{"action": "Retry"}]},
             [
                 f'{P}.rules[0].action: Unsupported value: "Retry": supported values: '
-                '"FailJob", "Ignore", "RestartJob"'
+                '"FailJob", "Ignore", "RestartFailed", "RestartJob"'
             ],
         ),
         (
