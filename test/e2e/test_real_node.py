@@ -291,3 +291,83 @@ def test_t9k_generated_mpirun_line_runs_the_program(
     log = _launcher_log(real_cluster, real_ns, "pi-t9k")
     assert re.search(r"\[1,0\]<stdout>:pi is approximately 3\.14\d+ \(2 ranks", log), log
     assert re.search(r"\[1,1\]<stdout>:rank 1 of 2 on pi-t9k-worker-\d", log), log
+
+
+#: The PIDs, inside a worker's container, of the processes of an MPI rank (the wrapper's
+#: sleep, or pi itself).
+RANK_PIDS = (
+    'for p in /proc/[0-9]*; do c=$(tr "\\0" " " < $p/cmdline 2>/dev/null); '
+    'case "$c" in *"sleep 8"*|*/home/mpiuser/pi*) echo ${p#/proc/};; esac; done'
+)
+
+
+def _rank_pids(cluster: LocalCluster, ns: str, pod: str) -> set[int]:
+    out = cluster.kubectl("exec", "-n", ns, pod, "--", "sh", "-c", RANK_PIDS).stdout
+    return {int(line) for line in out.split()}
+
+
+def _uid(cluster: LocalCluster, ns: str, pod: str) -> str | None:
+    status, obj = cluster.request("GET", f"/api/v1/namespaces/{ns}/pods/{pod}")
+    return str(obj["metadata"]["uid"]) if status == 200 else None
+
+
+def test_restart_failed_replaces_only_the_killed_worker_and_runs_pi_again(
+    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
+) -> None:
+    job = load_mpijob(EXAMPLES / "pi" / "pi-failure-policy.yaml")
+    name = job["metadata"]["name"] = "pi-replace"
+    job["spec"]["runPolicy"]["failurePolicy"] = {
+        "maxRestarts": 1,
+        "rules": [
+            {
+                "name": "worker-killed",
+                "action": "RestartFailed",
+                "targetReplicaTypes": ["Worker"],
+                "onExitCodes": {"containerName": "mpi-worker", "operator": "In", "values": [137]},
+            }
+        ],
+    }
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["args"] = ["-n", "2", "sh", "-c", RANK_WRAPPER]
+    apply(real_cluster, real_ns, on_real_node(job))
+    healthy, killed = f"{name}-worker-0", f"{name}-worker-1"
+
+    def both_ranks_started() -> bool:
+        assert operator.poll() is None, operator.output()[-4000:]
+        return _launcher_log(real_cluster, real_ns, name).count("rank started on") == 2
+
+    try:
+        wait_until(both_ranks_started, RUN_TIMEOUT, f"{name}'s ranks started on both workers")
+        uids = {pod: _uid(real_cluster, real_ns, pod) for pod in (healthy, killed)}
+        old_ranks = _rank_pids(real_cluster, real_ns, healthy)
+        assert old_ranks, "no rank process found on the healthy worker"
+        status, worker = real_cluster.request("GET", f"/api/v1/namespaces/{real_ns}/pods/{killed}")
+        assert status == 200, worker
+        os.kill(_container_pid(real_cluster, worker), signal.SIGKILL)
+
+        def replaced() -> bool:
+            new = _uid(real_cluster, real_ns, killed)
+            return new is not None and new != uids[killed]
+
+        wait_until(replaced, RUN_TIMEOUT, f"{killed} made anew")
+        # The healthy worker kept running, and no rank of the first run is left on it.
+        assert _uid(real_cluster, real_ns, healthy) == uids[healthy]
+        wait_until(
+            lambda: not old_ranks & _rank_pids(real_cluster, real_ns, healthy),
+            60,
+            "the first run's ranks on the healthy worker to be gone",
+        )
+        done = wait_for_condition(
+            real_cluster, real_ns, name, "Succeeded", operator, timeout=RUN_TIMEOUT
+        )
+    except BaseException:
+        print(_explain(real_cluster, real_ns))
+        raise
+    status = done["status"]
+    assert status["restartCount"] == 1, status
+    assert status["lastFailure"]["pod"] == killed, status
+    log = _launcher_log(real_cluster, real_ns, name)
+    assert PI_RESULT.search(log), log
+    assert log.count("rank started on") == 2, log
+    events = real_cluster.kubectl("get", "events", "-n", real_ns).stdout
+    assert "MPIJobRestartingFailed" in events, events
