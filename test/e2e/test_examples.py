@@ -34,6 +34,8 @@ EXPECTED = {
     "pi/pi-mpich.yaml",
     "pi/pi-gang-volcano.yaml",
     "pi/pi-failure-policy.yaml",
+    "pi/pi-restart-failed.yaml",
+    "pi/pi-gang-workload-api.yaml",
     "pi/pi-ttl-mpijob.yaml",
     "tensorflow-benchmarks/tensorflow-benchmarks.yaml",
     "horovod/horovod.yaml",
