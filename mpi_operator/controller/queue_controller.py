@@ -88,6 +88,9 @@ class QueueController:
             clock=self.clock,
             registry=self.registry,
         )
+        # One worker is kept for keys that have not had their turn (a new job) while big
+        # jobs continue their fan-outs and scale-downs; with one worker, it takes both.
+        self.queue.max_continuing = max(options.threadiness - 1, 1)
         self.expectations = CreationExpectations(self.clock)
         self.deletions = DeletionExpectations()
         self.own_writes = OwnWrites()
@@ -115,6 +118,11 @@ class QueueController:
         # jobs); we add it plainly, as sample-controller does. The queue deduplicates a
         # storm of events into one sync and failed syncs still back off per key.
         self.queue.add(key)
+
+    def continue_later(self, key: str) -> None:
+        """For a sync that left work for a later one (500 creates or deletes done): the
+        key's next turn comes after the keys that have not had theirs."""
+        self.queue.add_continuation(key)
 
     def enqueue_batched(self, key: str) -> None:
         """For children's events: one sync a little later sees a burst of pod changes

@@ -76,7 +76,7 @@ async def delete_pod_collection(
         # none is in flight any more (the owner's syncs never overlap, so no create is).
         ctx.expectations.forget(owner.key)
     else:
-        await delete_pods(ctx, collection.namespace, names)
+        names = await delete_pods(ctx, owner.key, collection.namespace, names)
     # Kept for the deletes one by one too: a pod deleted here that turns Failed while
     # it terminates is not a failure for the failure policy to judge.
     doomed = set(names)

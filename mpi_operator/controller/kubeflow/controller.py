@@ -58,7 +58,7 @@ class MPIJobController(QueueController):
                 expectations=self.expectations,
                 deletions=self.deletions,
                 own_writes=self.own_writes,
-                requeue=self.enqueue,
+                requeue=self.continue_later,
                 requeue_after=self.queue.add_after,
             )
         )

@@ -103,7 +103,7 @@ class T9kMPIJobController(QueueController):
                 expectations=self.expectations,
                 deletions=self.deletions,
                 own_writes=self.own_writes,
-                requeue=self.enqueue,
+                requeue=self.continue_later,
             )
         )
         self.runner = SyncRunner(
