@@ -77,3 +77,23 @@ async def test_one_sync_creates_at_most_the_cap_and_requeues_for_the_rest() -> N
     await world.sync()
     assert pod_names(world) == [f"pi-worker-{i}" for i in range(MAX_CREATES_PER_SYNC, replicas)]
     assert world.requeued == []
+
+
+async def test_a_scale_down_deletes_at_most_the_cap_in_one_sync_and_requeues() -> None:
+    """As the Job controller's MaxPodCreateDeletePerSync: 503 -> 1 worker deletes 500
+    pods, and the key goes back to the queue for the last two (before, one sync sent
+    every delete, holding a sync worker for minutes at 20,000 -> 1)."""
+    replicas = MAX_CREATES_PER_SYNC + 3
+    world = kubeflow_world(MPIJobBuilder("pi").workers(replicas).obj())
+    await world.converge()
+    world.change("MPIJob", "pi", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    await world.sync()
+    first = {name for verb, kind, name in world.writes if (verb, kind) == ("delete", "pods")}
+    assert len(first) == MAX_CREATES_PER_SYNC and "pi-worker-0" not in first
+    assert world.requeued == ["default/pi"]
+    world.clear()  # the cache shows the deletes
+    await world.sync()
+    rest = {name for verb, kind, name in world.writes if (verb, kind) == ("delete", "pods")}
+    assert first | rest == {f"pi-worker-{i}" for i in range(1, replicas)}
+    assert len(rest) == 2
+    assert world.requeued == []
