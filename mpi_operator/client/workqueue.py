@@ -144,6 +144,10 @@ class WorkQueue(Generic[T]):
     def __len__(self) -> int:
         return len(self._queue) + len(self._later)
 
+    def continuing(self, item: T) -> bool:
+        """Whether ``item`` was handed out as a continuation (and is still processing)."""
+        return item in self._held
+
     def _may_continue(self) -> bool:
         limit = self.max_continuing
         return self._shutting_down or limit is None or len(self._held) < max(limit, 1)

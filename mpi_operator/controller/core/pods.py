@@ -52,7 +52,10 @@ async def create_pods(
         return slim
 
     pending = [(name, partial(create, build)) for name, build in pods]
-    return await create_slow_start(ctx.expectations, owner.key, pending, ctx.requeue)
+    continuing = ctx.continuing is None or ctx.continuing(owner.key)
+    return await create_slow_start(
+        ctx.expectations, owner.key, pending, ctx.requeue, continuing=continuing
+    )
 
 
 async def delete_pods(

@@ -59,6 +59,7 @@ class MPIJobController(QueueController):
                 deletions=self.deletions,
                 own_writes=self.own_writes,
                 requeue=self.continue_later,
+                continuing=self.queue.continuing,
                 requeue_after=self.queue.add_after,
             )
         )

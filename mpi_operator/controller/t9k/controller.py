@@ -104,6 +104,7 @@ class T9kMPIJobController(QueueController):
                 deletions=self.deletions,
                 own_writes=self.own_writes,
                 requeue=self.continue_later,
+                continuing=self.queue.continuing,
             )
         )
         self.runner = SyncRunner(

@@ -8,6 +8,8 @@ from recording_client import internal_error
 from seam_objects import MPIJobBuilder
 from sync_fixtures import MAX_CREATES_PER_SYNC, kubeflow_world, pod_names
 
+from mpi_operator.controller.core.slowstart import INITIAL_BATCH
+
 
 async def test_pods_in_flight_are_not_created_twice() -> None:
     """Creation expectations: the cache has not shown the created pods yet."""
@@ -68,14 +70,24 @@ async def test_slow_start_stops_after_the_batch_that_failed(
 
 
 async def test_one_sync_creates_at_most_the_cap_and_requeues_for_the_rest() -> None:
-    replicas = MAX_CREATES_PER_SYNC + 3
+    """A job with more pods than one sync creates: its first turn creates one batch
+    (a new job behind it does not wait for 500 creates), each continuation up to the
+    cap, until none is left."""
+    replicas = INITIAL_BATCH + MAX_CREATES_PER_SYNC + 3
     world = kubeflow_world(MPIJobBuilder("pi").workers(replicas).obj())
+    await world.sync()
+    assert pod_names(world) == [f"pi-worker-{i}" for i in range(INITIAL_BATCH)]
+    assert world.requeued == ["default/pi"]
+    world.clear()
+    world.controller.syncer.ctx.continuing = lambda key: True  # its next turn continues
     await world.sync()
     assert len(pod_names(world)) == MAX_CREATES_PER_SYNC
     assert world.requeued == ["default/pi"]
     world.clear()
     await world.sync()
-    assert pod_names(world) == [f"pi-worker-{i}" for i in range(MAX_CREATES_PER_SYNC, replicas)]
+    assert pod_names(world) == [
+        f"pi-worker-{i}" for i in range(INITIAL_BATCH + MAX_CREATES_PER_SYNC, replicas)
+    ]
     assert world.requeued == []
 
 
