@@ -25,7 +25,7 @@ from mpi_operator.client import JOBS, PODS, WARNING, is_controlled_by
 from mpi_operator.controller.core.objects import is_terminating
 from mpi_operator.controller.core.owner import delete
 from mpi_operator.controller.core.parallel import run_all
-from mpi_operator.controller.core.pods import MAX_DELETES_PER_SYNC
+from mpi_operator.controller.core.pods import deletes_now
 from mpi_operator.controller.core.writes import Event
 from mpi_operator.controller.kubeflow.context import SyncContext, attempt_of, restart_attempt
 from mpi_operator.controller.kubeflow.culprit import failed_pods
@@ -59,7 +59,8 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
         p for p in worker_pods(ctx, job) if attempt_of(p) < attempt and is_controlled_by(p, job.uid)
     ]
     live = [p["metadata"]["name"] for p in stale if not is_terminating(p)]
-    now = live[:MAX_DELETES_PER_SYNC]  # the rest are the next sync's
+    key = f"{job.namespace}/{job.name}"
+    now = live[: deletes_now(ctx, key, len(live))]  # the rest are the next sync's
     deletes = [delete(ctx, PODS, job.namespace, name, None) for name in now]
     launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
     stale_launcher = (
@@ -72,7 +73,7 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
         deletes.append(delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
     await run_all(*deletes)
     if len(live) > len(now) and ctx.requeue is not None:
-        ctx.requeue(f"{job.namespace}/{job.name}")
+        ctx.requeue(key)
     return bool(stale) or stale_launcher
 
 
