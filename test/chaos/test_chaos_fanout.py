@@ -186,77 +186,76 @@ def test_chaos_a_big_fan_out_leaves_a_small_job_its_turn(
     api(full_cluster, "DELETE", f"/api/v1/namespaces/{ns}/pods?labelSelector={JOB_NAME}%3Db")
 
 
-def _job_pods(cluster: LocalCluster, ns: str, job: str) -> int:
-    """A job's worker pods (unscheduled ones go at once when deleted)."""
-    selector = f"{JOB_NAME}%3D{job},training.kubeflow.org/job-role%3Dworker"
-    path = f"/api/v1/namespaces/{ns}/pods?labelSelector={selector}&limit=1"
-    page = api(cluster, "GET", path)
-    return len(page["items"]) + int(page["metadata"].get("remainingItemCount") or 0)
-
-
 def test_chaos_three_fan_outs_and_a_scale_down_leave_a_new_job_its_turn(
     full_cluster: LocalCluster, full_namespace: str, operators: Operators
 ) -> None:
     """Three big jobs fan out and a fourth scales 2,000 -> 1, all past their first
-    sync, when a 1-worker job is created: its pod exists within 5 s. Before, the big
+    turns, when a 1-worker job is created: its pod exists within 5 s. Before, the big
     jobs' 500-pod syncs went round the two sync workers in FIFO order, and the scale-
-    down's 1,999 deletes held one worker all along: the new job waited for them."""
-    ns, qps, down, big = full_namespace, 200, 2_000, scale(1_000, 3_000)
-    proc = operators.start(ns, qps=qps, burst=qps)
-    wait_leading(proc)
-    started = time.monotonic()
-    create_mpijob(full_cluster, ns, _named(_big_job(down), "d"))
-    wait_until(lambda: _job_pods(full_cluster, ns, "d") >= down, 120, "d's 2,000 pods", 0.5)
-    setup_s = time.monotonic() - started
-    for name in ("b1", "b2", "b3"):
-        create_mpijob(full_cluster, ns, _named(_big_job(big), name))
-    worker_replicas = {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}}
-    api(
-        full_cluster,
-        "PATCH",
-        f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/d",
-        worker_replicas,
-        content_type="application/merge-patch+json",
-    )
+    down's 1,999 deletes held one worker all along: the new job waited for them.
 
-    def counts() -> dict[str, int]:
-        return {j: _job_pods(full_cluster, ns, j) for j in ("b1", "b2", "b3", "d")}
+    Each big job has a namespace of its own (the operator watches the list), so that
+    its pods are counted from one page's ``remainingItemCount`` (which a list with a
+    label selector does not give)."""
+    cluster, qps, down, big = full_cluster, 200, 2_000, scale(1_000, 3_000)
+    spaces = {job: cluster.create_namespace(f"fair-{job}") for job in ("b1", "b2", "b3", "d")}
+    try:
+        watched = ",".join([full_namespace, *spaces.values()])
+        proc = operators.start(full_namespace, f"--namespace={watched}", qps=qps, burst=qps)
+        wait_leading(proc)
+        started = time.monotonic()
+        create_mpijob(cluster, spaces["d"], _big_job(down))
 
-    def all_past_their_first_sync() -> bool:
-        now = counts()
-        return min(now["b1"], now["b2"], now["b3"]) >= 500 and now["d"] <= down - 500
+        def count(job: str) -> int:
+            return _pod_count(cluster, spaces[job])  # its workers and launcher pod
 
-    wait_until(all_past_their_first_sync, 120, "every big job past its first sync", 0.2)
-    at_small, t_small = counts(), time.monotonic()
-    create_mpijob(full_cluster, ns, pi_mpijob("s", workers=1, launcher_exit=None))
+        wait_until(lambda: count("d") >= down, 120, "d's 2,000 pods", 0.5)
+        setup_s = time.monotonic() - started
+        for job in ("b1", "b2", "b3"):
+            create_mpijob(cluster, spaces[job], _big_job(big))
+        api(
+            cluster,
+            "PATCH",
+            f"/apis/kubeflow.org/v2beta1/namespaces/{spaces['d']}/mpijobs/b",
+            {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}},
+            content_type="application/merge-patch+json",
+        )
 
-    def small_pods() -> bool:
-        return bool(list_items(full_cluster, f"/api/v1/namespaces/{ns}/pods", SMALL_WORKER))
+        def counts() -> dict[str, int]:
+            return {job: count(job) for job in spaces}
 
-    wait_until(small_pods, 60, "the small job's worker pod", 0.1)
-    pods_s = time.monotonic() - t_small
-    at_pod = counts()
-    report(
-        test="fair-turns",
-        qps=qps,
-        big_workers=big,
-        scale_down=f"{down}->1",
-        small_pods_s=round(pods_s, 2),
-        pods_at_small=at_small,
-        pods_at_small_pod=at_pod,
-        setup_s=round(setup_s, 1),
-        seconds=round(time.monotonic() - started, 1),
-    )
-    # The big jobs were still at work when the small job's pod came.
-    assert min(at_pod["b1"], at_pod["b2"], at_pod["b3"]) < big or at_pod["d"] > 1, at_pod
-    assert pods_s <= 5.0
-    assert not operators.crashes()
-    for name in ("b1", "b2", "b3", "d", "s"):
-        api(full_cluster, "DELETE", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{name}")
-    api(full_cluster, "DELETE", f"/api/v1/namespaces/{ns}/pods")
+        def past_their_first_turns() -> bool:
+            now = counts()
+            return min(now["b1"], now["b2"], now["b3"]) >= 500 and now["d"] <= down - 500
 
+        wait_until(past_their_first_turns, 120, "every big job past its first turns", 0.2)
+        at_small, t_small = counts(), time.monotonic()
+        create_mpijob(cluster, full_namespace, pi_mpijob("s", workers=1, launcher_exit=None))
 
-def _named(job: dict[str, Any], name: str) -> dict[str, Any]:
-    """``job`` under another name (its labels and selectors are the operator's)."""
-    job["metadata"]["name"] = name
-    return job
+        def small_pods() -> bool:
+            path = f"/api/v1/namespaces/{full_namespace}/pods"
+            return bool(list_items(cluster, path, SMALL_WORKER))
+
+        wait_until(small_pods, 60, "the small job's worker pod", 0.1)
+        pods_s = time.monotonic() - t_small
+        at_pod = counts()
+        report(
+            test="fair-turns",
+            qps=qps,
+            big_workers=big,
+            scale_down=f"{down}->1",
+            small_pods_s=round(pods_s, 2),
+            pods_at_small=at_small,
+            pods_at_small_pod=at_pod,
+            setup_s=round(setup_s, 1),
+            seconds=round(time.monotonic() - started, 1),
+        )
+        # The big jobs were still at work when the small job's pod came.
+        assert min(at_pod["b1"], at_pod["b2"], at_pod["b3"]) < big or at_pod["d"] > 2, at_pod
+        assert pods_s <= 5.0
+        assert not operators.crashes()
+    finally:
+        for ns in spaces.values():
+            cluster.request("DELETE", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/b")
+            cluster.request("DELETE", f"/api/v1/namespaces/{ns}/pods")
+            cluster.delete_namespace(ns)
