@@ -12,6 +12,15 @@ Three layers, as in k8s.io/client-go/util/workqueue:
 * :class:`RateLimitingQueue` - ``add_rate_limited`` / ``forget`` /
   ``num_requeues`` on top of a :class:`~mpi_operator.client.ratelimit.RateLimiter`.
 
+Deviation, for fair turns across jobs: a key its own sync sends back to continue
+(``add_continuation``: a 20,000-worker job after 500 creates) waits behind the keys
+that have not had their turn, and at most ``max_continuing`` workers hold such keys at
+once, so a worker stays free for a new job however many big ones fan out or scale
+down. Against starvation, one continuation goes after :data:`FRESH_RUN` other keys
+handed out in a row. client-go's queue is one FIFO; its guarantees stay: a key is held
+by one worker at a time, is queued at most once (its *dirty* mark decides where), and
+delayed and rate-limited adds are plain adds once due.
+
 Workers are coroutines: ``item, shutdown = await queue.get()``. Waiting uses
 plain futures rather than asyncio.Condition because waking a waiter must be
 possible from synchronous code (``add`` is called from informer handlers).
@@ -33,6 +42,10 @@ from mpi_operator.client.workqueue_metrics import QueueMetrics
 
 T = TypeVar("T", bound=Hashable)
 
+#: While continuations wait, at most this many other keys are handed out in a row
+#: before one of them (if a worker may hold one).
+FRESH_RUN = 8
+
 
 class WorkQueue(Generic[T]):
     def __init__(
@@ -46,6 +59,15 @@ class WorkQueue(Generic[T]):
         self.name = name
         self._clock: Clock = clock or RealClock()
         self._queue: deque[T] = deque()
+        self._later: deque[T] = deque()
+        """Continuations waiting: keys that had their turn and asked for another."""
+        self._continuing: set[T] = set()
+        """Dirty keys whose next turn is a continuation (in ``_later``, or to go there)."""
+        self._held: set[T] = set()
+        """Processing keys that were handed out as continuations."""
+        self._fresh_run = 0
+        self.max_continuing: int | None = None
+        """Most workers that may hold continuations at once (None: no limit)."""
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
         self._shutting_down = False
@@ -93,25 +115,63 @@ class WorkQueue(Generic[T]):
 
     # -- public API ------------------------------------------------------
     def add(self, item: T) -> None:
-        if self._shutting_down or item in self._dirty:
+        self._add(item, continuation=False)
+
+    def add_continuation(self, item: T) -> None:
+        """Adds ``item`` for another turn behind the keys that have not had theirs:
+        for a sync that left work for later (see the module docstring)."""
+        self._add(item, continuation=True)
+
+    def _add(self, item: T, *, continuation: bool) -> None:
+        if self._shutting_down:
             return
+        if item in self._dirty:
+            if continuation and item in self._processing:
+                self._continuing.add(item)  # an event came meanwhile: the sync's word wins
+            return  # already waiting: it keeps its place
         if self._metrics is not None:
             self._metrics.adds.inc()
             self._metrics.depth.inc()
         self._add_times.setdefault(item, self._clock.monotonic())
         self._dirty.add(item)
+        if continuation:
+            self._continuing.add(item)
         if item in self._processing:
             return
-        self._queue.append(item)
+        (self._later if continuation else self._queue).append(item)
         self._signal()
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._queue) + len(self._later)
+
+    def continuing(self, item: T) -> bool:
+        """Whether ``item`` was handed out as a continuation (and is still processing)."""
+        return item in self._held
+
+    def _may_continue(self) -> bool:
+        limit = self.max_continuing
+        return self._shutting_down or limit is None or len(self._held) < max(limit, 1)
+
+    def _take(self) -> T | None:
+        """The next key to hand out, or None if none may go now."""
+        continuation = bool(self._later) and self._may_continue()
+        if self._queue and not (continuation and self._fresh_run >= FRESH_RUN):
+            self._fresh_run = self._fresh_run + 1 if self._later else 0
+            return self._queue.popleft()
+        if continuation:
+            self._fresh_run = 0
+            item = self._later.popleft()
+            self._continuing.discard(item)
+            self._held.add(item)
+            return item
+        return None
 
     async def get(self) -> tuple[T | None, bool]:
         """Wait for an item. Returns ``(item, False)``, or ``(None, True)``
         once the queue is shut down and empty."""
-        while not self._queue and not self._shutting_down:
+        while (item := self._take()) is None:
+            if self._shutting_down:
+                return None, True
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append(fut)
             try:
@@ -121,9 +181,6 @@ class WorkQueue(Generic[T]):
                     # We were woken but will not take the item; pass it on.
                     self._signal()
                 raise
-        if not self._queue:
-            return None, True
-        item = self._queue.popleft()
         now = self._clock.monotonic()
         if self._metrics is not None:
             self._metrics.depth.dec()
@@ -143,10 +200,14 @@ class WorkQueue(Generic[T]):
         if self._metrics is not None and started is not None:
             self._metrics.work_duration.observe(self._clock.monotonic() - started)
         self._processing.discard(item)
+        held = item in self._held
+        self._held.discard(item)
         if item in self._dirty:
-            self._queue.append(item)
+            (self._later if item in self._continuing else self._queue).append(item)
             self._signal()
-        elif not self._processing:
+        if held and self._later:
+            self._signal()  # a worker may take a continuation now
+        if not self._processing:
             self._wake_drainers()
 
     def shut_down(self) -> None:

@@ -54,6 +54,25 @@ class Wiring(TypedDict, total=False):
     registry: CollectorRegistry | None
 
 
+def new_work_queue(
+    name: str, options: ControllerOptions, clock: Clock, registry: CollectorRegistry | None
+) -> RateLimitingQueue[str]:
+    """The controller's work queue: failed syncs retried with per-key backoff under an
+    overall rate limit, and one worker kept for keys that have not had their turn (a
+    new job) while big jobs continue their fan-outs and scale-downs (with one worker,
+    it takes both)."""
+    queue: RateLimitingQueue[str] = RateLimitingQueue(
+        name,
+        rate_limiter=default_controller_rate_limiter(
+            clock, qps=options.queue_rate_limit, burst=options.queue_burst
+        ),
+        clock=clock,
+        registry=registry,
+    )
+    queue.max_continuing = max(options.threadiness - 1, 1)
+    return queue
+
+
 class QueueController:
     informers: dict[str, SharedInformer]
     runner: SyncRunner
@@ -80,14 +99,7 @@ class QueueController:
         self._owns_recorder = recorder is None
         self.recorder = recorder or EventRecorder(client, clock=self.clock, registry=self.registry)
         self.factory = SharedInformerFactory(client, namespace=options.namespace, clock=self.clock)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            queue_name,
-            rate_limiter=default_controller_rate_limiter(
-                self.clock, qps=options.queue_rate_limit, burst=options.queue_burst
-            ),
-            clock=self.clock,
-            registry=self.registry,
-        )
+        self.queue = new_work_queue(queue_name, options, self.clock, self.registry)
         self.expectations = CreationExpectations(self.clock)
         self.deletions = DeletionExpectations()
         self.own_writes = OwnWrites()
@@ -115,6 +127,11 @@ class QueueController:
         # jobs); we add it plainly, as sample-controller does. The queue deduplicates a
         # storm of events into one sync and failed syncs still back off per key.
         self.queue.add(key)
+
+    def continue_later(self, key: str) -> None:
+        """For a sync that left work for a later one (500 creates or deletes done): the
+        key's next turn comes after the keys that have not had theirs."""
+        self.queue.add_continuation(key)
 
     def enqueue_batched(self, key: str) -> None:
         """For children's events: one sync a little later sees a burst of pod changes

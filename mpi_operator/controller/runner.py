@@ -92,35 +92,48 @@ class SyncRunner:
         if error is None and tails:
             # Deviation: a client-go worker finishes the whole sync before its next Get;
             # ours takes the next key while this one's tail (its status write) runs, the
-            # key still processing until the tail is done (see core.tail).
-            with self._done_if_cancelled(key):
-                await self._tail_slots.acquire()
-            task = asyncio.create_task(self._finish_tails(key, started, tails))
+            # key still processing until the tail is done (see core.tail). The tail is
+            # a task of its own from here on, so stop() sees it even if this worker is
+            # cancelled while it waits for the tail's slot.
+            slot = asyncio.Event()
+            task = asyncio.create_task(self._finish_tails(key, started, tails, slot))
             self._tails.add(task)
             task.add_done_callback(self._tails.discard)
+            await slot.wait()
         else:
             self._finish(key, started, error)
         return True
 
-    async def _finish_tails(self, key: str, started: float, tails: list[tail.HandedOff]) -> None:
+    async def _finish_tails(
+        self, key: str, started: float, tails: list[tail.HandedOff], slot: asyncio.Event
+    ) -> None:
         error: Exception | None = None
         try:
-            with self._done_if_cancelled(key):
-                for handed in tails:
-                    await tail.run(handed)
+            with self._done_if_cancelled(key, tails=True):
+                async with self._tail_slots:
+                    slot.set()
+                    for handed in tails:
+                        await tail.run(handed)
         except Exception as err:
             error = err
         finally:
-            self._tail_slots.release()
+            slot.set()
         self._finish(key, started, error)
 
     @contextlib.contextmanager
-    def _done_if_cancelled(self, key: str) -> Iterator[None]:
+    def _done_if_cancelled(self, key: str, *, tails: bool = False) -> Iterator[None]:
         """A cancelled worker or tail still marks its key done, so that stop() leaves no
-        key processing."""
+        key processing. A cancelled tail is logged: its status write is left to the
+        key's next sync (this process's or the next leader's)."""
         try:
             yield
         except asyncio.CancelledError:
+            if tails:
+                log.warning(
+                    "status write cancelled; the next sync of the key writes it",
+                    controller=self.name,
+                    mpijob=key,
+                )
             self.queue.done(key)
             raise
 
@@ -175,18 +188,21 @@ class SyncRunner:
 
     async def stop(self, drain_seconds: float) -> None:
         """Lets in-flight syncs and their tails finish (up to ``drain_seconds``), then
-        cancels the rest."""
+        cancels the rest. The workers end first, so no tail begins after the tails are
+        counted: each one is awaited, and one cut off by the deadline is cancelled and
+        logged, never left running past stop()."""
         self.queue.shut_down()
         if not self._workers:
             return
-        deadline = time.monotonic() + drain_seconds
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + drain_seconds
         _, pending = await asyncio.wait(self._workers, timeout=drain_seconds)
-        running = set(self._tails)
-        if running:
-            _, late = await asyncio.wait(running, timeout=max(deadline - time.monotonic(), 0.0))
-            pending |= late
         for task in pending:
             task.cancel()
-        for task in (*self._workers, *running):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        running = set(self._tails)
+        if running:
+            _, late = await asyncio.wait(running, timeout=max(deadline - loop.time(), 0.0))
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)

@@ -15,7 +15,8 @@ created twice, nothing is orphaned, no update is lost, and secrets never leak.
   job, many idle MPIJobs and the operator's CPU time.
 * ``test_chaos_fanout.py``: the largest job the size limits accept (short form: 2,000
   workers at 10 qps) fanning out beside a 1-worker job: the small job's pods and
-  status within 5 s, the Lease never lapses.
+  status within 5 s, the Lease never lapses; and three 1,000-worker fan-outs plus a
+  2,000 -> 1 scale-down beside a new 1-worker job: its pod within 5 s.
 * ``test_chaos_security.py``: SSH keys (Secrets owned by the MPIJob, unique per job,
   never in logs, events, status, metrics or health output).
 * ``test_chaos_faults.py``: real 429 and 5xx answers of kube-apiserver to the

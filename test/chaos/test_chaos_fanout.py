@@ -9,6 +9,10 @@ bucket reserved ahead, so the small job's requests queued behind the big job's b
 (a batch of 1,024 at 100 qps: 10 s; of 128 at 10 qps: 13 s). Now one sync creates at
 most 500 pods and the client's budget goes in turns to the jobs being synced.
 
+A second test runs three big fan-outs and a 2,000 -> 1 scale-down at once beside a
+new 1-worker job (the work queue's fair turns: ``client/workqueue.py``): 0.19 s to its
+pod, against 14.4 s with the FIFO queue and unbounded deletes (2026-11-28).
+
 The big job's pods name a scheduler that does not exist, so they stay Pending
 untouched by kube-scheduler and KWOK: the point is creation fairness, not thousands of
 fake pods running. Its size: the most workers whose ConfigMap (the hostfile, and
@@ -184,3 +188,78 @@ def test_chaos_a_big_fan_out_leaves_a_small_job_its_turn(
     # The point is made: the big job goes (the operator stops creating), then its pods.
     api(full_cluster, "DELETE", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/b")
     api(full_cluster, "DELETE", f"/api/v1/namespaces/{ns}/pods?labelSelector={JOB_NAME}%3Db")
+
+
+def test_chaos_three_fan_outs_and_a_scale_down_leave_a_new_job_its_turn(
+    full_cluster: LocalCluster, full_namespace: str, operators: Operators
+) -> None:
+    """Three big jobs fan out and a fourth scales 2,000 -> 1, all past their first
+    turns, when a 1-worker job is created: its pod exists within 5 s. Before, the big
+    jobs' 500-pod syncs went round the two sync workers in FIFO order, and the scale-
+    down's 1,999 deletes held one worker all along: the new job waited for them.
+
+    Each big job has a namespace of its own (the operator watches the list), so that
+    its pods are counted from one page's ``remainingItemCount`` (which a list with a
+    label selector does not give)."""
+    cluster, qps, down, big = full_cluster, 200, 2_000, scale(1_000, 3_000)
+    spaces = {job: cluster.create_namespace(f"fair-{job}") for job in ("b1", "b2", "b3", "d")}
+    try:
+        watched = ",".join([full_namespace, *spaces.values()])
+        proc = operators.start(full_namespace, f"--namespace={watched}", qps=qps, burst=qps)
+        wait_leading(proc)
+        started = time.monotonic()
+        create_mpijob(cluster, spaces["d"], _big_job(down))
+
+        def count(job: str) -> int:
+            return _pod_count(cluster, spaces[job])  # its workers and launcher pod
+
+        wait_until(lambda: count("d") >= down, 120, "d's 2,000 pods", 0.5)
+        setup_s = time.monotonic() - started
+        for job in ("b1", "b2", "b3"):
+            create_mpijob(cluster, spaces[job], _big_job(big))
+        api(
+            cluster,
+            "PATCH",
+            f"/apis/kubeflow.org/v2beta1/namespaces/{spaces['d']}/mpijobs/b",
+            {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}},
+            content_type="application/merge-patch+json",
+        )
+
+        def counts() -> dict[str, int]:
+            return {job: count(job) for job in spaces}
+
+        def past_their_first_turns() -> bool:
+            now = counts()
+            return min(now["b1"], now["b2"], now["b3"]) >= 500 and now["d"] <= down - 500
+
+        wait_until(past_their_first_turns, 120, "every big job past its first turns", 0.2)
+        at_small, t_small = counts(), time.monotonic()
+        create_mpijob(cluster, full_namespace, pi_mpijob("s", workers=1, launcher_exit=None))
+
+        def small_pods() -> bool:
+            path = f"/api/v1/namespaces/{full_namespace}/pods"
+            return bool(list_items(cluster, path, SMALL_WORKER))
+
+        wait_until(small_pods, 60, "the small job's worker pod", 0.1)
+        pods_s = time.monotonic() - t_small
+        at_pod = counts()
+        report(
+            test="fair-turns",
+            qps=qps,
+            big_workers=big,
+            scale_down=f"{down}->1",
+            small_pods_s=round(pods_s, 2),
+            pods_at_small=at_small,
+            pods_at_small_pod=at_pod,
+            setup_s=round(setup_s, 1),
+            seconds=round(time.monotonic() - started, 1),
+        )
+        # The big jobs were still at work when the small job's pod came.
+        assert min(at_pod["b1"], at_pod["b2"], at_pod["b3"]) < big or at_pod["d"] > 2, at_pod
+        assert pods_s <= 5.0
+        assert not operators.crashes()
+    finally:
+        for ns in spaces.values():
+            cluster.request("DELETE", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/b")
+            cluster.request("DELETE", f"/api/v1/namespaces/{ns}/pods")
+            cluster.delete_namespace(ns)

@@ -41,7 +41,10 @@ class CoreContext:
     pod informer)."""
     keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
     requeue: Callable[[str], None] | None = None
-    """Adds a key back at the end of the queue (a sync that left pods for later)."""
+    """Gives a key another turn, behind the keys that have not had theirs (a sync that
+    left pods to create or delete for later)."""
+    continuing: Callable[[str], bool] | None = None
+    """Whether the key's turn is a continuation of its last (None: every turn is one)."""
     collection_deletes: CollectionDeletes = field(default_factory=CollectionDeletes)
     """Whether the API server refused a delete of the pods collection lately."""
     deletions: DeletionExpectations = field(default_factory=DeletionExpectations)

@@ -54,7 +54,8 @@ async def delete_pod_collection(
 ) -> None:
     """Deletes the pods ``names`` (those of ``collection`` to go, as the cache shows
     them): in one delete of ``collection`` when there are at least
-    :data:`COLLECTION_FROM` of them and it may be used, else one request each.
+    :data:`COLLECTION_FROM` of them and it may be used, else one request each, at most
+    500 in one sync (:func:`~.pods.delete_pods`).
     ``members``: lists every pod in the cache that the collection's label selector
     matches (called only when there is a pod to delete).
 
@@ -76,7 +77,7 @@ async def delete_pod_collection(
         # none is in flight any more (the owner's syncs never overlap, so no create is).
         ctx.expectations.forget(owner.key)
     else:
-        await delete_pods(ctx, collection.namespace, names)
+        names = await delete_pods(ctx, owner.key, collection.namespace, names)
     # Kept for the deletes one by one too: a pod deleted here that turns Failed while
     # it terminates is not a failure for the failure policy to judge.
     doomed = set(names)

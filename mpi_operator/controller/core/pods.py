@@ -1,5 +1,6 @@
 """Pod creation for both kinds: in slow-start batches, under creation expectations
-(:mod:`.slowstart`), each pod created or, when it exists and is the owner's, used."""
+(:mod:`.slowstart`), each pod created or, when it exists and is the owner's, used.
+Pod deletion one request per pod, at most :data:`MAX_DELETES_PER_SYNC` in one sync."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete
 from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.pod_cache import slim_pod
-from mpi_operator.controller.core.slowstart import create_slow_start
+from mpi_operator.controller.core.slowstart import (
+    FIRST_TURN,
+    MAX_CREATES_PER_SYNC,
+    create_slow_start,
+)
+
+#: As the Job controller's MaxPodCreateDeletePerSync, which bounds deletes too: a
+#: 20,000 -> 1 scale-down held a sync worker (and the client's budget) for minutes.
+MAX_DELETES_PER_SYNC = MAX_CREATES_PER_SYNC
 
 #: A pod to create: its name and the function that builds it (called only when its
 #: batch comes, so that a sync that creates 500 pods of 20,000 builds 500).
@@ -47,9 +56,36 @@ async def create_pods(
         return slim
 
     pending = [(name, partial(create, build)) for name, build in pods]
-    return await create_slow_start(ctx.expectations, owner.key, pending, ctx.requeue)
+    return await create_slow_start(
+        ctx.expectations, owner.key, pending, ctx.requeue, continuing=_continuing(ctx, owner.key)
+    )
 
 
-async def delete_pods(ctx: CoreContext, namespace: str, names: Sequence[str]) -> None:
-    """Deletes the pods all at once, as the Job controller does."""
-    await run_all(*(delete(ctx, PODS, namespace, name) for name in names))
+def _continuing(ctx: CoreContext, key: str) -> bool:
+    return ctx.continuing is None or ctx.continuing(key)
+
+
+def deletes_now(ctx: CoreContext, key: str, count: int) -> int:
+    """How many of ``count`` pods to delete a sync of ``key`` sends: at most
+    :data:`MAX_DELETES_PER_SYNC`, and, when more are to go, as many as a first
+    slow-start batch on a turn that is not a continuation (as creates, see
+    :data:`~.slowstart.FIRST_TURN`)."""
+    if count <= MAX_DELETES_PER_SYNC:
+        return count
+    return MAX_DELETES_PER_SYNC if _continuing(ctx, key) else FIRST_TURN
+
+
+async def delete_pods(
+    ctx: CoreContext, key: str, namespace: str, names: Sequence[str]
+) -> Sequence[str]:
+    """Deletes the first of the pods ``names`` (:func:`deletes_now`) all at once, as the
+    Job controller does; returns those. When pods are left, the MPIJob ``key`` is
+    requeued for them (behind the jobs waiting for a turn) once these deletes
+    succeeded; the callers pass no pod that is already terminating, so the next sync
+    goes on with the rest."""
+    now = names[: deletes_now(ctx, key, len(names))]
+    await run_all(*(delete(ctx, PODS, namespace, name) for name in now))
+    if len(names) > len(now) and ctx.requeue is not None:
+        # Deviation: the Job controller waits for the pods' delete events to sync again.
+        ctx.requeue(key)
+    return now

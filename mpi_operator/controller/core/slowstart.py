@@ -5,9 +5,10 @@ growing batches, each twice the last, and creation stops after the first batch w
 an error, so a job whose pods all fail costs a few calls, not thousands. Its first
 batch is 1 pod; ours is :data:`INITIAL_BATCH` (8). As its
 ``MaxPodCreateDeletePerSync``, one sync creates at most :data:`MAX_CREATES_PER_SYNC`
-pods; the caller requeues the key for the rest, behind the keys already waiting, so
-a 20,000-worker job takes turns with the others instead of holding a worker (and the
-client's budget) for minutes.
+pods; the key is requeued for the rest as a continuation, behind the keys that have
+not had their turn (:meth:`~mpi_operator.client.workqueue.WorkQueue.add_continuation`),
+so a 20,000-worker job takes turns with the others instead of holding a worker (and
+the client's budget) for minutes, and a new job does not wait for its 500-pod syncs.
 
 Each name is expected (:class:`~mpi_operator.controller.core.expectations.CreationExpectations`)
 before its create is sent, as client-go raises ControllerExpectations before the calls,
@@ -31,6 +32,13 @@ MAX_CREATES_PER_SYNC = 500
 #: the cost of up to 8 calls, not 1, for a template that fails every time.
 INITIAL_BATCH = 8
 
+#: Deviation: a job with more than MAX_CREATES_PER_SYNC pods to create, on a turn that
+#: is not a continuation of its last (its first, after an event or a failed sync, on
+#: a new leader), creates one batch and goes on as a continuation: twenty big jobs
+#: created at once then keep a new job waiting for 20 batches of 8, not 20 syncs of 500.
+#: A job of up to 500 pods still creates them all in its one sync.
+FIRST_TURN = INITIAL_BATCH
+
 #: A pod to create: its name and the call that creates it (returning the pod).
 PendingPod = tuple[str, Callable[[], Awaitable[Obj]]]
 
@@ -52,10 +60,17 @@ async def create_slow_start(
     pending: Sequence[PendingPod],
     requeue: Callable[[str], None] | None,
     limit: int = MAX_CREATES_PER_SYNC,
+    *,
+    continuing: bool = True,
 ) -> dict[str, Obj]:
     """Creates up to ``limit`` of ``pending`` in slow-start batches; returns the pods
     created, by name. Raises the first error of a failed batch (the pods its siblings
-    created are expected); calls ``requeue(key)`` when pods are left for a later sync."""
+    created are expected); calls ``requeue(key)`` when pods are left for a later sync.
+
+    A job with more than ``limit`` pods to create takes more than one turn anyway: on
+    a turn that is not a continuation (:data:`FIRST_TURN`) it creates one batch."""
+    if not continuing and len(pending) > limit and requeue is not None:
+        limit = FIRST_TURN
     created: dict[str, Obj] = {}
     start = 0
     for size in batch_sizes(len(pending), limit):

@@ -58,7 +58,8 @@ class MPIJobController(QueueController):
                 expectations=self.expectations,
                 deletions=self.deletions,
                 own_writes=self.own_writes,
-                requeue=self.enqueue,
+                requeue=self.continue_later,
+                continuing=self.queue.continuing,
                 requeue_after=self.queue.add_after,
             )
         )

@@ -31,6 +31,7 @@ from mpi_operator.client import JOBS, PODS, WARNING, is_controlled_by
 from mpi_operator.controller.core.objects import is_terminating, pod_phase
 from mpi_operator.controller.core.owner import delete
 from mpi_operator.controller.core.parallel import first_error, run_all
+from mpi_operator.controller.core.pods import deletes_now
 from mpi_operator.controller.core.writes import Event
 from mpi_operator.controller.kubeflow.conditions import TRUE, get_condition
 from mpi_operator.controller.kubeflow.context import SyncContext, attempt_of, restart_attempt
@@ -89,11 +90,10 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
         return False
     failed_only = replaces_failed_only(job)
     stale = [p for p in worker_pods(ctx, job) if _stale(job, p, attempt, failed_only)]
-    deletes = [
-        delete(ctx, PODS, job.namespace, p["metadata"]["name"], None)
-        for p in stale
-        if not is_terminating(p)
-    ]
+    live = [p["metadata"]["name"] for p in stale if not is_terminating(p)]
+    key = f"{job.namespace}/{job.name}"
+    now = live[: deletes_now(ctx, key, len(live))]  # the rest are the next sync's
+    deletes = [delete(ctx, PODS, job.namespace, name, None) for name in now]
     launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
     stale_launcher = (
         launcher is not None
@@ -104,6 +104,8 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
         # Foreground: the Job stays, and a new one waits, until its pods are gone.
         deletes.append(delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
     await run_all(*deletes)
+    if len(live) > len(now) and ctx.requeue is not None:
+        ctx.requeue(key)
     return bool(stale) or stale_launcher
 
 

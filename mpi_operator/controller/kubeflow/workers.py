@@ -3,10 +3,11 @@
 Missing pods are created concurrently in growing batches (8, 16, 32, ...) that
 stop at the first error, at most 500 per sync, as the Job controller's slow start
 does from a first batch of 1 (:mod:`~mpi_operator.controller.core.slowstart`); the
-reference operator creates them one call at a time, all in one sync. Pods to remove are deleted
-all at once, as the Job controller deletes them, and a finished job's workers in one
-delete of their collection (:mod:`~mpi_operator.controller.core.pod_collection`); the
-reference again goes one call at a time.
+reference operator creates them one call at a time, all in one sync. Pods to remove are
+deleted all at once, at most 500 in one sync, as the Job controller deletes them, and a
+finished job's workers in one delete of their collection
+(:mod:`~mpi_operator.controller.core.pod_collection`); the reference again goes one call
+at a time.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Ob
             and owner.controls(pod)
             and not is_terminating(pod)
         ]
-        await delete_pods(ctx, job.namespace, surplus)
+        await delete_pods(ctx, owner.key, job.namespace, surplus)
     in_flight = ctx.in_flight(owner.key, (p["metadata"]["name"] for p in pods))
     # One set lookup per worker instead of reading each pod's owner references.
     controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
@@ -140,7 +141,7 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
         return
     # Deviation: the reference deletes one pod at a time and stops at the first pod
     # it does not own; we delete all of ours at once, then report that pod.
-    await delete_pods(ctx, job.namespace, doomed)
+    await delete_pods(ctx, owner.key, job.namespace, doomed)
     raise resource_exists(ctx, owner, foreign, NO_KIND)
 
 

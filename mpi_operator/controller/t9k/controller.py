@@ -103,7 +103,8 @@ class T9kMPIJobController(QueueController):
                 expectations=self.expectations,
                 deletions=self.deletions,
                 own_writes=self.own_writes,
-                requeue=self.enqueue,
+                requeue=self.continue_later,
+                continuing=self.queue.continuing,
             )
         )
         self.runner = SyncRunner(

@@ -143,13 +143,16 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             for name, pod in pods.items()
             if name in wanted and not is_terminating(pod) and pod_run_mode(pod) != mode
         ]
-        await delete_pods(self.ctx, job.namespace, stale)
-        await delete_pods(self.ctx, job.namespace, surplus)
+        key = f"{job.namespace}/{job.name}"
+        # A terminating pod is not deleted again (500 deletes at most go in one sync).
+        going = [name for name in surplus if not is_terminating(pods[name])]
+        await delete_pods(self.ctx, key, job.namespace, [*stale, *going])
         for name in surplus:
             del pods[name]
         deleted_at = format_time(self.ctx.clock.now())
         for name in stale:
-            # Deleted: an exit of theirs in the other mode does not end the job.
+            # Deleted (or left to the next sync past 500): an exit of theirs in the
+            # other mode does not end the job.
             meta = {**pods[name]["metadata"], "deletionTimestamp": deleted_at}
             pods[name] = {**pods[name], "metadata": meta}
 
@@ -169,7 +172,9 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             or pod_phase(launcher) != "Pending"
         ):
             return
-        await delete_pods(self.ctx, job.namespace, [launcher_name(job)])
+        await delete_pods(
+            self.ctx, f"{job.namespace}/{job.name}", job.namespace, [launcher_name(job)]
+        )
 
     async def _clean_up_workers(self, owner: Owner, job: MPIJob, pods: dict[str, Obj]) -> None:
         policy = job.spec.run_policy.clean_up_policy()

@@ -167,3 +167,38 @@ async def test_an_unexpected_failure_is_logged_with_its_traceback(in_tail: bool)
     (failed,) = [e for e in logs if e["event"] == "sync failed; retrying"]
     assert failed["exc_info"] is bug
     assert failed["log_level"] == "error"
+
+
+async def test_stop_cancels_no_tail_silently_not_even_one_still_waiting_for_its_slot() -> None:
+    """One tail slot: A's tail holds it past the drain, and B's sync has handed off its
+    tail, which waits for the slot. Before, stop cancelled the worker waiting for the
+    slot and B's tail was dropped without a word; now each tail cut off by the drain
+    is cancelled and logged by key (the key's next sync, here or on the next leader,
+    writes that status), the keys are done, and nothing runs on after stop."""
+    sync = TailedSync(held={A})
+    runner, queue, _ = new_runner(sync)
+    runner.start(1)
+    queue.add(A)
+    queue.add(B)
+    await until(lambda: sync.synced == [A, B], "B synced while A's tail holds the slot")
+    with structlog.testing.capture_logs() as logs:
+        await runner.stop(0.05)
+    cancelled = [e["mpijob"] for e in logs if e["event"].startswith("status write cancelled")]
+    assert sorted(cancelled) == [A, B]
+    assert sync.tails_done == []
+    assert runner.tails_in_flight == 0
+    # Every key is done: a drain of the queue finds nothing processing.
+    await asyncio.wait_for(queue.shut_down_with_drain(), 1.0)
+    assert asyncio.all_tasks() == {asyncio.current_task()}, "no tail runs on after stop"
+
+
+async def test_stop_lets_a_tail_waiting_for_its_slot_finish_within_the_drain() -> None:
+    sync = TailedSync(held={A})
+    runner, queue, _ = new_runner(sync)
+    runner.start(1)
+    queue.add(A)
+    queue.add(B)
+    await until(lambda: sync.synced == [A, B], "B synced while A's tail holds the slot")
+    asyncio.get_running_loop().call_later(0.1, sync.release.set)
+    await runner.stop(DEADLINE)
+    assert sync.tails_done == [A, B]

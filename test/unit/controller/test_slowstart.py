@@ -11,6 +11,7 @@ import pytest
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.core.slowstart import (
+    INITIAL_BATCH,
     MAX_CREATES_PER_SYNC,
     PendingPod,
     batch_sizes,
@@ -100,3 +101,29 @@ async def test_names_are_expected_before_the_calls_return() -> None:
 
     await create_slow_start(exp, "ns/j", [("w-0", create)], None)
     assert seen == [{"w-0"}]
+
+
+@pytest.mark.parametrize(
+    ("count", "continuing", "created_now", "requeued"),
+    [
+        (20_000, False, INITIAL_BATCH, True),  # a first turn: one batch, then continue
+        (20_000, True, MAX_CREATES_PER_SYNC, True),  # a continuation: the whole 500
+        (MAX_CREATES_PER_SYNC, False, MAX_CREATES_PER_SYNC, False),  # fits: all at once
+        (30, False, 30, False),
+    ],
+)
+async def test_a_job_that_needs_more_than_one_turn_takes_one_batch_on_its_first(
+    count: int, continuing: bool, created_now: int, requeued: bool
+) -> None:
+    """A big job's turn that is not a continuation creates one batch and goes on as a
+    continuation; a job whose pods fit in one sync creates them all, whatever the turn
+    (cutting a 30-worker job short let its launcher finish before its workers existed,
+    under API Priority and Fairness rejections)."""
+    exp = CreationExpectations(FakeClock())
+    calls: list[str] = []
+    keys: list[str] = []
+    created = await create_slow_start(
+        exp, "ns/j", _pending(count, calls), keys.append, continuing=continuing
+    )
+    assert len(created) == created_now
+    assert keys == (["ns/j"] if requeued else [])

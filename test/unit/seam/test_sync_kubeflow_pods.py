@@ -8,6 +8,8 @@ from recording_client import internal_error
 from seam_objects import MPIJobBuilder
 from sync_fixtures import MAX_CREATES_PER_SYNC, kubeflow_world, pod_names
 
+from mpi_operator.controller.core.slowstart import INITIAL_BATCH
+
 
 async def test_pods_in_flight_are_not_created_twice() -> None:
     """Creation expectations: the cache has not shown the created pods yet."""
@@ -68,12 +70,48 @@ async def test_slow_start_stops_after_the_batch_that_failed(
 
 
 async def test_one_sync_creates_at_most_the_cap_and_requeues_for_the_rest() -> None:
-    replicas = MAX_CREATES_PER_SYNC + 3
+    """A job with more pods than one sync creates: its first turn creates one batch
+    (a new job behind it does not wait for 500 creates), each continuation up to the
+    cap, until none is left."""
+    replicas = INITIAL_BATCH + MAX_CREATES_PER_SYNC + 3
     world = kubeflow_world(MPIJobBuilder("pi").workers(replicas).obj())
+    await world.sync()
+    assert pod_names(world) == [f"pi-worker-{i}" for i in range(INITIAL_BATCH)]
+    assert world.requeued == ["default/pi"]
+    world.clear()
+    world.controller.syncer.ctx.continuing = lambda key: True  # its next turn continues
     await world.sync()
     assert len(pod_names(world)) == MAX_CREATES_PER_SYNC
     assert world.requeued == ["default/pi"]
     world.clear()
     await world.sync()
-    assert pod_names(world) == [f"pi-worker-{i}" for i in range(MAX_CREATES_PER_SYNC, replicas)]
+    assert pod_names(world) == [
+        f"pi-worker-{i}" for i in range(INITIAL_BATCH + MAX_CREATES_PER_SYNC, replicas)
+    ]
     assert world.requeued == []
+
+
+async def test_a_scale_down_deletes_at_most_the_cap_in_one_sync_and_requeues() -> None:
+    """As the Job controller's MaxPodCreateDeletePerSync: a scale-down to 1 worker of
+    510 surplus deletes one slow-start batch on its first turn (a new job behind it
+    does not wait for 500 deletes), then at most 500 a sync, the key going back to the
+    queue for the rest (before, one sync sent every delete, holding a sync worker for
+    minutes at 20,000 -> 1)."""
+    replicas = 1 + INITIAL_BATCH + MAX_CREATES_PER_SYNC + 2
+    world = kubeflow_world(MPIJobBuilder("pi").workers(replicas).obj())
+    await world.converge()
+    world.change("MPIJob", "pi", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    deleted: list[set[str]] = []
+    for _ in range(3):
+        await world.sync()
+        deleted.append(
+            {name for verb, kind, name in world.writes if (verb, kind) == ("delete", "pods")}
+        )
+        requeued = world.requeued[:]
+        world.clear()  # the cache shows the deletes
+        world.controller.syncer.ctx.continuing = lambda key: True  # its next turns continue
+        if not requeued:
+            break
+    assert [len(d) for d in deleted] == [INITIAL_BATCH, MAX_CREATES_PER_SYNC, 2]
+    assert set().union(*deleted) == {f"pi-worker-{i}" for i in range(1, replicas)}
+    assert requeued == []

@@ -4,10 +4,13 @@ ended, and a launcher still waiting for a worker that failed."""
 
 from __future__ import annotations
 
+import pytest
 from recording_client import conflict
 from seam_objects import T9kJobBuilder
 from sync_fixtures import SyncWorld, pod_names, t9k_world
 from sync_fixtures import running_t9k_job as running
+
+from mpi_operator.controller.core import pods as core_pods
 
 LAUNCHER = "pi-launcher"
 
@@ -78,3 +81,25 @@ async def test_null_lists_in_the_template_are_as_if_absent() -> None:
     await world.sync()
     assert sorted(pod_names(world)) == [LAUNCHER, "pi-worker-0"]
     assert world.events == [("Normal", "MPIJobInitialized")]
+
+
+async def test_a_scale_down_deletes_a_bounded_number_a_sync_and_no_pod_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """T9k scale-down 14 -> 1 worker with a cap of 10 deletes a sync: 8 on the first
+    turn (one slow-start batch), then the rest, the key requeued in between; a surplus
+    pod already terminating is not deleted again (with the cap, re-deleting the same
+    terminating pods would keep a sync from getting on with the others)."""
+    monkeypatch.setattr(core_pods, "MAX_DELETES_PER_SYNC", 10)
+    world = await running(T9kJobBuilder("pi").workers(14))
+    terminating = {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    world.change("Pod", "pi-worker-13", terminating)
+    world.change("MPIJob", "pi", {"spec": {"worker": {"replicas": 1}}})
+    await world.sync()
+    first = {name for verb, kind, name in world.writes if (verb, kind) == ("delete", "pods")}
+    assert len(first) == 8 and world.requeued == ["default/pi"]
+    world.clear()
+    await world.sync()
+    rest = {name for verb, kind, name in world.writes if (verb, kind) == ("delete", "pods")}
+    assert first | rest == {f"pi-worker-{i}" for i in range(1, 13)}
+    assert world.requeued == []
