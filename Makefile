@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: image lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
+.PHONY: version image helm lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +14,17 @@ $(BIN)/.installed: pyproject.toml
 
 venv: $(BIN)/.installed
 
-# The operator's image, with docker, podman or buildah (whichever is installed).
-IMG ?= mpi-operator-python:0.1.0
+# The release's version: mpi_operator/__init__.py's __version__, the one place it is
+# written (the package, the image tag, the Helm chart and --version share it); read
+# with make's own functions, so that `make image` needs no other tool to know it.
+VERSION := $(subst ",,$(patsubst __version__=%,%,$(filter __version__=%,$(subst __version__ = ,__version__=,$(file < mpi_operator/__init__.py)))))
+
+version:
+	@echo $(VERSION)
+
+# The operator's image, with docker, podman or buildah (whichever is installed); with
+# none of them, an OCI archive from debootstrap + umoci (root), and how to load it.
+IMG ?= mpi-operator-python:$(VERSION)
 image:
 	hack/build-image.sh $(IMG)
 
