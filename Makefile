@@ -41,6 +41,11 @@ lock: venv
 binaries:
 	hack/build-binaries.sh
 
+# Helm (helm.sh/helm/v3, pinned in hack/tools/helm) for the chart's tests and the in-cluster
+# e2e, built from the Go module proxy into the cache next to the binaries, when missing.
+helm:
+	hack/build-helm.sh
+
 # Open MPI for the test that compiles and runs the pi example (as root, when missing).
 mpi:
 	hack/install-mpi.sh
@@ -75,7 +80,7 @@ typecheck: venv
 test-unit: venv
 	$(BIN)/pytest test/unit
 
-test: venv binaries mpi node operator-image lint typecheck
+test: venv binaries helm mpi node operator-image lint typecheck
 	$(BIN)/pytest
 
 cluster-up: venv binaries

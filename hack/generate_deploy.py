@@ -11,6 +11,12 @@
   checks that ``kubectl kustomize manifests/overlays/standalone`` yields the
   same objects.
 
+* ``charts/mpi-operator/files/``: the same CRDs and ``deploy/monitoring/grafana-dashboard.json``
+  for the Helm chart (Helm reads files only from inside the chart), and the chart's
+  ``Chart.yaml`` with ``version`` and ``appVersion`` set to the package's version.
+* The image tag of ``manifests/base`` (the Deployment and the ``images:`` entry): the
+  package's version, which ``mpi_operator/__init__.py`` alone declares.
+
 Usage: ``python hack/generate_deploy.py`` (``make deploy-manifests``) rewrites
 them; ``--check`` exits 1, naming the stale files, when they are not up to date.
 """
@@ -18,6 +24,7 @@ them; ``--check`` exits 1, naming the stale files, when they are not up to date.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -28,6 +35,12 @@ CRD_COPY = Path("manifests/base/kubeflow.org_mpijobs.yaml")
 T9K_CRD_SOURCE = Path("crd/t9k/batch.tensorstack.dev_mpijobs.yaml")
 T9K_CRD_COPY = Path("manifests/components/t9k/batch.tensorstack.dev_mpijobs.yaml")
 DEPLOY_FILE = Path("deploy/v2beta1/mpi-operator.yaml")
+CHART = Path("charts/mpi-operator")
+CHART_FILES = CHART / "files"
+DASHBOARD = Path("deploy/monitoring/grafana-dashboard.json")
+BASE_DEPLOYMENT = Path("manifests/base/deployment.yaml")
+BASE_KUSTOMIZATION = Path("manifests/base/kustomization.yaml")
+VERSION_LINE = re.compile(r'^__version__ = "([^"]+)"$', re.M)
 
 # The single file's parts, in apply order: the Namespace and the CRD before
 # what lives in them or refers to them.
@@ -80,11 +93,47 @@ def render(root: Path = ROOT) -> dict[Path, str]:
     crd += "---\n".join(_body(p.read_text()) for p in sources)
     t9k = CRD_HEADER.format(sources=T9K_CRD_SOURCE) + _body((root / T9K_CRD_SOURCE).read_text())
     out = {CRD_COPY: crd, T9K_CRD_COPY: t9k}
+    vers = versioned(root)
     parts = []
     for part in DEPLOY_PARTS:
-        text = crd if part == CRD_COPY else (root / part).read_text()
+        text = crd if part == CRD_COPY else vers.get(part) or (root / part).read_text()
         parts.append(_body(text))
     out[DEPLOY_FILE] = DEPLOY_HEADER + "".join("---\n" + p for p in parts)
+    out[CHART_FILES / CRD_COPY.name] = crd
+    out[CHART_FILES / T9K_CRD_COPY.name] = t9k
+    out[CHART_FILES / DASHBOARD.name] = (root / DASHBOARD).read_text()
+    out.update(vers)
+    return out
+
+
+def package_version(root: Path) -> str:
+    """``__version__`` of ``mpi_operator/__init__.py``, the one place the version is written."""
+    found = VERSION_LINE.search((root / "mpi_operator/__init__.py").read_text())
+    if not found:
+        raise SystemExit("generate_deploy: no __version__ in mpi_operator/__init__.py")
+    return found.group(1)
+
+
+def versioned(root: Path) -> dict[Path, str]:
+    """The files that repeat the version, with the package's: the chart's Chart.yaml, the
+    base Deployment's image and the base kustomization's tag."""
+    version = package_version(root)
+    subs = {
+        CHART / "Chart.yaml": [
+            (r"^version: .*$", f"version: {version}"),
+            (r"^appVersion: .*$", f'appVersion: "{version}"'),
+        ],
+        BASE_DEPLOYMENT: [(r"^(\s+image: mpi-operator-python):.*$", rf"\1:{version}")],
+        BASE_KUSTOMIZATION: [(r"^(\s+newTag:) .*$", rf'\1 "{version}"')],
+    }
+    out = {}
+    for path, pairs in subs.items():
+        text = (root / path).read_text()
+        for pattern, replacement in pairs:
+            text, count = re.subn(pattern, replacement, text, count=1, flags=re.M)
+            if count != 1:
+                raise SystemExit(f"generate_deploy: {pattern!r} not found in {path}")
+        out[path] = text
     return out
 
 
