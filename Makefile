@@ -96,8 +96,9 @@ deploy-manifests: venv
 
 # Runs examples/v2beta1/pi/pi.yaml for real (containers on the real node) on a local
 # cluster with the operator, prints the launcher's log, then stops everything it
-# started. DEMO_ARGS=--kwok: the fast demo on KWOK's fake nodes.
-demo: venv binaries node
+# started. DEMO_ARGS=--kwok: the fast demo on KWOK's fake nodes, which needs no real node:
+# neither root nor Debian's packages.
+demo: venv binaries $(if $(findstring --kwok,$(DEMO_ARGS)),,node)
 	@$(BIN)/python -m devcluster.demo $(DEMO_ARGS)
 
 # Regenerates crd/kubeflow.org_mpijobs.yaml from the models and a local kube-apiserver,

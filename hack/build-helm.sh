@@ -35,11 +35,11 @@ LOG="$BIN_DIR/build.log"
 : >"$LOG"
 tmp="$(mktemp -d "$BIN_DIR/.tmp.XXXXXX")"
 start=$SECONDS
-# A line every 30 s while the build runs, so that a cold build is never silent.
-( while sleep 30; do echo "build-helm: still building ($((SECONDS - start)) s; log: $LOG)" >&2; done ) &
-ticker=$!
-trap 'kill "$ticker" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-echo "build-helm: building helm from $MODULE@$VERSION into $BIN_DIR (cold: ~4 min; log: $LOG)" >&2
+# shellcheck source=lib/progress.sh
+source "$ROOT/hack/lib/progress.sh"
+trap 'progress_stop; rm -rf "$tmp"' EXIT
+progress_start build-helm "$LOG"
+echo "build-helm: building helm from $MODULE@$VERSION into $BIN_DIR (cold: ~4-8 min on 2 cores; log: $LOG)" >&2
 
 export GOTOOLCHAIN=local CGO_ENABLED=0
 # The version `helm version` prints (its default is only major.minor).
