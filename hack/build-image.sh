@@ -50,6 +50,12 @@ out="${IMAGE_ARCHIVE:-$ROOT/dist/${repo##*/}-$tag.oci.tar}"
 printed="$(python3 "$ROOT/hack/oci_archive.py" "$built" "$out" "$image")"
 digest="${printed%%$'\n'*}"; name="${printed#*$'\n'}"
 read -r sum _ < <(sha256sum "$out")
+first="${image%%/*}"
+if [[ "$image" == */* && ( "$first" == *.* || "$first" == *:* || "$first" == localhost ) ]]; then
+    pushed="$repo" # IMG names its registry
+else
+    pushed="<registry>/$repo"
+fi
 while IFS= read -r line; do printf '%s\n' "$line"; done <<EOF
 make image: $out
   image $name (built as $built_name), manifest $digest
@@ -61,6 +67,6 @@ Load it into a cluster's nodes with one of:
   podman load -i $out
   docker load -i $out                        (Docker 25 or later)
 or push it to a registry the nodes pull from:
-  skopeo copy oci-archive:$out docker://<registry>/$repo:$tag
-then install with that image (docs/install.md), e.g. helm install ... --set image.repository=<registry>/$repo
+  skopeo copy oci-archive:$out docker://$pushed:$tag
+then install with that image (docs/install.md), e.g. helm install ... --set image.repository=$pushed
 EOF

@@ -268,7 +268,10 @@ def test_no_engine_archive_takes_img_as_its_name(tmp_path: Path) -> None:
             entry["annotations"]["io.containerd.image.name"]
             == "registry.example.org:5000/team/mpi:2.0.0"
         )
-        assert "docker://<registry>/registry.example.org:5000/team/mpi:2.0.0" in result.stdout
+        assert (
+            f"skopeo copy oci-archive:{out} docker://registry.example.org:5000/team/mpi:2.0.0"
+            in result.stdout
+        )
     finally:
         out.unlink(missing_ok=True)
 
