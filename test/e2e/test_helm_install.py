@@ -195,7 +195,7 @@ def test_helm_install_from_the_archive_runs_pi_and_uninstall_keeps_the_jobs(
     )
     assert out.returncode == 0, out.stderr
     assert "These resources were kept due to the resource policy" in out.stdout, out.stdout
-    assert "CustomResourceDefinition/mpijobs.kubeflow.org" in out.stdout, out.stdout
+    assert "[CustomResourceDefinition] mpijobs.kubeflow.org" in out.stdout, out.stdout
     gone = real_cluster.kubectl("get", "deployment", "-n", NS, "mpi-operator", check=False)
     assert gone.returncode != 0
     crd = real_cluster.kubectl("get", "crd", "mpijobs.kubeflow.org", "-o", "name").stdout

@@ -183,7 +183,7 @@ def test_standalone_layout_moves_to_helm_and_back(
 
     # Rollback: uninstall keeps the CRD; the Go operator's file applies over what is left.
     out = _helm(cluster, helm, "uninstall", "mpi-operator", "-n", "mpi-operator")
-    assert "CustomResourceDefinition/mpijobs.kubeflow.org" in out, out
+    assert "[CustomResourceDefinition] mpijobs.kubeflow.org" in out, out
     assert not _deployments(cluster)
     cluster.kubectl("get", "crd", "mpijobs.kubeflow.org")
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(reference))
