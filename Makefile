@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: image lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
+.PHONY: version image helm lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +14,17 @@ $(BIN)/.installed: pyproject.toml
 
 venv: $(BIN)/.installed
 
-# The operator's image, with docker, podman or buildah (whichever is installed).
-IMG ?= mpi-operator-python:0.1.0
+# The release's version: mpi_operator/__init__.py's __version__, the one place it is
+# written (the package, the image tag, the Helm chart and --version share it); read
+# with make's own functions, so that `make image` needs no other tool to know it.
+VERSION := $(subst ",,$(patsubst __version__=%,%,$(filter __version__=%,$(subst __version__ = ,__version__=,$(file < mpi_operator/__init__.py)))))
+
+version:
+	@echo $(VERSION)
+
+# The operator's image, with docker, podman or buildah (whichever is installed); with
+# none of them, an OCI archive from debootstrap + umoci (root), and how to load it.
+IMG ?= mpi-operator-python:$(VERSION)
 image:
 	hack/build-image.sh $(IMG)
 
@@ -31,6 +40,11 @@ lock: venv
 # kwok and kwokctl from their Go modules, only when missing from the cache.
 binaries:
 	hack/build-binaries.sh
+
+# Helm (helm.sh/helm/v3, pinned in hack/tools/helm) for the chart's tests and the in-cluster
+# e2e, built from the Go module proxy into the cache next to the binaries, when missing.
+helm:
+	hack/build-helm.sh
 
 # Open MPI for the test that compiles and runs the pi example (as root, when missing).
 mpi:
@@ -66,7 +80,7 @@ typecheck: venv
 test-unit: venv
 	$(BIN)/pytest test/unit
 
-test: venv binaries mpi node operator-image lint typecheck
+test: venv binaries helm mpi node operator-image lint typecheck
 	$(BIN)/pytest
 
 cluster-up: venv binaries
@@ -82,8 +96,9 @@ deploy-manifests: venv
 
 # Runs examples/v2beta1/pi/pi.yaml for real (containers on the real node) on a local
 # cluster with the operator, prints the launcher's log, then stops everything it
-# started. DEMO_ARGS=--kwok: the fast demo on KWOK's fake nodes.
-demo: venv binaries node
+# started. DEMO_ARGS=--kwok: the fast demo on KWOK's fake nodes, which needs no real node:
+# neither root nor Debian's packages.
+demo: venv binaries $(if $(findstring --kwok,$(DEMO_ARGS)),,node)
 	@$(BIN)/python -m devcluster.demo $(DEMO_ARGS)
 
 # Regenerates crd/kubeflow.org_mpijobs.yaml from the models and a local kube-apiserver,

@@ -162,9 +162,11 @@ class RealNode:
             lambda: _http_ok(f"http://127.0.0.1:{node.kube_proxy_healthz_port}/healthz"),
         )
 
-    def import_image(self, archive: Path, base_name: str) -> None:
-        """Import an OCI archive into the node's containerd, named ``base_name:<tag>``."""
-        self._ctr("images", "import", "--base-name", base_name, str(archive))
+    def import_image(self, archive: Path, base_name: str | None = None) -> None:
+        """Import an OCI archive into the node's containerd, named ``base_name:<tag>``, or
+        without ``base_name`` by the archive's own ``io.containerd.image.name``."""
+        named = ("--base-name", base_name) if base_name else ()
+        self._ctr("images", "import", *named, str(archive))
 
     def _make_bridge(self) -> None:
         node = self.layout

@@ -93,10 +93,13 @@ run_go() {
 
 start=$SECONDS
 tmp="$(mktemp -d "$BIN_DIR/.tmp.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=lib/progress.sh
+source "$ROOT/hack/lib/progress.sh"
+trap 'progress_stop; rm -rf "$tmp"' EXIT
+progress_start build-binaries "$LOG"
 
 if [[ ${#k8s_missing[@]} -gt 0 ]]; then
-  echo "build-binaries: building ${k8s_missing[*]} from k8s.io/kubernetes@$K8S_VERSION into $BIN_DIR (cold: ~15 min on 2 cores)" >&2
+  echo "build-binaries: building ${k8s_missing[*]} from k8s.io/kubernetes@$K8S_VERSION into $BIN_DIR (cold: ~15 min on 2 cores; log: $LOG)" >&2
   minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
   build_date="$(cd "$TOOLS/k8s" && go list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes 2>/dev/null || true)"
   [[ -n "$build_date" ]] || build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -112,12 +115,12 @@ if [[ ${#k8s_missing[@]} -gt 0 ]]; then
 fi
 
 if [[ $need_etcd -eq 1 ]]; then
-  echo "build-binaries: building etcd from go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2
+  echo "build-binaries: building etcd from go.etcd.io/etcd/server/v3@$ETCD_VERSION (log: $LOG)" >&2
   (cd "$TOOLS/etcd" && run_go "go.etcd.io/etcd/server/v3@$ETCD_VERSION" go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" ./etcd)
 fi
 
 if [[ $need_kwok -eq 1 ]]; then
-  echo "build-binaries: building kwok, kwokctl from sigs.k8s.io/kwok@$KWOK_VERSION" >&2
+  echo "build-binaries: building kwok, kwokctl from sigs.k8s.io/kwok@$KWOK_VERSION (log: $LOG)" >&2
   (cd "$TOOLS/kwok" && run_go "sigs.k8s.io/kwok@$KWOK_VERSION" go build \
     -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" \
     -o "$tmp/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)

@@ -41,7 +41,10 @@ LOG="$BIN_DIR/build.log"
 export GOTOOLCHAIN=local CGO_ENABLED=0
 start=$SECONDS
 tmp="$(mktemp -d "$BIN_DIR/.tmp.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=lib/progress.sh
+source "$ROOT/hack/lib/progress.sh"
+trap 'progress_stop; rm -rf "$tmp"' EXIT
+progress_start build-node-binaries "$LOG"
 
 run_go() { # run_go WHAT CMD...: logs; on failure prints one line
   local what="$1"; shift
@@ -61,11 +64,11 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 for cmd in kubelet kube-proxy; do
   [[ -x "$BIN_DIR/$cmd" ]] && continue
-  echo "build-node-binaries: building $cmd from k8s.io/kubernetes@$K8S_VERSION into $BIN_DIR" >&2
+  echo "build-node-binaries: building $cmd from k8s.io/kubernetes@$K8S_VERSION into $BIN_DIR (log: $LOG)" >&2
   (cd "$TOOLS/kubelet" && run_go "$cmd (k8s.io/kubernetes@$K8S_VERSION)" go build -trimpath -ldflags "$ld" -o "$tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd")
 done
 if [[ ! -x "$BIN_DIR/coredns" ]]; then
-  echo "build-node-binaries: building coredns from github.com/coredns/coredns@$COREDNS_VERSION" >&2
+  echo "build-node-binaries: building coredns from github.com/coredns/coredns@$COREDNS_VERSION (log: $LOG)" >&2
   (cd "$TOOLS/coredns" && run_go "coredns@$COREDNS_VERSION" go build -trimpath -ldflags "-s -w" -o "$tmp/coredns" .)
 fi
 for f in "$tmp"/*; do

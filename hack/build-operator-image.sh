@@ -31,7 +31,9 @@ die() { echo "build-operator-image: error: $*" >&2; exit 1; }
 mkdir -p "$CACHE"
 work="$(mktemp -d "$CACHE/.tmp.XXXXXX")"
 rootfs="$work/bundle/rootfs"
+ticker=""
 cleanup() {
+  [[ -z "$ticker" ]] || kill "$ticker" 2>/dev/null || true
   mountpoint -q "$rootfs/proc" 2>/dev/null && umount -l "$rootfs/proc" || true
   rm -rf "$work"
 }
@@ -39,14 +41,19 @@ trap cleanup EXIT
 
 # The wheel, from a copy of what goes into it (no build/ or egg-info in the checkout).
 mkdir -p "$work/src"
-cp -r "$ROOT/pyproject.toml" "$ROOT/README.md" "$ROOT/LICENSE" "$ROOT/mpi_operator" "$work/src/"
+cp -r "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT/README.md" "$ROOT/LICENSE" "$ROOT/mpi_operator" "$work/src/"
 find "$work/src" -name __pycache__ -prune -exec rm -rf {} +
-SOURCE_DATE_EPOCH=315532800 "$PY" -m pip wheel -q --no-deps -w "$work/wheel" "$work/src" >"$work/wheel.log" 2>&1 \
+# setup.py's build hook writes the commit into the wheel (`mpi-operator --version`); the copy
+# has no .git, so it comes from the checkout here (none outside one: "Not provided.").
+commit="$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || true)"
+[[ -z "$commit" || -z "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]] || commit+=-dirty
+MPI_OPERATOR_GIT_COMMIT="$commit" SOURCE_DATE_EPOCH=315532800 "$PY" -m pip wheel -q --no-deps -w "$work/wheel" "$work/src" >"$work/wheel.log" 2>&1 \
   || die "pip wheel . failed: $(tail -n1 "$work/wheel.log")"
 wheel="$(ls "$work"/wheel/mpi_operator-*.whl)"
 version="$(basename "$wheel" | cut -d- -f2)"
 wheel_hash="$(sha256sum "$wheel" | cut -c1-12)"
-base_key="$(cat "${BASH_SOURCE[0]}" "$ROOT/requirements.lock" | sha256sum | cut -c1-12)"
+# The base depends on build_base's text, the suite and the lock, not on the rest of this file.
+base_key="$({ echo "$SUITE"; sed -n '/^build_base() {/,/^}/p' "${BASH_SOURCE[0]}"; cat "$ROOT/requirements.lock"; } | sha256sum | cut -c1-12)"
 BASE="$CACHE/base_${SUITE}_$base_key"
 TAG="$version-$wheel_hash"
 OUT="$CACHE/image_${base_key}_$wheel_hash"
@@ -82,7 +89,9 @@ build_base() {
     [[ -n "$mirror" ]] || mirror="$(awk '$1 == "deb" && $0 !~ /security/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)"
     [[ -n "$mirror" ]] || mirror=http://deb.debian.org/debian
   fi
-  echo "build-operator-image: building the base from debootstrap $SUITE ($mirror) into $BASE (cold: a few minutes)" >&2
+  echo "build-operator-image: building the base from debootstrap $SUITE ($mirror) into $BASE (cold: a few minutes; log: $LOG)" >&2
+  ( while sleep 30; do echo "build-operator-image: still building the base ($((SECONDS - start)) s; log: $LOG)" >&2; done ) &
+  ticker=$!
   local layout="$work/base-oci"
   step "umoci init" umoci init --layout "$layout"
   step "umoci new" umoci new --image "$layout:base"
@@ -118,6 +127,7 @@ build_base() {
   mv "$work/base-freeze.txt" "$work/base-out/requirements.lock"
   rm -rf "$BASE"
   mv "$work/base-out" "$BASE"
+  kill "$ticker" 2>/dev/null || true
 }
 
 [[ -d "$BASE/oci" ]] || build_base

@@ -1,0 +1,83 @@
+{{/* The labels of every object: the Go operator's, so that its Deployment's selector matches. */}}
+{{- define "mpi-operator.labels" -}}
+app: mpi-operator
+app.kubernetes.io/component: mpijob
+app.kubernetes.io/name: mpi-operator
+kustomize.component: mpi-operator
+{{- end -}}
+
+{{- define "mpi-operator.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "mpi-operator.lockNamespace" -}}
+{{ .Values.leaderElection.lockNamespace | default .Release.Namespace }}
+{{- end -}}
+
+{{/* The namespaces a namespaced operator watches: watchNamespaces, else the release's. */}}
+{{- define "mpi-operator.watchNamespaces" -}}
+{{ (.Values.rbac.watchNamespaces | default (list .Release.Namespace)) | join "," }}
+{{- end -}}
+
+{{- define "mpi-operator.validate" -}}
+{{- if not (has .Values.rbac.scope (list "cluster" "namespaced")) -}}
+{{- fail (printf "rbac.scope must be cluster or namespaced, not %q" .Values.rbac.scope) -}}
+{{- end -}}
+{{- if and .Values.rbac.watchNamespaces (ne .Values.rbac.scope "namespaced") -}}
+{{- fail "rbac.watchNamespaces needs rbac.scope=namespaced" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* What the operator does with the API (manifests/rbac/cluster/cluster-role.yaml's rules,
+     without PriorityClasses, which only a ClusterRole can grant). */}}
+{{- define "mpi-operator.rules" -}}
+- apiGroups: ["kubeflow.org"]
+  resources: ["mpijobs"]
+  verbs: ["list", "watch", "delete"]
+- apiGroups: ["kubeflow.org"]
+  resources: ["mpijobs/status"]
+  verbs: ["update"]
+- apiGroups: ["kubeflow.org"]
+  resources: ["mpijobs/finalizers"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch", "create", "delete", "deletecollection"]
+- apiGroups: [""]
+  resources: ["services", "configmaps", "secrets"]
+  verbs: ["get", "list", "watch", "create", "update", "patch"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["batch"]
+  resources: ["jobs/status"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io"]
+  resources: ["podgroups"]
+  verbs: ["list", "watch", "create", "update", "delete"]
+{{- end -}}
+
+{{- define "mpi-operator.priorityClassRules" -}}
+- apiGroups: ["scheduling.k8s.io"]
+  resources: ["priorityclasses"]
+  verbs: ["list", "watch"]
+{{- end -}}
+
+{{/* manifests/components/t9k/rbac-rules.yaml */}}
+{{- define "mpi-operator.t9kRules" -}}
+- apiGroups: ["batch.tensorstack.dev"]
+  resources: ["mpijobs"]
+  verbs: ["list", "watch"]
+- apiGroups: ["batch.tensorstack.dev"]
+  resources: ["mpijobs/status"]
+  verbs: ["update"]
+- apiGroups: ["batch.tensorstack.dev"]
+  resources: ["mpijobs/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["scheduler.tensorstack.dev"]
+  resources: ["podgroups"]
+  verbs: ["get", "list", "watch", "create", "update", "patch"]
+{{- end -}}
