@@ -55,7 +55,7 @@ kustomize.component: mpi-operator
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
-- apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io"]
+- apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io", "scheduling.k8s.io"]
   resources: ["podgroups"]
   verbs: ["list", "watch", "create", "update", "delete"]
 {{- end -}}
