@@ -104,6 +104,7 @@ class T9kMPIJobController(QueueController):
                 deletions=self.deletions,
                 own_writes=self.own_writes,
                 requeue=self.enqueue,
+                requeue_after=self.queue.add_after,
             )
         )
         self.runner = SyncRunner(
@@ -116,6 +117,9 @@ class T9kMPIJobController(QueueController):
         self.connect_handlers(
             ChildHandlers(API_VERSION, KIND, i["mpijobs"].lister, self.enqueue_batched)
         )
+
+    def forget_job_state(self, key: str) -> None:
+        self.syncer.ctx.progress.forget(key)
 
     def _informers(
         self, client: KubeClient, options: ControllerOptions
