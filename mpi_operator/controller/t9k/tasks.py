@@ -93,15 +93,6 @@ def _task(replica_type: ReplicaType, index: int, pod: Obj | None) -> Task:
     return Task(replica_type=replica_type.value, replica_index=index, replicas=replicas)
 
 
-def _rank(pod: Obj | None) -> int | None:
-    """Which listed slots of a big job come first (0: a failed or unknown pod), or None
-    for a slot not listed (its pod runs)."""
-    phase = pod_phase(pod) if pod is not None and not is_terminating(pod) else None
-    if phase == "Running":
-        return None
-    return 0 if phase in ("Failed", "Unknown") else 1
-
-
 def aggregate_and_tasks(
     job: MPIJob, pods: Mapping[str, Obj], gone_means_deleted: bool
 ) -> tuple[Aggregate, list[Task]]:
@@ -109,19 +100,25 @@ def aggregate_and_tasks(
         ("creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"), 0
     )
     every = slots(job)
-    listed: list[tuple[int, int]] = []  # (rank, slot number)
+    small = len(every) <= MAX_TASKS
+    # (rank, slot number): a big job lists failed and unknown pods first (rank 0), then
+    # the others that do not run; a small one lists every slot.
+    listed: list[tuple[int, int]] = []
     for number, (_, _, name) in enumerate(every):
         pod = pods.get(name)
         if pod is None:
             counts["deleted" if gone_means_deleted else "creating"] += 1
+            phase = None
         elif is_terminating(pod):
             counts["deleted"] += 1
+            phase = None
         else:
-            counts[_POD_PHASE_COUNTERS.get(pod_phase(pod), "unknown")] += 1
-        if len(every) <= MAX_TASKS:
+            phase = pod_phase(pod)
+            counts[_POD_PHASE_COUNTERS.get(phase, "unknown")] += 1
+        if small:
             listed.append((0, number))
-        elif (rank := _rank(pod)) is not None:
-            listed.append((rank, number))
+        elif phase != "Running":
+            listed.append((0 if phase in ("Failed", "Unknown") else 1, number))
     chosen = sorted(number for _, number in sorted(listed)[:MAX_TASKS])
     tasks: list[Task] = []
     size = 0
