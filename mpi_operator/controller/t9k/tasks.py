@@ -78,7 +78,7 @@ def _container_statuses(pod: Obj) -> list[ContainerStatus]:
     return result
 
 
-def _task(replica_type: ReplicaType, index: int, pod: Obj | None) -> Task:
+def task_of(replica_type: ReplicaType, index: int, pod: Obj | None) -> Task:
     replicas: list[ReplicaStatus] = []
     if pod is not None:
         meta = pod.get("metadata") or {}
@@ -124,11 +124,11 @@ def aggregate_and_tasks(
     size = 0
     for number in chosen:
         replica_type, index, name = every[number]
-        task = _task(replica_type, index, pods.get(name))
-        size += len(task.model_dump_json(by_alias=True, exclude_unset=True)) + 1
+        entry = task_of(replica_type, index, pods.get(name))
+        size += len(entry.model_dump_json(by_alias=True, exclude_unset=True)) + 1
         if size > TASKS_BYTES:
             break
-        tasks.append(task)
+        tasks.append(entry)
     return Aggregate(**counts), tasks
 
 
