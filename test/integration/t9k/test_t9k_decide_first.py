@@ -28,7 +28,7 @@ from devcluster.testing import OperatorProcess, wait_until
 from mpi_operator.client import PODS, ApiError, KubeClient
 
 REFUSE = "test.mpi-operator/refuse-status"
-REFUSED_BY = "status writes refused by the test's policy"
+REFUSED_BY = "status writes refused by the test policy"
 ALL = {"job-launcher", "job-worker-0", "job-worker-1"}
 #: How long the status writes stay refused after the worker failed.
 HOLD = 15.0
@@ -97,9 +97,9 @@ async def _policy_in_force(t9k: T9kCluster) -> None:
     probe = t9k_job("probe", workers=1)
     probe["metadata"]["labels"] = {REFUSE: "true"}
     await t9k.create(probe)
-    body = {**(await t9k.job("probe")), "status": {"phase": "Pending"}}
 
     async def refused() -> bool:
+        body = {**(await t9k.job("probe")), "status": {"phase": "Pending"}}
         try:
             await t9k.kube.replace_status(t9k.resource, t9k.ns, "probe", body)
         except ApiError as err:
