@@ -4,9 +4,11 @@ Reads the job and its pods from the caches; keeps the Service, hostfile
 ConfigMap and SSH Secret (also while paused, so the job keeps its identity);
 deletes every pod while paused; otherwise creates missing pods in slow-start
 batches, at most 500 a sync (the PodGroup first, when the t9k scheduler is
-used); computes the status in memory and writes it once; applies
-``cleanUpWorkers`` once the job has finished. The pods a pause or ``cleanUpWorkers``
-deletes go in one delete of their collection when they may
+used); computes the status in memory and writes it once (a write that only
+reports a fan-out's progress is spaced out); applies ``cleanUpWorkers`` once the
+job has finished and only after the status that says so is written, so that a
+refused write or a crash leaves the pods that prove the ending. The pods a pause
+or ``cleanUpWorkers`` deletes go in one delete of their collection when they may
 (:mod:`~mpi_operator.controller.core.pod_collection`).
 """
 
