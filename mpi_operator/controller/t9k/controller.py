@@ -105,6 +105,7 @@ class T9kMPIJobController(QueueController):
                 own_writes=self.own_writes,
                 requeue=self.continue_later,
                 continuing=self.queue.continuing,
+                requeue_after=self.queue.add_after,
             )
         )
         self.runner = SyncRunner(
@@ -117,6 +118,9 @@ class T9kMPIJobController(QueueController):
         self.connect_handlers(
             ChildHandlers(API_VERSION, KIND, i["mpijobs"].lister, self.enqueue_batched)
         )
+
+    def forget_job_state(self, key: str) -> None:
+        self.syncer.ctx.progress.forget(key)
 
     def _informers(
         self, client: KubeClient, options: ControllerOptions

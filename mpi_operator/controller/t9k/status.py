@@ -1,10 +1,7 @@
 """The T9k MPIJob status computed from its pods (pure).
 
-* ``aggregate`` counts the job's pod slots (the launcher and every worker): a
-  slot without a pod is ``creating``, or ``deleted`` when the job is paused
-  or finished; a pod being deleted is ``deleted``; otherwise its phase counts.
-* ``tasks`` has one entry per slot (launcher index 0, workers 0..n-1) listing
-  the current pod with its phase and per-container state and exit code.
+* ``aggregate`` and ``tasks``: the pods' counts and, bounded in size, the pods
+  themselves (:mod:`~mpi_operator.controller.t9k.tasks`).
 * ``phase`` and ``conditions`` follow the launcher: Succeeded (Completed)
   when it exits 0, Failed when it exits non-zero or a worker fails (also
   ReplicaFailure); Running once every pod runs, Pending before. In debug mode
@@ -16,20 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
-    Aggregate,
     ConditionType,
-    ContainerStatus,
     JobCondition,
     MPIJob,
     MPIJobStatus,
     Phase,
-    ReplicaStatus,
-    ReplicaType,
-    Task,
 )
 from mpi_operator.builders.t9k.common import launcher_name, worker_name
 from mpi_operator.builders.t9k.pods import pod_run_mode, run_mode
@@ -43,14 +34,11 @@ from mpi_operator.controller.core.objects import (
     pod_phase,
 )
 from mpi_operator.controller.core.writes import Event
+from mpi_operator.controller.t9k.tasks import aggregate_and_tasks, listing, progress_only, slots
+
+__all__ = ["progress_only", "slots"]
 
 TERMINAL_PHASES = (Phase.SUCCEEDED.value, Phase.FAILED.value)
-_POD_PHASE_COUNTERS = {
-    "Pending": "pending",
-    "Running": "running",
-    "Succeeded": "succeeded",
-    "Failed": "failed",
-}
 
 
 @dataclass(slots=True)
@@ -106,61 +94,6 @@ def set_condition(
     )
     status.conditions = conditions
     return True
-
-
-def slots(job: MPIJob) -> list[tuple[ReplicaType, int, str]]:
-    """Every pod slot of the job: (type, index, pod name), launcher first."""
-    out = [(ReplicaType.LAUNCHER, 0, launcher_name(job))]
-    out += [(ReplicaType.WORKER, i, worker_name(job, i)) for i in range(job.worker_replicas)]
-    return out
-
-
-def _container_statuses(pod: Obj) -> list[ContainerStatus]:
-    result = []
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        state = cs.get("state") or {}
-        fields: dict[str, Any] = {"name": cs.get("name")} if cs.get("name") else {}
-        if "terminated" in state:
-            fields["container_phase"] = "Terminated"
-            exit_code = (state.get("terminated") or {}).get("exitCode")
-            if exit_code is not None:
-                fields["exit_code"] = int(exit_code)
-        elif "running" in state:
-            fields["container_phase"] = "Running"
-        else:
-            fields["container_phase"] = "Waiting"
-        result.append(ContainerStatus(**fields))
-    return result
-
-
-def aggregate_and_tasks(
-    job: MPIJob, pods: Mapping[str, Obj], gone_means_deleted: bool
-) -> tuple[Aggregate, list[Task]]:
-    counts = dict.fromkeys(
-        ("creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"), 0
-    )
-    tasks: list[Task] = []
-    for replica_type, index, name in slots(job):
-        pod = pods.get(name)
-        replicas: list[ReplicaStatus] = []
-        if pod is None:
-            counts["deleted" if gone_means_deleted else "creating"] += 1
-        else:
-            if is_terminating(pod):
-                counts["deleted"] += 1
-            else:
-                counts[_POD_PHASE_COUNTERS.get(pod_phase(pod), "unknown")] += 1
-            meta = pod.get("metadata") or {}
-            replicas.append(
-                ReplicaStatus(
-                    name=str(meta.get("name") or ""),
-                    uid=str(meta.get("uid") or ""),
-                    phase=pod_phase(pod) or "Unknown",
-                    containers=_container_statuses(pod),
-                )
-            )
-        tasks.append(Task(replica_type=replica_type.value, replica_index=index, replicas=replicas))
-    return Aggregate(**counts), tasks
 
 
 def _key(job: MPIJob) -> str:
@@ -254,7 +187,7 @@ def _finished_by_pods(
     failed = [f"{worker_name(job, i)}" for i, w in enumerate(workers) if pod_phase(w) == "Failed"]
     if not failed:
         return False
-    message = f"MPIJob {key} failed: worker(s) {', '.join(failed)} failed."
+    message = f"MPIJob {key} failed: worker(s) {listing(failed)} failed."
     set_condition(status, ConditionType.REPLICA_FAILURE, TRUE, "WorkerFailed", message, now)
     _finish(job, status, out, False, "WorkerFailed", message, now)
     return True

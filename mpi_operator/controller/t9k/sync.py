@@ -4,9 +4,11 @@ Reads the job and its pods from the caches; keeps the Service, hostfile
 ConfigMap and SSH Secret (also while paused, so the job keeps its identity);
 deletes every pod while paused; otherwise creates missing pods in slow-start
 batches, at most 500 a sync (the PodGroup first, when the t9k scheduler is
-used); computes the status in memory and writes it once; applies
-``cleanUpWorkers`` once the job has finished. The pods a pause or ``cleanUpWorkers``
-deletes go in one delete of their collection when they may
+used); computes the status in memory and writes it once (a write that only
+reports a fan-out's progress is spaced out); applies ``cleanUpWorkers`` once the
+job has finished and only after the status that says so is written, so that a
+refused write or a crash leaves the pods that prove the ending. The pods a pause
+or ``cleanUpWorkers`` deletes go in one delete of their collection when they may
 (:mod:`~mpi_operator.controller.core.pod_collection`).
 """
 
@@ -59,6 +61,7 @@ from mpi_operator.controller.t9k.status import (
     StatusUpdate,
     next_status,
     pods_finished,
+    progress_only,
     slots,
     was_paused,
 )
@@ -104,11 +107,37 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
                 await self._delete_surplus_pods(job, pods)
                 pods.update(await self._create_missing_pods(owner, job, pods))
         update = next_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
-        if update.finished:
+        if not update.finished:
+            await tail.finish(partial(self._write_status, owner, job, update))
+            return
+
+        async def write_then_clean_up() -> None:
+            # Decide, write, then act: the pods that show the job ended are deleted only
+            # once the status that says so is written. A write that fails leaves them,
+            # and the next sync decides the same; one that finds the status written
+            # finishes the clean-up.
+            await self._write_status(owner, job, update)
             await self._clean_up_workers(owner, job, pods)
             await self._stop_waiting_launcher(job, pods, update)
+
+        await tail.finish(write_then_clean_up)
+
+    async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
+        """The one status write of the sync; a write that only reports a fan-out's
+        progress waits (:mod:`~mpi_operator.controller.core.progress`)."""
+        ctx = self.ctx
         new_status = dump_status(update.status)
-        await tail.finish(lambda: write_status(ctx, owner, T9K_MPIJOBS, new_status, update.events))
+        old_status = owner.obj.get("status") or {}
+        changed = new_status != old_status
+        progress = changed and not update.events and progress_only(old_status, new_status)
+        workers = job.worker_replicas
+        if progress and ctx.progress.defer("status", owner.key, ctx.requeue_after, workers):
+            return
+        await write_status(ctx, owner, T9K_MPIJOBS, new_status, update.events)
+        if progress:
+            ctx.progress.wrote("status", owner.key, workers)
+        elif changed:
+            ctx.progress.reset(owner.key)
 
     async def _create_missing_pods(
         self, owner: Owner, job: MPIJob, pods: dict[str, Obj]
