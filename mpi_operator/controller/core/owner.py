@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.client import (
+    SECRETS,
     WARNING,
     ApiError,
-    SECRETS,
     Resource,
     is_already_exists,
     is_controlled_by,
@@ -155,9 +155,7 @@ async def _adopt_secret(
     """The Secret ``name`` that a create found existing, labelled if we control it,
     through list and update only (see the module's docstring). A Secret deleted
     since the create, or changed before the update (409), fails the sync: retried."""
-    found = await ctx.client.list(
-        SECRETS, owner.namespace, field_selector=f"metadata.name={name}"
-    )
+    found = await ctx.client.list(SECRETS, owner.namespace, field_selector=f"metadata.name={name}")
     items = found.get("items") or []
     if not items:
         raise SyncError(f"Secret {name!r} existed at create, then was gone")
