@@ -44,6 +44,22 @@ def port(value: str) -> int:
     return number
 
 
+def dns_domain(value: str) -> str:
+    """``--cluster-domain``: empty, or a DNS-1123 subdomain (lowercase labels joined by
+    dots, at most 253 characters), with an optional final dot. It is written into the
+    hostfile and, unquoted, into discover_hosts.sh: nothing else may get through."""
+    name = value.removesuffix(".")
+    if value and (
+        len(name) > 253 or not all(DNS1123_LABEL.fullmatch(label) for label in name.split("."))
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a DNS domain (lowercase letters, digits and '-' in labels of "
+            "at most 63 characters, starting and ending with a letter or digit, joined by "
+            "'.', at most 253 characters in all, such as cluster.local)"
+        )
+    return value
+
+
 def positive(value: str) -> float:
     number = float(value)
     if number <= 0:
@@ -136,7 +152,9 @@ class ServerOptions:
         "cluster-domain",
         "",
         "cluster domain appended to host names in the MPI hostfile "
-        "(<pod>.<job>.<namespace>.svc.<domain>); empty leaves it out",
+        "(<pod>.<job>.<namespace>.svc.<domain>); empty leaves it out; must be a DNS "
+        "domain (the reference takes any text)",
+        parse=dns_domain,
     )
     log_format: str = flag(
         "log-format",

