@@ -20,9 +20,16 @@ CLUSTER_DOMAIN = "cluster.local"
 PAUSE_IMAGE = "localhost/pause:local"
 MPI_IMAGE_REPO = "docker.io/mpioperator/mpi-pi"
 MPI_IMAGES = {"openmpi": f"{MPI_IMAGE_REPO}:openmpi", "mpich": f"{MPI_IMAGE_REPO}:mpich"}
-#: The T9k launcher's default init container image (busybox:1.36): the openmpi image
-#: stands in for it, with sh, cut, nslookup and ``nc -z`` (see hack/build-node-images.sh).
-INIT_IMAGE = "docker.io/library/busybox:1.36"
+#: The T9k launcher's default init container image (busybox:1.36, pinned by digest): the
+#: openmpi image stands in for it, with sh, cut, nslookup and ``nc -z`` (see
+#: hack/build-node-images.sh), under each name containerd may look it up by: the tag,
+#: and the digest (a reference with both, as the operator writes it, is resolved by
+#: its digest alone; nothing checks that the stand-in's content has that digest).
+INIT_IMAGE_DIGEST = "sha256:73aaf090f3d85aa34ee199857f03fa3a95c8ede2ffd4cc2cdb5b94e566b11662"
+INIT_IMAGES = (
+    "docker.io/library/busybox:1.36",
+    f"docker.io/library/busybox@{INIT_IMAGE_DIGEST}",
+)
 CNI_BIN_DIR = Path("/usr/lib/cni")
 #: kubelet writes a symlink per container here (a fixed path), removed at stop.
 CONTAINER_LOG_LINKS = Path("/var/log/containers")

@@ -127,7 +127,8 @@ class RealNode:
         wait("containerd's socket", lambda: self._ctr("version", check=False).returncode == 0)
         self._ctr("images", "import", "--base-name", cfg.MPI_IMAGE_REPO, str(inputs.mpi_images))
         self._ctr("images", "import", "--base-name", "localhost/pause", str(inputs.pause_image))
-        self._ctr("images", "tag", cfg.MPI_IMAGES["openmpi"], cfg.INIT_IMAGE)
+        for name in cfg.INIT_IMAGES:
+            self._ctr("images", "tag", cfg.MPI_IMAGES["openmpi"], name)
         corefile = node.dir / "Corefile"
         corefile.write_text(cfg.corefile(node, self.kubeconfig))
         run("coredns", cfg.coredns_args(inputs.coredns, corefile))

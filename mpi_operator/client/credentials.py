@@ -79,10 +79,18 @@ class TokenSource(Protocol):
 
 
 class CredentialsError(ApiError):
-    """The source could not produce a credential (status 0: no request was sent)."""
+    """The source could not produce a credential (status 0: no request was sent).
 
-    def __init__(self, kind: str, err: BaseException) -> None:
-        message = f"cannot obtain {kind} credentials: {err}"
+    Its message names only the kind of credentials (and a timeout): a failed sync's
+    error becomes a ``SyncFailed`` event in the MPIJob's namespace, which tenants
+    read, and what the source said (an exec plugin's stderr may echo tokens, paths
+    and the cloud account) is the operator's business. That cause is kept in
+    :attr:`detail` and logged, scrubbed, when the fetch fails."""
+
+    def __init__(self, kind: str, err: BaseException, *, public: bool = False) -> None:
+        self.detail = str(err) or repr(err)
+        cause = self.detail if public else "the cause is in the operator's log"
+        message = f"cannot obtain {kind} credentials: {cause}"
         super().__init__(0, {"reason": "CredentialsUnavailable", "message": message})
 
 
@@ -210,11 +218,19 @@ class Credentials:
             raise
         except TimeoutError:
             late = TimeoutError(f"no answer within {FETCH_TIMEOUT:g}s")
-            self._failed = (self.clock.monotonic(), CredentialsError(self.source.kind, late))
+            self._failed = (
+                self.clock.monotonic(),
+                CredentialsError(self.source.kind, late, public=True),
+            )
             raise self._failed[1] from None
         except Exception as err:
-            self._failed = (self.clock.monotonic(), CredentialsError(self.source.kind, err))
-            raise self._failed[1] from None
+            failed = CredentialsError(self.source.kind, err)
+            # The cause only here (the log scrubs tokens out of it), never in the error.
+            log.warning(
+                "obtaining credentials failed", source=self.source.kind, cause=failed.detail
+            )
+            self._failed = (self.clock.monotonic(), failed)
+            raise failed from None
         self._failed = None
         self._set(token)
         self.refreshes += 1

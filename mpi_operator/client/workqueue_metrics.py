@@ -8,10 +8,17 @@ several queues - and tests with their own registries - can coexist.
 The two "in flight" gauges (unfinished work, longest running processor) are
 computed when scraped via ``set_function`` instead of by a 500 ms polling loop
 as in client-go; the values are the same, just fresher, and no task is needed.
+A scrape is collected off the event loop (``/metrics`` renders in a thread), but
+the queue's in-flight times are the loop's: a thread iterating them while a
+worker takes an item would fail ("dictionary changed size during iteration"),
+so those two readings alone are made on the loop (:func:`read_on_loop`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +38,43 @@ class _Families:
     unfinished: Gauge
     longest_running: Gauge
     retries: Counter
+
+
+#: How long a scrape waits for the loop to read a queue's in-flight times; a stalled
+#: loop leaves them NaN for that scrape rather than hanging it.
+LOOP_READ_TIMEOUT = 2.0
+
+
+def read_on_loop(read: Callable[[], float]) -> Callable[[], float]:
+    """``read`` made on the event loop running now (the one that owns what it reads),
+    whichever thread calls the result; ``read`` itself when no loop runs."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return read
+
+    def on_loop() -> float:
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        if current is loop or not loop.is_running():
+            return read()  # on the loop already, or nothing can change meanwhile
+        answer: concurrent.futures.Future[float] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                answer.set_result(read())
+            except Exception as err:
+                answer.set_exception(err)
+
+        try:
+            loop.call_soon_threadsafe(run)
+            return answer.result(timeout=LOOP_READ_TIMEOUT)
+        except (RuntimeError, TimeoutError):  # the loop closed, or it is stalled
+            return math.nan
+
+    return on_loop
 
 
 # Keyed weakly by registry: an id() could be reused by a later registry.
@@ -104,5 +148,5 @@ class QueueMetrics:
         self.latency = fam.latency.labels(name=name)
         self.work_duration = fam.work_duration.labels(name=name)
         self.retries = fam.retries.labels(name=name)
-        fam.unfinished.labels(name=name).set_function(unfinished)
-        fam.longest_running.labels(name=name).set_function(longest)
+        fam.unfinished.labels(name=name).set_function(read_on_loop(unfinished))
+        fam.longest_running.labels(name=name).set_function(read_on_loop(longest))

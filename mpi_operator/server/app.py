@@ -155,11 +155,8 @@ class Operator:
         else:
             log.info("using cluster scoped operator")
 
-    async def _serve_metrics(self) -> None:
-        opts = self.opts
-        server = HttpServer(
-            "metrics", metrics_app(), opts.monitoring_bind_address, opts.monitoring_port
-        )
+    async def _serve_metrics(self, host: str, port: int) -> None:
+        server = HttpServer("metrics", metrics_app(), host, port)
         try:
             await server.start()
             self._servers.append(server)
@@ -172,8 +169,9 @@ class Operator:
         opts = self.opts
         await asyncio.to_thread(build_info)  # may ask git once; cached for version_lines()
         self._log_start()
-        if opts.monitoring_port:
-            await self._serve_metrics()
+        metrics = opts.metrics_listen
+        if metrics is not None:
+            await self._serve_metrics(*metrics)
         try:
             config = await load_client_config(
                 opts.kubeconfig, master=opts.master, environ=self.environ
@@ -210,9 +208,7 @@ class Operator:
             log.error(f"error setting up the controller: {err}")
             return EXIT_FAILURE
         checks: list[HealthCheck] = [self.healthz, InformersCheck(self.informer_failures)]
-        healthz = HttpServer(
-            "healthz", healthz_app(checks), opts.healthz_bind_address, opts.healthz_port
-        )
+        healthz = HttpServer("healthz", healthz_app(checks), *opts.health_listen)
         try:
             await healthz.start()
         except OSError as err:

@@ -11,14 +11,13 @@ format the scraper asks for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import structlog
 from aiohttp import web
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import Metric
 
 log = structlog.get_logger(__name__)
 
@@ -94,27 +93,16 @@ def healthz_app(checks: Sequence[HealthCheck]) -> web.Application:
     return app
 
 
-class _Collected:
-    """Metric families already collected, for an encoder that wants a registry."""
-
-    def __init__(self, families: list[Metric]) -> None:
-        self._families = families
-
-    def collect(self) -> Iterable[Metric]:
-        return self._families
-
-
 def metrics_app(registry: CollectorRegistry | None = None) -> web.Application:
     reg = REGISTRY if registry is None else registry
 
     async def metrics(request: web.Request) -> web.Response:
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        # Collected on the event loop: the collectors read state that only the loop
-        # changes (the work queues' in-flight times), so a thread could see a dict
-        # change size mid-iteration. Collecting is a quick copy of values; the
-        # text, the slower part, is rendered off the loop.
-        families = list(reg.collect())
-        body = await asyncio.to_thread(encoder, _Collected(families))
+        # Collected and rendered off the event loop: with thousands of per-job series
+        # a scrape takes a while, and the Lease renewal must not wait behind it. The
+        # metric objects lock themselves; the one reading of loop-owned state (the
+        # work queues' in-flight times) hops to the loop (workqueue_metrics).
+        body = await asyncio.to_thread(encoder, reg)
         return web.Response(body=body, headers={"Content-Type": content_type})
 
     app = web.Application()

@@ -9,12 +9,13 @@ No secret reaches a log line, tracebacks included: tracebacks are rendered
 without local variables (which can hold request headers and key material),
 and just before rendering, every value is walked (nested dicts and lists
 too): values under keys that look like credentials are replaced, and PEM
-blocks (also base64-encoded, as in a Secret's ``data``) and bearer tokens are
-cut out of every string, exception messages included.
+blocks (also base64-encoded, as in a Secret's ``data``), bearer tokens, Basic
+credentials and bare JWTs are cut out of every string, exception messages included.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 import sys
@@ -39,11 +40,16 @@ _SECRET_KEY_PARTS = (
 )
 # A PEM block (to its END line, or to the end of a truncated string); the same
 # in base64 ("-----BEGIN" at each of the three byte alignments, and what
-# follows); a bearer token (8 characters or more: not "the bearer of").
+# follows); a bearer token (8 characters or more: not "the bearer of"); a Basic
+# credential (checked in _replacement: it must be base64 of "user:password", so
+# "basic information" stays); a bare JWT (base64url of '{"', twice, then dots:
+# ServiceAccount and OIDC tokens outside any header, as an exec plugin prints them).
 _SECRET_TEXT = re.compile(
     r"-----BEGIN [A-Z0-9 ]*-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)"
     r"|(?:LS0tLS1CRUdJT|0tLS0tQkVHSU|tLS0tLUJFR0lO)[A-Za-z0-9+/]*=*"
-    r"|(?P<bearer>\b(?i:bearer)\s+)[A-Za-z0-9\-._~+/]{8,}=*",
+    r"|(?P<bearer>\b(?i:bearer)\s+)[A-Za-z0-9\-._~+/]{8,}=*"
+    r"|(?P<basic>\b(?i:basic)\s+)(?P<userpass>[A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])"
+    r"|\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
     re.DOTALL,
 )
 # Deeper structures are rendered as text (and scrubbed as such).
@@ -56,11 +62,24 @@ def _is_secret_key(key: str) -> bool:
 
 
 def scrub_text(text: str) -> str:
-    """``text`` with PEM blocks (plain or base64) and bearer tokens replaced."""
+    """``text`` with PEM blocks (plain or base64), bearer tokens, Basic credentials
+    and JWTs replaced."""
     return _SECRET_TEXT.sub(_replacement, text)
 
 
+def _is_user_password(encoded: str) -> bool:
+    try:
+        decoded = base64.b64decode(encoded, validate=True)
+    except ValueError:
+        return False
+    return b":" in decoded
+
+
 def _replacement(match: re.Match[str]) -> str:
+    if match.group("basic") is not None:
+        if not _is_user_password(match.group("userpass")):
+            return match.group(0)
+        return match.group("basic") + REDACTED
     return (match.group("bearer") or "") + REDACTED
 
 

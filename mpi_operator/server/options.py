@@ -11,7 +11,6 @@ and ``-v=N`` sets the log level (:data:`~.flags.KLOG_FLAGS`).
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +18,16 @@ from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1.types import ENV_KUBEFLOW_NAMESPACE
 from mpi_operator.client.leaderelection import JITTER_FACTOR, LeaderElectionConfig
 from mpi_operator.controller import ControllerOptions
+from mpi_operator.server.flag_values import (
+    METRICS_OFF,
+    bind_address,
+    dns_domain,
+    metrics_bind_address,
+    namespace_list,
+    port,
+    positive,
+    split_host_port,
+)
 from mpi_operator.server.flags import (
     KLOG_FLAGS,
     OURS,
@@ -34,42 +43,6 @@ from mpi_operator.server.flags import (
 LOG_FORMATS = ("json", "console")
 LOCK_NAME = "mpi-operator"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
-DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-
-
-def port(value: str) -> int:
-    number = int(value)
-    if not 0 <= number <= 65535:
-        raise argparse.ArgumentTypeError(f"port {number} out of range 0-65535")
-    return number
-
-
-def positive(value: str) -> float:
-    number = float(value)
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {value}")
-    return number
-
-
-def namespace_list(value: str) -> str:
-    """``--namespace``: one namespace as given (the reference's flag, unchecked), or a
-    comma-separated list of distinct DNS-1123 labels (an addition of this implementation)."""
-    if "," not in value:
-        return value
-    names = value.split(",")
-    for name in names:
-        if not DNS1123_LABEL.fullmatch(name):
-            raise argparse.ArgumentTypeError(
-                f"{name!r} in the list {value!r} is not a valid namespace name (a DNS-1123 "
-                "label: at most 63 lowercase letters, digits or '-', starting and ending "
-                "with a letter or digit)"
-            )
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise argparse.ArgumentTypeError(
-            f"namespace {', '.join(map(repr, duplicates))} is listed more than once in {value!r}"
-        )
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +110,9 @@ class ServerOptions:
         "cluster-domain",
         "",
         "cluster domain appended to host names in the MPI hostfile "
-        "(<pod>.<job>.<namespace>.svc.<domain>); empty leaves it out",
+        "(<pod>.<job>.<namespace>.svc.<domain>); empty leaves it out; must be a DNS "
+        "domain (the reference takes any text)",
+        parse=dns_domain,
     )
     log_format: str = flag(
         "log-format",
@@ -162,6 +137,27 @@ class ServerOptions:
     )
     monitoring_bind_address: str = flag(
         "monitoring-bind-address", "0.0.0.0", "address /metrics listens on", group=OURS
+    )
+    metrics_bind_address: str = flag(
+        "metrics-bind-address",
+        "",
+        "host:port serving Prometheus /metrics, as controller-runtime's flag (an empty "
+        f"host: every address; an IPv6 host in brackets); {METRICS_OFF} disables it; "
+        "overrides --monitoring-port and --monitoring-bind-address, which decide when "
+        "it is empty",
+        group=OURS,
+        parse=metrics_bind_address,
+        default_text='"": the older flags decide (off, as in the reference)',
+    )
+    health_probe_bind_address: str = flag(
+        "health-probe-bind-address",
+        "",
+        "host:port serving /healthz, as controller-runtime's flag (an empty host: every "
+        "address; an IPv6 host in brackets); overrides --healthz-port and "
+        "--healthz-bind-address, which decide when it is empty",
+        group=OURS,
+        parse=bind_address,
+        default_text='"": the older flags decide (0.0.0.0:8080; the reference: :8080)',
     )
     lease_duration: float = flag(
         "lease-duration",
@@ -208,6 +204,24 @@ class ServerOptions:
     @property
     def gang(self) -> GangScheduling | None:
         return GangScheduling.from_flag(self.gang_scheduling)
+
+    @property
+    def metrics_listen(self) -> tuple[str, int] | None:
+        """Where /metrics listens (host, port; an empty host: every address); None: off."""
+        if self.metrics_bind_address == METRICS_OFF:
+            return None
+        if self.metrics_bind_address:
+            return split_host_port(self.metrics_bind_address)
+        if not self.monitoring_port:
+            return None
+        return self.monitoring_bind_address, self.monitoring_port
+
+    @property
+    def health_listen(self) -> tuple[str, int]:
+        """Where /healthz listens (host, port; an empty host: every address)."""
+        if self.health_probe_bind_address:
+            return split_host_port(self.health_probe_bind_address)
+        return self.healthz_bind_address, self.healthz_port
 
     @property
     def namespaces(self) -> tuple[str, ...]:

@@ -51,7 +51,7 @@ SHORT_REMOVALS: list[Triple] = [
     ("", "pods", "delete"),
     ("", "services", "update"),
     ("", "configmaps", "patch"),
-    ("", "secrets", "get"),
+    ("", "secrets", "update"),
     ("batch", "jobs", "update"),
     ("batch", "jobs", "delete"),
     ("batch", "jobs/status", "update"),

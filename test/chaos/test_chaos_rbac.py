@@ -25,7 +25,9 @@ The job suite (one namespace per scenario):
   made beforehand without the operator's label (as an older operator would), with
   a drifted Service selector, a stale hostfile and a Secret missing its public key:
   create answers AlreadyExists, the operator gets and patches (adopts) each, then
-  updates the three drifted ones (pods get: a worker pod is only read back);
+  updates the three drifted ones (pods get: a worker pod is only read back). The
+  Secret is looked up with a list by name and adopted with an update: the roles
+  grant no get or patch on Secrets, as the reference's;
 * ``clash``: a foreign Service has the job's name: the ErrResourceExists event
   repeats with every retry, and the recorder PATCHes its count (events patch);
 * ``restart``: a worker OOMKilled on its first run; the failure policy's RestartJob

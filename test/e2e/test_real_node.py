@@ -23,6 +23,7 @@ from devcluster.crds import crds_installed
 from devcluster.demo import load_mpijob
 from devcluster.sample_jobs import on_real_node
 from devcluster.testing import OperatorProcess, wait_until
+from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 T9K_CRD = ROOT / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
@@ -283,6 +284,11 @@ def test_t9k_generated_mpirun_line_runs_the_program(
         print(_explain(real_cluster, real_ns))
         raise
     launcher = _launcher_pod(real_cluster, real_ns, "pi-t9k")
+    # The init container's image is pinned by digest, and the node found it locally.
+    (init,) = launcher["spec"]["initContainers"]
+    assert init["image"] == DEFAULT_INIT_IMAGE and "@sha256:" in init["image"]
+    (init_status,) = launcher["status"]["initContainerStatuses"]
+    assert init_status["state"]["terminated"]["exitCode"] == 0, init_status
     (container,) = launcher["spec"]["containers"]
     command = [*container.get("command", []), *container.get("args", [])]
     expected = ["/usr/bin/mpirun", "--prefix", "/usr", "--hostfile", "/etc/mpi/hostfile"]

@@ -44,7 +44,12 @@ from mpi_operator.builders.t9k.common import (
 )
 from mpi_operator.builders.t9k.config import CONFIG_MOUNT_PATH, HOSTFILE_KEY, HOSTFILE_PATH
 
-DEFAULT_INIT_IMAGE = "busybox:1.36"
+#: The launcher's init container image: busybox 1.36 (1.36.1), pinned by the digest of
+#: its multi-arch image index on Docker Hub, so that a re-pushed tag cannot change what
+#: runs in every launcher pod.
+DEFAULT_INIT_IMAGE = (
+    "busybox:1.36@sha256:73aaf090f3d85aa34ee199857f03fa3a95c8ede2ffd4cc2cdb5b94e566b11662"
+)
 RUN_MODE_ANNOTATION = f"{GROUP}/run-mode"
 RUN_MODE_NORMAL = "normal"
 RUN_MODE_DEBUG = "debug"

@@ -10,6 +10,12 @@ Our caches only hold labelled objects. An object made by an older operator (or b
 the reference operator) lacks the label, so it is invisible to the cache: creating
 it fails with AlreadyExists, and :func:`create_or_adopt` reads it directly and adopts
 it (adds the labels) when this MPIJob controls it.
+
+Secrets are read and adopted with the verbs the reference operator's role grants on
+them (create, list, watch, update), no more: a Secret is found with a list by name
+(``list`` is granted anyway, for the cache, and lets read every Secret ``get`` would)
+and labelled with an update conditional on the resourceVersion read. Granting ``get``
+and ``patch`` on every Secret of the cluster only for this rare path is not worth it.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.client import (
+    SECRETS,
     WARNING,
     ApiError,
     Resource,
@@ -132,12 +139,34 @@ async def create_or_adopt(
                 reason, message = failed
                 warn(ctx, owner, reason, message.format(name=name) + err.message)
             raise
+    if resource == SECRETS:
+        return await _adopt_secret(ctx, owner, name, kind, relabel=relabel)
     existing = await ctx.client.get(resource, owner.namespace, name)
     ensure_controlled(ctx, owner, existing, kind)
     if relabel and not owner.labelled(existing):
         patch = {"metadata": {"labels": dict(owner.labels)}}
         existing = await ctx.client.patch(resource, owner.namespace, name, patch)
     return existing
+
+
+async def _adopt_secret(
+    ctx: CoreContext, owner: Owner, name: str, kind: str, *, relabel: bool
+) -> Obj:
+    """The Secret ``name`` that a create found existing, labelled if we control it,
+    through list and update only (see the module's docstring). A Secret deleted
+    since the create, or changed before the update (409), fails the sync: retried."""
+    found = await ctx.client.list(SECRETS, owner.namespace, field_selector=f"metadata.name={name}")
+    items = found.get("items") or []
+    if not items:
+        raise SyncError(f"Secret {name!r} existed at create, then was gone")
+    existing: Obj = items[0]
+    ensure_controlled(ctx, owner, existing, kind)
+    if not relabel or owner.labelled(existing):
+        return existing
+    # List items lack apiVersion and kind; the update wants them.
+    labelled = owner.label({**existing, "apiVersion": "v1", "kind": "Secret"})
+    updated: Obj = await ctx.client.replace(SECRETS, owner.namespace, name, labelled)
+    return updated
 
 
 async def delete(

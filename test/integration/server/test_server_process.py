@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import signal
 import time
+import urllib.error
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from devcluster import LocalCluster
-from devcluster.testing import StartOperator, free_port, wait_until
+from devcluster.testing import StartOperator, free_port, free_ports, wait_until
 
 FAULTS = Path(__file__).resolve().parents[2] / "fixtures" / "faults"
 # Short timings so fail-over tests take seconds: lease 4 s, renew deadline 3 s, retry 1 s
@@ -253,3 +256,26 @@ def test_an_informer_that_dies_makes_the_process_exit_1(
     assert deaths[0]["exception"][0]["exc_type"] == "RuntimeError"
     exits = [r for r in records if str(r.get("event")).startswith("an informer died; exiting")]
     assert len(exits) == 1, records[-5:]
+
+
+def test_the_bind_address_flags_choose_where_health_and_metrics_listen(
+    api_cluster: LocalCluster, namespace: str, start_operator: StartOperator
+) -> None:
+    """controller-runtime's --health-probe-bind-address and --metrics-bind-address
+    (host:port) win over the older --healthz-port and --monitoring-port."""
+    health, metrics = free_ports(2)
+    proc = start_operator(
+        *_args(
+            api_cluster,
+            namespace,
+            f"--health-probe-bind-address=127.0.0.1:{health}",
+            f"--metrics-bind-address=127.0.0.1:{metrics}",
+        )
+    )
+    _wait_leader(api_cluster, namespace, proc)
+    assert wait_until(lambda: proc._get(health, "/healthz") == (200, "ok"), 10, "/healthz")
+    status, body = proc._get(metrics, "/metrics")
+    assert status == 200 and "mpi_operator_is_leader 1.0" in body
+    for older in (proc.healthz_port, proc.monitoring_port):
+        with pytest.raises(urllib.error.URLError):
+            proc._get(older, "/")

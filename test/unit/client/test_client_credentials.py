@@ -11,19 +11,27 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
+from pathlib import Path
 
 import orjson
 import pytest
+import structlog
+from kubernetes_asyncio.config.kube_config import ConfigNode
 
 from mpi_operator.client import credentials
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.credentials import (
     Credentials,
     CredentialsError,
+    ExecSource,
     StaticSource,
     Token,
     jwt_expiry,
 )
+from mpi_operator.controller.failures import describe
+from mpi_operator.server.logging import scrub_text
+
+API_VERSION = "client.authentication.k8s.io/v1"
 
 
 class Script:
@@ -147,8 +155,9 @@ async def test_without_a_token_a_failing_plugin_is_not_run_again_at_once() -> No
     source.fail = True
     creds = Credentials(source, clock=clock)
     for _ in range(3):
-        with pytest.raises(CredentialsError, match="plugin exited 1"):
+        with pytest.raises(CredentialsError, match="cannot obtain exec credentials") as caught:
             await creds.authorization()
+        assert caught.value.detail == "plugin exited 1"
     assert len(source.calls) == 1, "the requests of the next 5 s get the same error"
     clock.step(5)
     source.fail = False
@@ -195,3 +204,34 @@ def _jwt(claims: dict[str, object]) -> str:
 )
 def test_jwt_expiry(token: str, expected: datetime.datetime | None) -> None:
     assert jwt_expiry(token) == expected
+
+
+# What an exec plugin might print on stderr when it fails: a token and an account.
+_STDERR = (
+    "refresh failed for arn:aws:iam::123456789012:role/ops, cached token eyJhbGciOi.eyJzdWIi.c2ln"
+)
+
+
+async def test_an_exec_plugins_stderr_is_logged_but_kept_out_of_the_error(
+    tmp_path: Path,
+) -> None:
+    """The error of a failed fetch becomes a failed sync's SyncFailed event, in the
+    tenant's namespace: it says which credentials failed, and nothing the plugin said;
+    that goes to the operator's log (scrubbed there)."""
+    plugin = tmp_path / "plugin.sh"
+    plugin.write_text(f"#!/bin/sh\necho '{_STDERR}' >&2\nexit 1\n")
+    plugin.chmod(0o755)
+    config = ConfigNode("exec", {"command": str(plugin), "apiVersion": API_VERSION})
+    creds = Credentials(ExecSource(config), clock=FakeClock())
+    with structlog.testing.capture_logs() as logs, pytest.raises(CredentialsError) as caught:
+        await creds.authorization()
+    err = caught.value
+    assert str(err) == (
+        "0 CredentialsUnavailable: cannot obtain exec credentials: "
+        "the cause is in the operator's log"
+    )
+    assert "123456789012" not in describe(err) and "eyJ" not in describe(err)
+    assert err.detail == f"plugin exited 1: {_STDERR}"
+    (line,) = [e for e in logs if e["event"] == "obtaining credentials failed"]
+    assert line["cause"] == err.detail
+    assert "eyJzdWIi" not in scrub_text(line["cause"])  # what the log's renderer writes

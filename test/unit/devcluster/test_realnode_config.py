@@ -127,3 +127,27 @@ def test_a_leftover_bridge_on_the_nodes_subnet_is_stale() -> None:
         {"ifname": "mpibnoaddr", "addr_info": []},
     ]
     assert cfg.stale_bridges(NODE, links) == ["mpibdeadbeef"]
+
+
+def _containerd_lookup_name(ref: str) -> str:
+    """The name containerd's CRI plugin looks a pod's image up by (docker.ParseDockerRef):
+    Docker Hub's domain and ``library/`` added, and the tag dropped when a digest is given."""
+    name, _, digest = ref.partition("@")
+    repo, _, tag = name.partition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "")
+    if "/" not in repo:
+        repo = f"library/{repo}"
+    if "." not in repo.split("/")[0]:
+        repo = f"docker.io/{repo}"
+    return f"{repo}@{digest}" if digest else f"{repo}:{tag or 'latest'}"
+
+
+def test_the_t9k_init_image_is_pinned_by_digest_and_found_on_the_real_node() -> None:
+    """The operator pins busybox 1.36 by its index digest; the real node's stand-in (the
+    openmpi image) is known by the name containerd resolves that reference to, and by
+    the tag (a T9k job may still name busybox:1.36 itself)."""
+    from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
+
+    assert re.fullmatch(r"busybox:1\.36@sha256:[0-9a-f]{64}", DEFAULT_INIT_IMAGE)
+    assert DEFAULT_INIT_IMAGE.endswith(cfg.INIT_IMAGE_DIGEST)
+    assert _containerd_lookup_name(DEFAULT_INIT_IMAGE) in cfg.INIT_IMAGES
+    assert _containerd_lookup_name("busybox:1.36") in cfg.INIT_IMAGES

@@ -383,3 +383,21 @@ async def running_t9k_job(builder: T9kJobBuilder) -> SyncWorld:
         world.change("Pod", name, {"status": pod_status("Running", ready=True)})
     await world.converge()
     return world
+
+
+def answer_existing(world: SyncWorld, resource: str, name: str, obj: Obj) -> None:
+    """Answers the read of a child that a create found existing, as the operator makes
+    it: a get by name, but a Secret is looked up with a list by name (the role grants
+    no get on Secrets)."""
+    if resource == "secrets":
+        world.client.answer("list", resource, "", {"items": [obj]})
+    else:
+        world.client.answer("get", resource, name, obj)
+
+
+def adoption(resource: str, name: str) -> list[tuple[str, str, str]]:
+    """The actions that adopt an unlabelled child a create found existing: the read,
+    then the labels written (a Secret with an update: no get or patch on Secrets)."""
+    if resource == "secrets":
+        return [("create", resource, name), ("list", resource, ""), ("update", resource, name)]
+    return [("create", resource, name), ("get", resource, name), ("patch", resource, name)]

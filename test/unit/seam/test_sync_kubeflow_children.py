@@ -18,7 +18,7 @@ from seam_objects import (
     owner_ref,
     pod_status,
 )
-from sync_fixtures import gang, kubeflow_world
+from sync_fixtures import adoption, answer_existing, gang, kubeflow_world
 
 SHARED = [
     ("create", "services", "pi"),
@@ -147,17 +147,23 @@ async def test_adopts_a_child_it_controls_that_lacks_the_operator_label(
     is answered AlreadyExists; the child is read, found ours, and labelled."""
     job = MPIJobBuilder("pi").obj()
     existing = ChildBuilder(kind, name).owned_by(job).obj()
+    existing["metadata"]["resourceVersion"] = "42"
     world = kubeflow_world(job)
     world.client.fail("create", resource, already_exists(name), name=name)
-    world.client.answer("get", resource, name, existing)
+    answer_existing(world, resource, name, existing)
     await world.sync()
     calls = world.actions
-    adopt = [("create", resource, name), ("get", resource, name), ("patch", resource, name)]
+    adopt = adoption(resource, name)
     assert calls[calls.index(adopt[0]) : calls.index(adopt[0]) + 3] == adopt
-    (patch,) = world.recorded("patch", resource, name)
-    assert patch.body == {
-        "metadata": {"labels": {"training.kubeflow.org/operator-name": "mpi-operator"}}
-    }
+    label = {"training.kubeflow.org/operator-name": "mpi-operator"}
+    (write,) = world.recorded(adopt[2][0], resource, name)
+    if resource == "secrets":
+        # An update of the Secret as read: conditional on its resourceVersion.
+        assert write.body["metadata"]["labels"].items() >= label.items()
+        assert write.body["metadata"]["resourceVersion"] == "42"
+        assert (write.body["apiVersion"], write.body["kind"]) == ("v1", "Secret")
+    else:
+        assert write.body == {"metadata": {"labels": label}}
     assert calls[-1] == STATUS
     assert ("Warning", "ErrResourceExists") not in world.events
 
@@ -211,7 +217,7 @@ async def test_not_controlled_by_us_when_create_finds_it(
     other = MPIJobBuilder("other").obj() if owner == "someone-else" else None
     world = kubeflow_world(job)
     world.client.fail("create", resource, already_exists(name), name=name)
-    world.client.answer("get", resource, name, ChildBuilder(kind, name).owned_by(other).obj())
+    answer_existing(world, resource, name, ChildBuilder(kind, name).owned_by(other).obj())
     err = await world.sync_error()
     assert "is not managed by MPIJob" in str(err)
     assert world.events == [("Warning", "ErrResourceExists")]

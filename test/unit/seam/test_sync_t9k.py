@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 from recording_client import ApiError, already_exists, forbidden, internal_error, invalid
 from seam_objects import ChildBuilder, PodBuilder, T9kJobBuilder
-from sync_fixtures import REPEATS, SYNC_FAILED, SyncWorld, pod_names, t9k_world
+from sync_fixtures import (
+    REPEATS,
+    SYNC_FAILED,
+    SyncWorld,
+    adoption,
+    answer_existing,
+    pod_names,
+    t9k_world,
+)
 from sync_fixtures import running_t9k_job as running
 
 SHARED = [
@@ -97,17 +105,14 @@ async def test_adopts_a_child_it_controls_that_lacks_the_operator_label(
     job = T9kJobBuilder("pi").obj()
     world = t9k_world(job)
     world.client.fail("create", resource, already_exists(name), name=name)
-    world.client.answer("get", resource, name, ChildBuilder(kind, name).owned_by(job).obj())
+    answer_existing(world, resource, name, ChildBuilder(kind, name).owned_by(job).obj())
     await world.sync()
     calls = world.actions
     start = calls.index(("create", resource, name))
-    assert calls[start : start + 3] == [
-        ("create", resource, name),
-        ("get", resource, name),
-        ("patch", resource, name),
-    ]
-    (patch,) = world.recorded("patch", resource, name)
-    assert patch.body["metadata"]["labels"].items() >= T9K_OPERATOR.items()
+    adopt = adoption(resource, name)
+    assert calls[start : start + 3] == adopt
+    (write,) = world.recorded(adopt[2][0], resource, name)
+    assert write.body["metadata"]["labels"].items() >= T9K_OPERATOR.items()
     assert calls[-1] == STATUS
 
 

@@ -83,8 +83,14 @@ def test_defaults_shown_as_go_prints_them(spec: Flag, shown: str) -> None:
     assert spec.shown_default == shown
 
 
+#: Flags whose values have a form of their own.
+_EXAMPLES = {"metrics-bind-address": "127.0.0.1:9090", "health-probe-bind-address": ":9440"}
+
+
 def _other_value(spec: Flag) -> tuple[str, object]:
     """A value other than the default, as typed and as parsed."""
+    if spec.name in _EXAMPLES:
+        return _EXAMPLES[spec.name], _EXAMPLES[spec.name]
     if isinstance(spec.default, bool):
         return str(not spec.default).lower(), not spec.default
     if isinstance(spec.default, int | float):

