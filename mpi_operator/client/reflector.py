@@ -33,8 +33,8 @@ alike, and handed to ``on_undecodable``; if it was cached it is forgotten, as a 
 would (the sink's ``forget``). The rest of the list is served.
 
 :meth:`Reflector.stalled_for` says how long the reflector has been unable to sync:
-since its first list started, while no page of it has come for a while, or since the
-first of its failed lists; a successful list ends it. ``/healthz`` fails once that
+since its first list started or last received a page (a long first list that moves on
+is not stuck), or since the first of its failed lists; a successful list ends it. ``/healthz`` fails once that
 passes :data:`STALLED_AFTER`.
 """
 
