@@ -34,8 +34,8 @@ would (the sink's ``forget``). The rest of the list is served.
 
 :meth:`Reflector.stalled_for` says how long the reflector has been unable to sync:
 since its first list started or last received a page (a long first list that moves on
-is not stuck), or since the first of its failed lists; a successful list ends it. ``/healthz`` fails once that
-passes :data:`STALLED_AFTER`.
+is not stuck), or since the first of its failed lists; a successful list ends it.
+``/healthz`` fails once that passes :data:`STALLED_AFTER`.
 """
 
 from __future__ import annotations
