@@ -51,13 +51,12 @@ def _create(cluster: LocalCluster, ns: str, name: str) -> None:
 
 
 def _created(cluster: LocalCluster, ns: str, name: str, proc: OperatorProcess) -> bool:
+    """Whether the MPIJob has the condition Created (read by kubectl's jsonpath: Python's
+    json module cannot read the deep ones either)."""
     assert proc.poll() is None, f"operator exited {proc.poll()}:\n{proc.output()[-3000:]}"
-    status, job = cluster.request(
-        "GET", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{name}"
-    )
-    assert status == 200, job
-    conditions = (job.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Created" and c["status"] == "True" for c in conditions)
+    created = '{.status.conditions[?(@.type=="Created")].status}'
+    out = cluster.kubectl("-n", ns, "get", "mpijob", name, "-o", f"jsonpath={created}")
+    return out.stdout.strip() == "True"
 
 
 def _undecodable_events(cluster: LocalCluster, ns: str) -> dict[str, dict[str, Any]]:
