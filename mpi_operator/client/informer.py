@@ -28,6 +28,11 @@ says why, and the factory's ``wait_for_failure`` returns, so that the process
 can report it and exit (client-go's informers cannot die this way; ours can,
 through a bug).
 
+An informer that runs but cannot list (:meth:`SharedInformer.stalled`) has a frozen
+cache too, without dying: ``/healthz`` reports it. Objects the decoder refuses are
+skipped (:mod:`~mpi_operator.client.decoding`) and handed to :meth:`report_undecodable_to`'s
+callback.
+
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import structlog
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.client.clock import Clock, RealClock
+from mpi_operator.client.decoding import Undecodable
 from mpi_operator.client.kubeapi import KubeClient, Resource
 from mpi_operator.client.ratelimit import request_flow
 from mpi_operator.client.reflector import Backoff, Reflector
@@ -96,6 +102,9 @@ class _ScopedSink:
 
     def on_watch_event(self, event_type: str, raw: Obj) -> None:
         self.informer.on_watch_event(event_type, raw)
+
+    def forget(self, key: str) -> None:
+        self.informer.forget(key)
 
 
 def resource_version(obj: Obj | DeletedFinalStateUnknown) -> str:
@@ -257,6 +266,31 @@ class SharedInformer:
                 self._notify_delete(obj)
             return
         self._upsert(obj)
+
+    def forget(self, key: str) -> None:
+        """The object ``key`` can no longer be read (it cannot be decoded): it leaves the
+        cache as if a relist had not found it."""
+        last = self.indexer.delete_key(key)
+        if last is not None:
+            self._notify_delete(DeletedFinalStateUnknown(key, last))
+
+    def report_undecodable_to(self, callback: Callable[[Resource, Undecodable], None]) -> None:
+        """``callback(resource, item)`` for each object skipped as undecodable."""
+        for reflector in self.reflectors:
+            reflector.on_undecodable = callback
+
+    def stalled(self, longer_than: float) -> list[str]:
+        """One line per reflector that has been unable to list for over ``longer_than``
+        seconds (while the informer runs)."""
+        if self._task is None or self._task.done():
+            return []
+        lines = []
+        for reflector in self.reflectors:
+            stalled = reflector.stalled_for()
+            if stalled is not None and stalled > longer_than:
+                where = reflector.namespace or "all namespaces"
+                lines.append(f"{self.resource} in {where}: not synced for {stalled:.0f}s")
+        return lines
 
     # -- lifecycle -----------------------------------------------------------
     def has_synced(self) -> bool:

@@ -2,16 +2,18 @@
 
 :class:`SharedInformerFactory` hands out one :class:`~mpi_operator.client.informer.SharedInformer`
 per (resource, namespaces, label selector, field selector), starts them as tasks,
-waits for their initial sync with a timeout, and reports the first one that dies.
+waits for their initial sync with a timeout, and reports the first one that dies,
+and those that cannot sync (:meth:`SharedInformerFactory.health_failures`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mpi_operator.client.clock import Clock
+from mpi_operator.client.decoding import Undecodable
 from mpi_operator.client.informer import (
     SharedInformer,
     Transform,
@@ -19,6 +21,7 @@ from mpi_operator.client.informer import (
     strip_managed_fields,
 )
 from mpi_operator.client.kubeapi import KubeClient, Resource
+from mpi_operator.client.reflector import STALLED_AFTER
 from mpi_operator.client.selectors import Selector
 from mpi_operator.client.store import IndexFunc
 
@@ -41,8 +44,15 @@ class SharedInformerFactory:
         transform: Transform | None = strip_managed_fields,
         clock: Clock | None = None,
         min_watch_timeout: float = 300.0,
+        on_undecodable: Callable[[Resource, Undecodable], None] | None = None,
+        stalled_after: float = STALLED_AFTER,
     ) -> None:
+        """``on_undecodable``: told of each object an informer skips as undecodable.
+        ``stalled_after``: seconds an informer may be unable to list before
+        :meth:`health_failures` names it."""
         self.client = client
+        self.on_undecodable = on_undecodable
+        self.stalled_after = stalled_after
         self.namespace = namespace_scopes(namespace)
         self.resync_period = resync_period
         self.transform = transform
@@ -92,6 +102,8 @@ class SharedInformerFactory:
                 min_watch_timeout=self.min_watch_timeout,
             )
             inf.on_failure(lambda _: self._died.set())
+            if self.on_undecodable is not None:
+                inf.report_undecodable_to(self.on_undecodable)
             self._informers[key] = inf
         elif indexers:
             missing = {k: v for k, v in indexers.items() if k not in inf.indexer.indexer_names()}
@@ -103,6 +115,8 @@ class SharedInformerFactory:
         """Reports the death of ``informer``, which its owner starts when first needed
         (:meth:`start` and :meth:`wait_for_cache_sync` leave it alone)."""
         informer.on_failure(lambda _: self._died.set())
+        if self.on_undecodable is not None:
+            informer.report_undecodable_to(self.on_undecodable)
         self._on_demand.append(informer)
         return informer
 
@@ -125,6 +139,13 @@ class SharedInformerFactory:
         """One line per informer that died: its resource and why."""
         every = [*self._informers.values(), *self._on_demand]
         return [f"{inf.resource}: {inf.failure}" for inf in every if inf.failure]
+
+    def health_failures(self) -> list[str]:
+        """The :meth:`failures`, and one line per informer that has been unable to list
+        for over ``stalled_after`` seconds (its cache is frozen while it lives on)."""
+        every = [*self._informers.values(), *self._on_demand]
+        stalled = [line for inf in every for line in inf.stalled(self.stalled_after)]
+        return [*self.failures(), *stalled]
 
     async def wait_for_failure(self) -> str:
         """Returns (the :meth:`failures`) once an informer has died."""

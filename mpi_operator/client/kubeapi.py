@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from mpi_operator.client.decoding import decode_list
 from mpi_operator.client.errors import (
     NETWORK_ERRORS,
     REQUEST_ERRORS,
@@ -112,7 +113,12 @@ class KubeClient(ApiTransport):
         continue_: str | None = None,
         resource_version: str | None = None,
         request_timeout: float = 60.0,
+        undecodable_items: bool = False,
     ) -> dict[str, Any]:
+        """One page of a list. ``undecodable_items``: a page orjson refuses is decoded
+        item by item, an item it refuses alone coming back as a
+        :class:`~mpi_operator.client.decoding.Undecodable` (else the whole page fails
+        with a 502 :class:`ApiError`)."""
         query = self._selectors(label_selector, field_selector)
         if limit:
             query.append(("limit", str(limit)))
@@ -121,7 +127,11 @@ class KubeClient(ApiTransport):
         if resource_version is not None:
             query.append(("resourceVersion", resource_version))
         result: dict[str, Any] = await self.request(
-            "GET", resource.path(namespace), query=query, request_timeout=request_timeout
+            "GET",
+            resource.path(namespace),
+            query=query,
+            request_timeout=request_timeout,
+            decode=decode_list if undecodable_items else None,
         )
         return result
 

@@ -27,7 +27,15 @@ Deviation: every list is a consistent read from etcd (no ``resourceVersion=0``
 served from the watch cache); slower on huge clusters, never stale.
 
 Lines that are not JSON, or objects without a name, are logged and skipped;
-they never stall the stream.
+they never stall the stream. An object the decoder refuses (nested past orjson's
+limit: :mod:`~mpi_operator.client.decoding`) is skipped by the list and the watch
+alike, and handed to ``on_undecodable``; if it was cached it is forgotten, as a relist
+would (the sink's ``forget``). The rest of the list is served.
+
+:meth:`Reflector.stalled_for` says how long the reflector has been unable to sync:
+since its first list started or last received a page (a long first list that moves on
+is not stuck), or since the first of its failed lists; a successful list ends it.
+``/healthz`` fails once that passes :data:`STALLED_AFTER`.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import structlog
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.client.clock import Clock, RealClock
+from mpi_operator.client.decoding import Undecodable, decode_watch_line
 from mpi_operator.client.kubeapi import (
     NETWORK_ERRORS,
     ApiError,
@@ -52,6 +61,10 @@ from mpi_operator.client.watch_pacing import WATCH_BATCH_WINDOW
 
 log = structlog.get_logger()
 
+#: A reflector unable to list for this long makes ``/healthz`` fail: a frozen cache is
+#: a silent outage for every job, and a restart is the one remedy a process has.
+STALLED_AFTER = 60.0
+
 
 class ReflectorSink(Protocol):
     """What a reflector feeds: the informer's store and handlers."""
@@ -59,6 +72,10 @@ class ReflectorSink(Protocol):
     def replace(self, objs: list[Obj], resource_version: str) -> None: ...
 
     def on_watch_event(self, event_type: str, obj: Obj) -> None: ...
+
+    def forget(self, key: str) -> None:
+        """The object ``key`` can no longer be read: drop it as a relist would."""
+        ...
 
 
 class GoneError(Exception):
@@ -144,6 +161,12 @@ class Reflector:
         self.relists = 0
         self.log = log.bind(resource=str(resource), namespace=namespace or "*")
         self.on_relist: Callable[[], None] | None = None
+        #: Told of each object skipped because it cannot be decoded.
+        self.on_undecodable: Callable[[Resource, Undecodable], None] | None = None
+        # Since when no list has succeeded (None: in sync); while ``_first_list`` the
+        # first list is still under way, and each page it receives moves this on.
+        self._stalled_since: float | None = None
+        self._first_list = False
 
     # -- list ------------------------------------------------------------------
     def _fill_type(self, obj: Obj) -> Obj:
@@ -163,10 +186,16 @@ class Reflector:
                 field_selector=self.field_selector,
                 limit=self.page_size if paged else None,
                 continue_=cont,
+                undecodable_items=True,
             )
+            if self._first_list:
+                self._stalled_since = self._clock.monotonic()
             meta = page.get("metadata") or {}
             rv = str(meta.get("resourceVersion") or rv)
             for obj in page.get("items") or []:
+                if isinstance(obj, Undecodable):
+                    self._undecodable(obj)
+                    continue
                 if _name_of(obj) is None:
                     self.log.warning("skipping listed object without a name")
                     continue
@@ -177,25 +206,71 @@ class Reflector:
 
     async def list_and_replace(self) -> None:
         try:
-            items, rv = await self._list_all(paged=self.page_size > 0)
-        except ApiError as err:
-            if not is_gone(err):
-                raise
-            # The continue token expired between pages: read it all at once.
-            self.log.info("list continuation expired; listing without pages")
-            items, rv = await self._list_all(paged=False)
+            try:
+                items, rv = await self._list_all(paged=self.page_size > 0)
+            except ApiError as err:
+                if not is_gone(err):
+                    raise
+                # The continue token expired between pages: read it all at once.
+                self.log.info("list continuation expired; listing without pages")
+                items, rv = await self._list_all(paged=False)
+        except BaseException:
+            self._list_failed()
+            raise
+        self._stalled_since = None
+        self._first_list = False
         self.sink.replace(items, rv)
         self.last_sync_resource_version = rv
         self.relists += 1
         if self.on_relist is not None:
             self.on_relist()
 
+    def _list_failed(self) -> None:
+        """A list failed (or was cancelled): the stall, if any, counts from now on."""
+        self._first_list = False
+        if self._stalled_since is None:
+            self._stalled_since = self._clock.monotonic()
+
+    def stalled_for(self) -> float | None:
+        """Seconds since the reflector last could sync, while it cannot; else None."""
+        since = self._stalled_since
+        return None if since is None else self._clock.monotonic() - since
+
+    def _undecodable(self, item: Undecodable) -> None:
+        if self.on_undecodable is None:
+            self.log.warning(
+                "skipping an object that cannot be decoded",
+                object=item.key,
+                reason=item.reason,
+            )
+            return
+        try:
+            self.on_undecodable(self.resource, item)
+        except Exception:
+            self.log.exception("reporting an undecodable object failed", object=item.key)
+
     # -- watch -----------------------------------------------------------------
+    def _handle_undecodable_event(self, item: Undecodable) -> bool:
+        self._undecodable(item)
+        key = item.key
+        if key is None:
+            return False
+        if item.event_type in ("ADDED", "MODIFIED", "DELETED"):
+            try:
+                self.sink.forget(key)
+            except Exception:
+                self.log.exception("failed to forget an undecodable object", object=key)
+        if item.resource_version:
+            self.last_sync_resource_version = item.resource_version
+        return True
+
     def _handle_event(self, event: dict[str, Any] | bytes) -> bool:
         """Apply one watch event; returns True if it carried an object."""
         if isinstance(event, bytes):
-            self.log.warning("skipping undecodable watch line", line=event[:200])
-            return False
+            decoded = decode_watch_line(event)
+            if isinstance(decoded, Undecodable):
+                return self._handle_undecodable_event(decoded)
+            event = decoded
         etype = event.get("type")
         obj = event.get("object")
         if etype == "ERROR":
@@ -254,6 +329,17 @@ class Reflector:
         A reflector that already synced once resumes watching from its last
         resourceVersion (and relists only if that has been compacted away)."""
         need_list = not self.last_sync_resource_version
+        if need_list and self._stalled_since is None:
+            self._stalled_since = self._clock.monotonic()
+            self._first_list = True
+        try:
+            await self._run(need_list)
+        finally:
+            # Stopped: it no longer claims to follow the server, nor to be stuck.
+            self._stalled_since = None
+            self._first_list = False
+
+    async def _run(self, need_list: bool) -> None:
         while True:
             watching = False
             try:

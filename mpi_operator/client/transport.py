@@ -40,7 +40,7 @@ import contextlib
 import os
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Self
 
@@ -295,10 +295,13 @@ class ApiTransport:
         content_type: str = "application/json",
         request_timeout: float = 60.0,
         discard_body: bool = False,
+        decode: Callable[[bytes], Any] | None = None,
     ) -> Any:
         """Send one request; return the decoded JSON body or raise :class:`ApiError`.
         ``discard_body``: a successful answer's body is read in chunks and dropped, and
-        None returned (a delete of a collection answers with every object it deleted)."""
+        None returned (a delete of a collection answers with every object it deleted).
+        ``decode``: decodes a successful answer instead of orjson (raising ValueError
+        when it cannot)."""
         client_timeout = aiohttp.ClientTimeout(total=request_timeout)
         for attempt in range(_MAX_429_RETRIES + 1):
             try:
@@ -324,11 +327,13 @@ class ApiTransport:
                 await self.clock.sleep(min(delay, 10.0))
                 continue
             parsed: Any
+            ok = 200 <= resp.status < 300
+            loads = decode if decode is not None and ok else orjson.loads
             try:
-                parsed = orjson.loads(data) if data else None
+                parsed = loads(data) if data else None
             except ValueError:
                 parsed = data.decode("utf-8", "replace")
-            if not 200 <= resp.status < 300:
+            if not ok:
                 raise ApiError(resp.status, parsed, resp.reason or "")
             if data and not isinstance(parsed, dict):
                 # A proxy's HTML page, say: no answer of the API server. As client-go's

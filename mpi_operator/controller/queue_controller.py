@@ -36,6 +36,7 @@ from mpi_operator.client import (
 )
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.ratelimit import request_flow
+from mpi_operator.client.undecodable import UndecodableReporter
 from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
 from mpi_operator.controller.core.own_writes import OwnWrites
 from mpi_operator.controller.failures import SYNC_FAILED, SyncFailures
@@ -98,7 +99,12 @@ class QueueController:
         self.registry = REGISTRY if registry is None else registry
         self._owns_recorder = recorder is None
         self.recorder = recorder or EventRecorder(client, clock=self.clock, registry=self.registry)
-        self.factory = SharedInformerFactory(client, namespace=options.namespace, clock=self.clock)
+        self.factory = SharedInformerFactory(
+            client,
+            namespace=options.namespace,
+            clock=self.clock,
+            on_undecodable=UndecodableReporter(self.recorder, self.registry),
+        )
         self.queue = new_work_queue(queue_name, options, self.clock, self.registry)
         self.expectations = CreationExpectations(self.clock)
         self.deletions = DeletionExpectations()
@@ -203,8 +209,9 @@ class QueueController:
         log.info(self.started_event, queue=self.queue_name, workers=self.runner.workers)
 
     def informer_failures(self) -> list[str]:
-        """The informers that died (their caches are frozen); empty while all run."""
-        return self.factory.failures()
+        """The informers that died or cannot list (their caches are frozen); empty while
+        all follow the API server."""
+        return self.factory.health_failures()
 
     async def wait_for_informer_failure(self) -> str:
         """Returns, with what died and why, once one of the informers has died."""

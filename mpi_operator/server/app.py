@@ -45,6 +45,7 @@ from mpi_operator.server.http import (
     healthz_app,
     metrics_app,
 )
+from mpi_operator.server.loop_lag import EventLoopLagMonitor
 from mpi_operator.server.options import LOCK_NAME, ServerOptions, leader_election_config
 from mpi_operator.server.preflight import Preflight, PreflightError
 from mpi_operator.server.version import build_info, version_lines
@@ -104,6 +105,7 @@ class Operator:
         self.elector: LeaderElector | None = None
         self.controllers: list[Controller] = []
         """Started in this order when leading, stopped in the reverse order."""
+        self.loop_lag = EventLoopLagMonitor()
 
     # -- entry point -----------------------------------------------------------
     async def run(self) -> int:
@@ -167,6 +169,7 @@ class Operator:
     async def _setup(self) -> int | None:
         """Everything before the election; an exit code when it cannot go on."""
         opts = self.opts
+        self.loop_lag.start()
         await asyncio.to_thread(build_info)  # may ask git once; cached for version_lines()
         self._log_start()
         metrics = opts.metrics_listen
@@ -323,6 +326,7 @@ class Operator:
 
     # -- teardown --------------------------------------------------------------
     async def _cleanup(self) -> None:
+        await self.loop_lag.stop()
         for server in reversed(self._servers):
             with contextlib.suppress(Exception):
                 await server.stop()

@@ -3,9 +3,10 @@
 ``/healthz`` answers 200 ``ok`` while every registered check passes and 500
 with one ``[-]name failed`` line per failing check otherwise, like the
 Kubernetes healthz handlers; ``/healthz/<name>`` runs one check. The
-operator's checks: ``leaderElection`` and ``informers``. ``/metrics``
-exposes a Prometheus registry (the default one unless told otherwise) in the
-format the scraper asks for.
+operator's checks: ``leaderElection`` and ``informers`` (one has died, or has
+been unable to list for over a minute). ``/metrics`` exposes a Prometheus
+registry (the default one unless told otherwise) in the format the scraper asks
+for.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ class PingCheck:
 
 
 class InformersCheck:
-    """Fails once an informer has died (its cache no longer follows the API server)."""
+    """Fails once an informer has died or cannot list (its cache no longer follows the
+    API server)."""
 
     name = "informers"
 

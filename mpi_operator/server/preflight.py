@@ -90,10 +90,16 @@ class Preflight:
         body: Any = None,
         query: list[tuple[str, str]] | None = None,
         client: KubeClient | None = None,
+        discard_body: bool = False,
     ) -> Any:
         try:
             return await (client or self.client).request(
-                method, path, query=query, body=body, request_timeout=PROBE_TIMEOUT
+                method,
+                path,
+                query=query,
+                body=body,
+                request_timeout=PROBE_TIMEOUT,
+                discard_body=discard_body,
             )
         except NETWORK_ERRORS as err:
             host = self.client.configuration.host
@@ -126,7 +132,9 @@ class Preflight:
     async def check_list(self, resource: Resource, namespace: str | None) -> None:
         path = resource.path(namespace)
         try:
-            await self._request("GET", path, query=[("limit", "1")])
+            # The answer is not read: only whether we may list matters, and an object
+            # the decoder refuses must not stop the operator here either.
+            await self._request("GET", path, query=[("limit", "1")], discard_body=True)
         except ApiError as err:
             where = self.where(resource, namespace)
             if err.status == 403:

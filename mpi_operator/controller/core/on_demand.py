@@ -30,7 +30,7 @@ class OnDemandCache:
         if informer.has_synced():
             return informer.lister
         try:
-            await client.list(informer.resource, namespace, limit=1)
+            await client.list(informer.resource, namespace, limit=1, undecodable_items=True)
         except ApiError as err:
             raise_if_not_served(err, informer.resource, self.needed_for)
             raise

@@ -23,7 +23,7 @@ async def may_list(client: KubeClient, options: ControllerOptions) -> bool:
     """Whether RBAC lets us list T9k MPIJobs in every watched namespace."""
     try:
         for namespace in namespace_scopes(options.namespace):
-            await client.list(T9K_MPIJOBS, namespace, limit=1)
+            await client.list(T9K_MPIJOBS, namespace, limit=1, undecodable_items=True)
     except ApiError as err:
         if err.status != 403:
             raise

@@ -29,7 +29,7 @@ class DiscoveryClient:
         return self.discovery
 
     async def list(self, resource: Resource, namespace: str | None, **kw: Any) -> Any:
-        assert kw == {"limit": 1}
+        assert kw == {"limit": 1, "undecodable_items": True}
         self.lists.append((resource.plural, namespace))
         if self.list_error is not None:
             raise self.list_error
