@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 T = TypeVar("T")
 
@@ -195,10 +196,46 @@ def _add(group: Any, spec: Flag, environ: Mapping[str, str]) -> None:
     group.add_argument(*spec.option_strings, **kwargs)
 
 
+def suggestion(arg: str, known: Iterable[str]) -> str | None:
+    """The known option ``arg`` most likely misspells: the same name in another case
+    (``--kubeconfig`` for ``--kubeConfig``) or with ``_`` for ``-``, else a close one."""
+    name = arg.split("=", 1)[0]
+    if not name.startswith("-"):
+        return None
+    options = sorted(set(known))
+
+    def folded(option: str) -> str:
+        return option.lstrip("-").lower().replace("_", "-")
+
+    same = [o for o in options if folded(o) == folded(name) and o != name]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+class HintingParser(argparse.ArgumentParser):
+    """argparse's parser, whose "unrecognized arguments" error names the flag each
+    unknown one probably meant."""
+
+    def error(self, message: str) -> NoReturn:
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix):
+            known = [o for action in self._actions for o in action.option_strings]
+            hints = [
+                f"{arg} (did you mean {hint}?)"
+                for arg in message[len(prefix) :].split()
+                if (hint := suggestion(arg, known))
+            ]
+            if hints:
+                message += "; " + "; ".join(hints)
+        super().error(message)
+
+
 def build_parser(
     flags: Iterable[Flag], environ: Mapping[str, str], *, prog: str, description: str
 ) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False)
+    parser = HintingParser(prog=prog, description=description, allow_abbrev=False)
     groups = {name: parser.add_argument_group(name) for name in GROUPS}
     for spec in flags:
         _add(groups[spec.group], spec, environ)

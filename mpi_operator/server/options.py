@@ -31,7 +31,7 @@ from mpi_operator.server.flags import (
     option_flags,
 )
 
-LOG_FORMATS = ("json", "console")
+LOG_FORMATS = ("auto", "json", "console")
 LOCK_NAME = "mpi-operator"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -140,8 +140,9 @@ class ServerOptions:
     )
     log_format: str = flag(
         "log-format",
-        "json",
-        "json: one JSON line per event, with the MPIJob key; console: for people",
+        "auto",
+        "json: one JSON line per event, with the MPIJob key; console: for people; "
+        "auto: console when stderr is a terminal, else json",
         group=OURS,
         choices=LOG_FORMATS,
     )

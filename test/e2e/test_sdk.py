@@ -31,6 +31,7 @@ from mpi_operator.sdk import (
     AlreadyExistsError,
     ForbiddenError,
     InvalidError,
+    InvalidSpecError,
     JobFailedError,
     MPIJobClient,
     NotFoundError,
@@ -38,6 +39,7 @@ from mpi_operator.sdk import (
     WaitTimeoutError,
     state,
 )
+from mpi_operator.sdk._errors import translated
 from mpi_operator.sdk.aio import AsyncMPIJobClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -233,8 +235,16 @@ def test_invalid_names_the_field(api_cluster: LocalCluster, namespace: str) -> N
     client = MPIJobClient(namespace, kubeconfig=api_cluster.kubeconfig)
     job: dict[str, Any] = pi_mpijob("bad")
     job["spec"]["runPolicy"]["cleanPodPolicy"] = "Sometimes"
-    with pytest.raises(InvalidError) as invalid:
+    # The SDK refuses a bad enum before any request, naming the field...
+    with pytest.raises(InvalidSpecError) as refused:
         client.create(job)
+    assert refused.value.fields == ["spec.runPolicy.cleanPodPolicy"]
+    # ...as the API server does when the SDK is not in the way (the CRD's enum).
+    body = {**job, "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"}
+    with pytest.raises(InvalidError) as invalid, translated():
+        client.custom_objects.create_namespaced_custom_object(
+            "kubeflow.org", "v2beta1", namespace, "mpijobs", body
+        )
     error = invalid.value
     assert error.status == 422 and error.reason == "Invalid"
     assert error.fields == ["spec.runPolicy.cleanPodPolicy"]

@@ -5,6 +5,7 @@ enums, defaults, bounds and CEL rules declared here."""
 from __future__ import annotations
 
 import copy
+import enum
 import types
 import typing
 from typing import Any
@@ -360,8 +361,12 @@ class ModelWalker:
         return out
 
     def type(self, where: str, tp: Any) -> Schema:
+        if typing.get_origin(tp) is typing.Annotated:
+            tp = typing.get_args(tp)[0]
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             return self.model(tp)
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            return {"type": "string"}
         if tp is bool:
             return {"type": "boolean"}
         if tp is int:
