@@ -146,8 +146,7 @@ DESCRIPTIONS: dict[str, str] = {
         "Restarts of the whole job by its failure policy. An addition to the reference API."
     ),
     "JobStatus.lastFailure": (
-        "The pod failure that failed or last restarted the job. An addition to the "
-        "reference API."
+        "The pod failure that failed or last restarted the job. An addition to the reference API."
     ),
     "PodFailure": "A failed pod: which one, its first failed container, and why.",
     "PodFailure.pod": "Name of the pod.",

@@ -406,7 +406,9 @@ def _descriptions(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
             yield from _descriptions(value, f"{path}[{i}]")
 
 
-@pytest.mark.parametrize("name", ["kubeflow.org_mpijobs.yaml", "t9k/batch.tensorstack.dev_mpijobs.yaml"])
+@pytest.mark.parametrize(
+    "name", ["kubeflow.org_mpijobs.yaml", "t9k/batch.tensorstack.dev_mpijobs.yaml"]
+)
 def test_descriptions_state_the_behaviour_not_whose_it_is(name: str) -> None:
     """A description says what the field does; it does not open with whose field it is."""
     doc = yaml.safe_load((CRD_FILE.parent / name).read_text())
