@@ -2,9 +2,9 @@
 
 It needs only pydantic, PyYAML and the ``kubernetes`` package, none of the operator's
 runtime. Until a package index serves it, install it from a checkout of this
-repository: ``pip install ./sdk``, or build the wheel with ``python -m build sdk/`` and
-install ``sdk/dist/mpi_operator_sdk-*.whl``. It ships ``py.typed``, so mypy checks the
-code that uses it::
+repository: ``pip install ./sdk``, or build the wheel with ``pip wheel --no-deps -w dist
+./sdk`` and install ``dist/mpi_operator_sdk-*.whl`` where you need it. It ships
+``py.typed``, so mypy checks the code that uses it::
 
     from mpi_operator.sdk import MPIJobClient
 
