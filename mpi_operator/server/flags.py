@@ -1,5 +1,5 @@
 """One declaration per command-line flag, from which the parser, ``--help`` and the
-README's table are derived.
+the table of docs/operations/flags.md are derived.
 
 A flag of :class:`~mpi_operator.server.options.ServerOptions` is declared once,
 as the dataclass field's default: ``threadiness: int = flag("threadiness", 2,
@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 _META_KEY = "mpi_operator.flag"
 
-# Sections of --help (and the README table's order).
+# Sections of --help (and the flags table's order).
 REFERENCE = "flags of the reference operator (same names and defaults, but --kube-api-qps/burst)"
 OURS = "flags of this implementation"
 TIMINGS = "leader election and shutdown timings, in seconds (this implementation's)"
@@ -268,7 +268,7 @@ def _cell(text: str) -> str:
 
 
 def markdown_table(flags: Iterable[Flag]) -> str:
-    """The README's table of flags."""
+    """The table of flags of docs/operations/flags.md."""
     rows = [
         "| flag | default | reference's default | meaning |",
         "| --- | --- | --- | --- |",

@@ -2,7 +2,7 @@
 
 Each field of :class:`ServerOptions` declares its flag (:func:`~.flags.flag`):
 name, default and help text live there once, and the parser, ``--help`` and
-the README's table of flags are derived from them. The flag names and defaults
+the docs' table of flags are derived from them. The flag names and defaults
 are the reference operator's, but for the API client's rate limit; the klog
 flags the reference's manifests pass (``-alsologtostderr``...) are accepted,
 and ``-v=N`` sets the log level (:data:`~.flags.KLOG_FLAGS`).

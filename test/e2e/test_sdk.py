@@ -83,9 +83,9 @@ def _kubeconfig_in(cluster: LocalCluster, namespace: str, path: Path) -> Path:
     return path
 
 
-def test_readme_holds_the_example_script() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert f"```python\n{SCRIPT.read_text()}```" in readme
+def test_the_sdk_page_holds_the_example_script() -> None:
+    page = (ROOT / "docs" / "sdk" / "index.md").read_text()
+    assert f"```python\n{SCRIPT.read_text()}```" in page
 
 
 def test_example_script_runs_the_pi_job(
