@@ -224,7 +224,7 @@ def test_t9k_component_on_the_namespaced_overlay(api_cluster: LocalCluster, tmp_
 
 
 def test_users_kustomization_sets_the_image(api_cluster: LocalCluster, tmp_path: Path) -> None:
-    """The README's install: a kustomization of one's own with an `images:` entry."""
+    """The documented install (docs/install.md): a kustomization of one's own with an `images:` entry."""
     kustomization_dir = user_kustomization(
         tmp_path,
         resources=[OVERLAYS / "standalone"],
@@ -245,7 +245,7 @@ def test_users_kustomization_sets_the_image(api_cluster: LocalCluster, tmp_path:
 
 
 def test_kube_state_metrics_files_pass_a_server_dry_run(api_cluster: LocalCluster) -> None:
-    """The README's commands for kube-state-metrics: its RBAC, and its configuration as a
+    """The commands of docs/operations/monitoring.md for kube-state-metrics: its RBAC, and its configuration as a
     ConfigMap (kube-system stands for the namespace kube-state-metrics runs in)."""
     out = api_cluster.kubectl(
         "apply", "--dry-run=server", "-f", str(MONITORING / "kube-state-metrics-rbac.yaml")
