@@ -274,3 +274,30 @@ def test_standalone_overlay_is_the_single_file(api_cluster: LocalCluster) -> Non
 
 
 # -- the operator under its own ServiceAccount --------------------------------------------
+
+
+def test_pod_monitor_release_label_is_set_by_a_patch(
+    api_cluster: LocalCluster, pod_monitor_crd: None, tmp_path: Path
+) -> None:
+    """docs/operations/monitoring.md: kube-prometheus-stack selects PodMonitors by their
+    `release` label; a user's kustomization sets its value with a JSON patch."""
+    default = next(
+        o for o in kustomize(api_cluster, OVERLAYS / "monitoring") if o["kind"] == "PodMonitor"
+    )
+    assert default["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    kustomization_dir = user_kustomization(
+        tmp_path,
+        resources=[OVERLAYS / "monitoring"],
+        patches=[
+            {
+                "target": {"kind": "PodMonitor", "name": "mpi-operator"},
+                "patch": '[{"op": "replace", "path": "/metadata/labels/release", "value": "my-release"}]',
+            }
+        ],
+    )
+    objects = kustomize(api_cluster, kustomization_dir)
+    monitor = next(o for o in objects if o["kind"] == "PodMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "my-release"
+    _ensure_namespace(api_cluster, "mpi-operator")
+    out = _server_dry_run(api_cluster, objects)
+    assert "podmonitor.monitoring.coreos.com/mpi-operator" in out

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from examples_support import namespaced_operator, start_operator, stop_operator
+from kubernetes.client import ApiClient, Configuration
 from t9k_support import t9k_job
 
 from devcluster import COMPLETE_AFTER, LocalCluster
@@ -35,6 +36,8 @@ from mpi_operator.sdk import (
     JobFailedError,
     MPIJobClient,
     NotFoundError,
+    SDKConnectionError,
+    SDKError,
     T9kMPIJobClient,
     WaitTimeoutError,
     state,
@@ -284,3 +287,32 @@ def test_forbidden_without_rights(
     ):
         with pytest.raises(ForbiddenError):
             call()
+
+
+def test_each_mistake_raises_its_documented_error(
+    api_cluster: LocalCluster, namespace: str
+) -> None:
+    """The table of docs/sdk/index.md against the real API server: an unknown field and
+    a bad enum are refused before any request, an unreachable server and a missing job
+    come back as the SDK's errors, and every one is an SDKError."""
+    client = MPIJobClient(namespace, kubeconfig=api_cluster.kubeconfig)
+    unknown: dict[str, Any] = pi_mpijob("unknown")
+    unknown["spec"]["slotsPerWorkr"] = 2
+    bad_enum: dict[str, Any] = pi_mpijob("bad-enum")
+    bad_enum["spec"]["runPolicy"]["cleanPodPolicy"] = "Sometimes"
+    configuration = Configuration(host="https://127.0.0.1:1")
+    configuration.retries = 0
+    nowhere = MPIJobClient(namespace, api_client=ApiClient(configuration))
+    mistakes: list[tuple[str, Any, type[SDKError]]] = [
+        ("unknown field", lambda: client.create(unknown), InvalidSpecError),
+        ("bad enum", lambda: client.create(bad_enum), InvalidSpecError),
+        ("unreachable server", lambda: nowhere.get("pi"), SDKConnectionError),
+        ("missing job", lambda: client.get("no-such-job"), NotFoundError),
+        ("missing job, deleted", lambda: client.delete("no-such-job"), NotFoundError),
+    ]
+    for what, call, error in mistakes:
+        with pytest.raises(error) as raised:
+            call()
+        assert isinstance(raised.value, SDKError), what
+    # Nothing of the refused jobs reached the API server.
+    assert client.list() == []
