@@ -18,6 +18,7 @@ Two ways in, two behaviours:
 
 from __future__ import annotations
 
+import functools
 from enum import Enum
 from typing import Annotated, Any, Self, TypeVar
 
@@ -64,6 +65,12 @@ E = TypeVar("E", bound=Enum)
 Enumerated = Annotated[E, WrapValidator(_lenient_enum), PlainSerializer(_wire)]
 
 
+@functools.cache
+def _known_names(cls: type[BaseModel]) -> frozenset[str]:
+    """A model's field names, snake_case and camelCase (its aliases)."""
+    return frozenset(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
+
+
 class ApiModel(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -88,8 +95,7 @@ class ApiModel(BaseModel):
     def _refuse_unknown_fields(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, dict) or not _strict(info):
             return data
-        known = set(cls.model_fields)
-        known.update(f.alias for f in cls.model_fields.values() if f.alias)
+        known = _known_names(cls)
         unknown = sorted(str(k) for k in data if k not in known)
         if unknown:
             fields = ", ".join(sorted(f.alias or n for n, f in cls.model_fields.items()))
