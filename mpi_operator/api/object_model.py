@@ -65,6 +65,14 @@ E = TypeVar("E", bound=Enum)
 Enumerated = Annotated[E, WrapValidator(_lenient_enum), PlainSerializer(_wire)]
 
 
+def _empty_or_enum(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+    return "" if value == "" else _lenient_enum(value, handler, info)
+
+
+#: As :data:`Enumerated`, where the CRD also takes ``""`` (meaning the default).
+EnumeratedOrEmpty = Annotated[E, WrapValidator(_empty_or_enum), PlainSerializer(_wire)]
+
+
 @functools.cache
 def _known_names(cls: type[BaseModel]) -> frozenset[str]:
     """A model's field names, snake_case and camelCase (its aliases)."""

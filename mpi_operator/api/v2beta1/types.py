@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
-from mpi_operator.api.object_model import ApiModel, ApiObject, Enumerated
+from mpi_operator.api.object_model import ApiModel, ApiObject, Enumerated, EnumeratedOrEmpty
 
 GROUP = "kubeflow.org"
 VERSION = "v2beta1"
@@ -159,7 +159,7 @@ class RunPolicy(_Model):
 class ReplicaSpec(_Model):
     replicas: int | None = None
     template: dict[str, Any] = Field(default_factory=dict)
-    restart_policy: Enumerated[RestartPolicy] | None = None
+    restart_policy: EnumeratedOrEmpty[RestartPolicy] | None = None
 
 
 class MPIJobSpec(_Model):
@@ -168,7 +168,7 @@ class MPIJobSpec(_Model):
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
     mpi_replica_specs: dict[str, ReplicaSpec | None] | None = None
     ssh_auth_mount_path: str | None = None
-    launcher_creation_policy: Enumerated[LauncherCreationPolicy] | None = None
+    launcher_creation_policy: EnumeratedOrEmpty[LauncherCreationPolicy] | None = None
     mpi_implementation: Enumerated[MPIImplementation] | None = None
 
 

@@ -130,6 +130,19 @@ def test_a_refused_spec_names_its_fields() -> None:
     assert isinstance(refused.value, ValueError)
 
 
+def test_an_empty_policy_the_crd_takes_is_taken() -> None:
+    """The CRD takes "" for restartPolicy and launcherCreationPolicy (the default)."""
+    spec = v2beta1.MPIJobSpec(
+        launcher_creation_policy="", mpi_replica_specs={"Worker": {"restartPolicy": ""}}
+    )
+    assert spec.model_dump(by_alias=True, exclude_unset=True, mode="json") == {
+        "launcherCreationPolicy": "",
+        "mpiReplicaSpecs": {"Worker": {"restartPolicy": ""}},
+    }
+    with pytest.raises(ValidationError):
+        v2beta1.MPIJobSpec(mpi_implementation="")
+
+
 def test_snake_case_and_camel_case_both_build_a_model() -> None:
     snake = v2beta1.RunPolicy(clean_pod_policy="All", ttl_seconds_after_finished=60)
     camel = v2beta1.RunPolicy(cleanPodPolicy="All", ttlSecondsAfterFinished=60)
