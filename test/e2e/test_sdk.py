@@ -34,6 +34,7 @@ from mpi_operator.sdk import (
     InvalidError,
     InvalidSpecError,
     JobFailedError,
+    LogsUnavailableError,
     MPIJobClient,
     NotFoundError,
     SDKConnectionError,
@@ -316,3 +317,30 @@ def test_each_mistake_raises_its_documented_error(
         assert isinstance(raised.value, SDKError), what
     # Nothing of the refused jobs reached the API server.
     assert client.list() == []
+
+
+def test_suspend_resume_and_a_missing_workers_log(
+    api_cluster: LocalCluster, namespace: str
+) -> None:
+    """suspend/resume patch the kind's own field (Kubeflow: runPolicy.suspend; T9k:
+    runMode.pause), and a worker that does not exist has no log to give."""
+    client = MPIJobClient(namespace, kubeconfig=api_cluster.kubeconfig)
+    client.create(pi_mpijob("pi"))
+    assert client.suspend("pi").spec.run_policy.suspend is True
+    assert client.get("pi").spec.run_policy.suspend is True
+    assert client.resume("pi").spec.run_policy.suspend is False
+    with pytest.raises(LogsUnavailableError, match="worker pod pi-worker-0 does not exist"):
+        list(client.worker_logs("pi", 0))
+    with pytest.raises(NotFoundError):
+        client.suspend("no-such-job")
+    with crds_installed(api_cluster, (T9K_CRD,)):
+        t9k_client = T9kMPIJobClient(namespace, kubeconfig=api_cluster.kubeconfig)
+        t9k_client.create(t9k_job("pi-t9k"))
+        paused = t9k_client.suspend("pi-t9k")
+        assert paused.spec.run_mode is not None and paused.spec.run_mode.pause is not None
+        assert paused.spec.run_mode.pause.is_enabled
+        resumed = t9k_client.resume("pi-t9k")
+        assert resumed.spec.run_mode is not None and resumed.spec.run_mode.pause is not None
+        assert not resumed.spec.run_mode.pause.is_enabled
+        t9k_client.delete("pi-t9k", wait=True)
+    client.delete("pi", wait=True)
