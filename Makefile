@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: version image helm lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests
+.PHONY: version image helm lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -107,8 +107,14 @@ crd: venv binaries
 	$(BIN)/python hack/generate_crd.py
 	$(BIN)/python hack/generate_crd.py --t9k
 
+# The documentation site (docs/, mkdocs.yml) into site/; --strict: a broken link or
+# anchor, or a page left out of the nav, fails the build. test/unit/test_docs.py builds
+# it too, so make test (and CI) does.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 bench: venv binaries
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

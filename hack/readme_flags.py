@@ -1,4 +1,5 @@
-"""Writes (or, with --check, checks) README.md's table of flags from their declarations.
+"""Writes (or, with --check, checks) the table of flags of docs/operations/flags.md from
+their declarations.
 
     .venv/bin/python hack/readme_flags.py [--check]
 
@@ -17,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 from mpi_operator.server.flags import markdown_table  # noqa: E402
 from mpi_operator.server.options import all_flags  # noqa: E402
 
-README = ROOT / "README.md"
+README = ROOT / "docs" / "operations" / "flags.md"
 BEGIN, END = "<!-- flags:begin -->\n", "<!-- flags:end -->\n"
 
 
@@ -31,7 +32,7 @@ def rendered(text: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if README.md is stale")
+    parser.add_argument("--check", action="store_true", help="fail if the page is stale")
     args = parser.parse_args()
     text = README.read_text()
     want = rendered(text)

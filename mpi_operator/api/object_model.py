@@ -1,15 +1,82 @@
-"""What every API model shares: camelCase JSON names, lossless extra fields, and
-for top-level objects the wire (de)serialisation and metadata accessors."""
+"""What every API model shares: camelCase JSON names, lossless extra fields when read
+from the API server, strictness when built in Python, and for top-level objects the wire
+(de)serialisation and metadata accessors.
+
+Two ways in, two behaviours:
+
+* **Built in Python** (``RunPolicy(clean_pod_policy="All")``, or ``from_dict(obj,
+  strict=True)``): an unknown field or a value outside an enumeration raises
+  ``pydantic.ValidationError`` at once, naming the field. This is what a user of the SDK
+  gets: ``MPIJobSpec(slots_per_workr=2)`` is refused rather than sent, and dropped by the
+  API server. Fields may be named in snake_case or camelCase, as with the Kubernetes
+  client.
+* **Read from the wire** (``from_dict(obj)``, ``model_validate``): unknown fields are
+  kept and an enumerated field keeps a value it does not know as a plain string, so any
+  stored object survives a round trip and the operator's validation, not the parser,
+  names what is wrong.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Self
+import functools
+from enum import Enum
+from typing import Annotated, Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PlainSerializer,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 #: A Kubernetes object in wire (JSON) form, as the API server and the caches hold it.
 Obj = dict[str, Any]
+
+#: The validation context key that makes unknown fields and enum values errors.
+STRICT = "mpi_operator.strict"
+
+
+def _strict(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get(STRICT))
+
+
+def _lenient_enum(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+    try:
+        return handler(value)
+    except ValidationError:
+        if isinstance(value, str) and not _strict(info):
+            return value
+        raise
+
+
+def _wire(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+E = TypeVar("E", bound=Enum)
+
+#: An enumerated field: one of ``E``'s values. Read from the wire, an unknown string is
+#: kept as is (for validation to report); built in Python, it is refused.
+Enumerated = Annotated[E, WrapValidator(_lenient_enum), PlainSerializer(_wire)]
+
+
+def _empty_or_enum(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+    return "" if value == "" else _lenient_enum(value, handler, info)
+
+
+#: As :data:`Enumerated`, where the CRD also takes ``""`` (meaning the default).
+EnumeratedOrEmpty = Annotated[E, WrapValidator(_empty_or_enum), PlainSerializer(_wire)]
+
+
+@functools.cache
+def _known_names(cls: type[BaseModel]) -> frozenset[str]:
+    """A model's field names, snake_case and camelCase (its aliases)."""
+    return frozenset(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
 
 
 class ApiModel(BaseModel):
@@ -20,6 +87,31 @@ class ApiModel(BaseModel):
         validate_assignment=False,
     )
 
+    def __init__(self, /, **data: Any) -> None:
+        """Builds the model from keyword arguments (snake_case or camelCase names);
+        raises ``pydantic.ValidationError`` on an unknown field or enum value."""
+        self.__pydantic_validator__.validate_python(
+            data, self_instance=self, context={STRICT: True}
+        )
+
+    # Marks this __init__ as pydantic's own kind, so that model_validate (the wire path)
+    # validates directly, without calling it.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unknown_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict) or not _strict(info):
+            return data
+        known = _known_names(cls)
+        unknown = sorted(str(k) for k in data if k not in known)
+        if unknown:
+            fields = ", ".join(sorted(f.alias or n for n, f in cls.model_fields.items()))
+            raise ValueError(
+                f"unknown field(s) {', '.join(unknown)} of {cls.__name__}; its fields: {fields}"
+            )
+        return data
+
 
 class ApiObject(ApiModel):
     """A top-level object; subclasses declare ``metadata`` as a plain dict."""
@@ -27,9 +119,10 @@ class ApiObject(ApiModel):
     metadata: dict[str, Any]
 
     @classmethod
-    def from_dict(cls, obj: dict[str, Any]) -> Self:
-        """Parses wire JSON; raises pydantic.ValidationError on wrong types."""
-        return cls.model_validate(obj)
+    def from_dict(cls, obj: dict[str, Any], *, strict: bool = False) -> Self:
+        """Parses wire JSON; raises pydantic.ValidationError on wrong types, and with
+        ``strict`` on unknown fields and values outside an enumeration too."""
+        return cls.model_validate(obj, context={STRICT: strict})
 
     def to_dict(self) -> dict[str, Any]:
         """Wire JSON: only the fields that were given or set by defaulting."""

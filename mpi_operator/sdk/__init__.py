@@ -1,7 +1,10 @@
 """A typed Python client of MPIJobs, for notebooks, pipelines and scripts.
 
-It needs only pydantic, PyYAML and the ``kubernetes`` package (``pip install
-./sdk`` or ``pip install 'mpi-operator[sdk]'``), none of the operator's runtime::
+It needs only pydantic, PyYAML and the ``kubernetes`` package, none of the operator's
+runtime. Until a package index serves it, install it from a checkout of this
+repository: ``pip install ./sdk``, or build the wheel with ``pip wheel --no-deps -w dist
+./sdk`` and install ``dist/mpi_operator_sdk-*.whl`` where you need it. It ships
+``py.typed``, so mypy checks the code that uses it::
 
     from mpi_operator.sdk import MPIJobClient
 
@@ -14,6 +17,11 @@ It needs only pydantic, PyYAML and the ``kubernetes`` package (``pip install
 
 :class:`MPIJobClient` serves ``kubeflow.org/v2beta1`` MPIJobs, :class:`T9kMPIJobClient`
 ``batch.tensorstack.dev/v1beta1`` ones; :mod:`mpi_operator.sdk.aio` has both for asyncio.
+
+The SDK refuses mistakes before they reach the API server: a model built with an
+unknown field or a value outside an enumeration raises pydantic's ``ValidationError``,
+and :meth:`~JobClient.create` of such a dict or YAML file :class:`InvalidSpecError`.
+Every error the clients raise is an :class:`SDKError` (see :mod:`mpi_operator.sdk.errors`).
 """
 
 from mpi_operator.api import t9k, v2beta1
@@ -25,10 +33,13 @@ from .errors import (
     ConflictError,
     FieldCause,
     ForbiddenError,
+    InvalidArgumentError,
     InvalidError,
+    InvalidSpecError,
     JobFailedError,
     LogsUnavailableError,
     NotFoundError,
+    SDKConnectionError,
     SDKError,
     WaitTimeoutError,
 )
@@ -40,12 +51,15 @@ __all__ = [
     "ConflictError",
     "FieldCause",
     "ForbiddenError",
+    "InvalidArgumentError",
     "InvalidError",
+    "InvalidSpecError",
     "JobClient",
     "JobFailedError",
     "LogsUnavailableError",
     "MPIJobClient",
     "NotFoundError",
+    "SDKConnectionError",
     "SDKError",
     "T9kMPIJobClient",
     "WaitTimeoutError",

@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes.config as k8s_config
 from kubernetes import client as k8s
 
-from .errors import SDKError
+from .errors import SDKConnectionError
 
 _SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -43,11 +43,11 @@ def connect(kubeconfig: str | Path | None, context: str | None) -> tuple[Any, st
     except (k8s_config.ConfigException, OSError) as kube_error:
         if named is not None or context is not None:
             where = named or "~/.kube/config"
-            raise SDKError(f"cannot load kubeconfig {where}: {kube_error}") from None
+            raise SDKConnectionError(f"cannot load kubeconfig {where}: {kube_error}") from None
         try:
             k8s_config.load_incluster_config(client_configuration=configuration)
         except k8s_config.ConfigException as cluster_error:
-            raise SDKError(
+            raise SDKConnectionError(
                 f"no usable kubeconfig ({kube_error}) and not in a cluster ({cluster_error})"
             ) from None
         namespace = _SA_NAMESPACE.read_text().strip() if _SA_NAMESPACE.exists() else "default"

@@ -1,4 +1,6 @@
-"""The kubernetes client's ``ApiException`` turned into the SDK's typed errors."""
+"""The kubernetes client's failures turned into the SDK's typed errors: an error answer
+(``ApiException``) by its kind, a failed connection (urllib3's errors, socket errors) as
+:class:`~mpi_operator.sdk.errors.SDKConnectionError`."""
 
 from __future__ import annotations
 
@@ -6,13 +8,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.exceptions import MaxRetryError
 
-from .errors import from_api_exception
+from .errors import SDKConnectionError, from_api_exception
+
+
+def _cause(error: BaseException) -> str:
+    if isinstance(error, MaxRetryError) and error.reason is not None:
+        return f"{error.reason}"
+    return str(error) or type(error).__name__
 
 
 @contextmanager
-def translated() -> Iterator[None]:
+def translated(host: str = "") -> Iterator[None]:
+    """Raises the SDK's error for whatever the kubernetes client raises inside."""
+    where = f" at {host}" if host else ""
     try:
         yield
     except ApiException as e:
-        raise from_api_exception(int(e.status or 0), str(e.reason or ""), e.body) from e
+        if not e.status:  # the client's own failure, before any answer
+            raise SDKConnectionError(f"API server{where}: {e.reason or e}") from e
+        raise from_api_exception(int(e.status), str(e.reason or ""), e.body) from e
+    except (Urllib3Error, OSError) as e:
+        raise SDKConnectionError(f"cannot reach the API server{where}: {_cause(e)}") from e

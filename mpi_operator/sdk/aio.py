@@ -74,6 +74,22 @@ class AsyncJobClient(Generic[JobT]):
                 return
             yield str(line)
 
+    async def suspend(self, name: str, namespace: str | None = None) -> JobT:
+        return await asyncio.to_thread(self.sync.suspend, name, namespace)
+
+    async def resume(self, name: str, namespace: str | None = None) -> JobT:
+        return await asyncio.to_thread(self.sync.resume, name, namespace)
+
+    async def worker_logs(
+        self, name: str, index: int = 0, namespace: str | None = None, *, follow: bool = False
+    ) -> AsyncIterator[str]:
+        lines = self.sync.worker_logs(name, index, namespace, follow=follow)
+        while True:
+            line = await asyncio.to_thread(next, lines, _END)
+            if line is _END:
+                return
+            yield str(line)
+
     async def delete(self, name: str, namespace: str | None = None, *, wait: bool = False) -> None:
         await asyncio.to_thread(self.sync.delete, name, namespace, wait=wait)
 

@@ -1,21 +1,26 @@
-"""Synchronous clients of the two MPIJob kinds: create, get, list, wait, logs, delete.
+"""Synchronous clients of the two MPIJob kinds: create, get, list, wait, suspend, resume,
+logs (the launcher's and the workers'), delete.
 
 :class:`MPIJobClient` serves ``kubeflow.org/v2beta1`` MPIJobs and
 :class:`T9kMPIJobClient` ``batch.tensorstack.dev/v1beta1`` ones; both return the pydantic
 models of :mod:`mpi_operator.api`, so ``job.status`` is typed. They use the ``kubernetes``
 package's synchronous client; every error answer of the API server is raised as one of
-the typed errors of :mod:`mpi_operator.sdk.errors`.
+the typed errors of :mod:`mpi_operator.sdk.errors`, and so is a job refused before
+any request (:class:`InvalidSpecError`) or an API server that cannot be reached
+(:class:`SDKConnectionError`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Generic, cast
 
 import yaml
 from kubernetes import client as k8s
+from pydantic import ValidationError
 
 from mpi_operator.api import t9k, v2beta1
 from mpi_operator.api.object_model import ApiObject
@@ -24,7 +29,7 @@ from . import logs as _logs
 from . import waiting
 from ._config import connect
 from ._errors import translated
-from .errors import NotFoundError, WaitTimeoutError
+from .errors import InvalidSpecError, NotFoundError, WaitTimeoutError
 from .kinds import KUBEFLOW, T9K, JobKind, JobT
 
 Progress = bool | Callable[[Any], None]
@@ -62,12 +67,15 @@ class JobClient(Generic[JobT]):
         self, job: JobT | Mapping[str, Any], *, namespace: str | None = None, dry_run: bool = False
     ) -> JobT:
         """Creates the job (a model, or its wire form as a dict) in ``namespace``, else the
-        job's own ``metadata.namespace``, else the client's; returns it as created."""
+        job's own ``metadata.namespace``, else the client's; returns it as created.
+        A dict with an unknown field or a value outside an enumeration is refused
+        before any request (:class:`InvalidSpecError`), as the API server would drop
+        the one and refuse the other."""
         body = self._body(job)
         ns = namespace or body["metadata"].get("namespace") or self.namespace
         body["metadata"]["namespace"] = ns
         kind = self.kind
-        with translated():
+        with self._translated():
             created = self._custom.create_namespaced_custom_object(
                 kind.group, kind.version, ns, kind.plural, body, dry_run="All" if dry_run else None
             )
@@ -77,16 +85,21 @@ class JobClient(Generic[JobT]):
         self, path: str | Path, *, namespace: str | None = None, dry_run: bool = False
     ) -> JobT:
         """Creates the one job of this kind that the YAML file holds."""
-        docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
+        try:
+            docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d]
+        except (OSError, yaml.YAMLError) as e:
+            raise InvalidSpecError(f"{path}: {e}") from e
         if len(docs) != 1 or not isinstance(docs[0], dict):
-            raise ValueError(f"{path}: expected one {self.kind.kind} document, got {len(docs)}")
+            raise InvalidSpecError(
+                f"{path}: expected one {self.kind.kind} document, got {len(docs)}"
+            )
         return self.create(docs[0], namespace=namespace, dry_run=dry_run)
 
     def _body(self, job: JobT | Mapping[str, Any]) -> dict[str, Any]:
         kind = self.kind
         if isinstance(job, ApiObject):
             if not isinstance(job, kind.model):
-                raise ValueError(
+                raise InvalidSpecError(
                     f"{self.__class__.__name__} creates {kind.api_version} {kind.kind}, "
                     f"not a {type(job).__module__}.{type(job).__name__}"
                 )
@@ -95,13 +108,18 @@ class JobClient(Generic[JobT]):
             body = dict(job)
         given = (body.get("apiVersion"), body.get("kind"))
         if given[0] not in (None, kind.api_version) or given[1] not in (None, kind.kind):
-            raise ValueError(
+            raise InvalidSpecError(
                 f"{self.__class__.__name__} creates {kind.api_version} {kind.kind}, "
                 f"not {given[0]} {given[1]}"
             )
         body["apiVersion"], body["kind"] = kind.api_version, kind.kind
         body["metadata"] = dict(body.get("metadata") or {})
+        if not isinstance(job, ApiObject):
+            _check_spec(kind.model, body)
         return body
+
+    def _translated(self) -> AbstractContextManager[None]:
+        return translated(str(getattr(self.api_client.configuration, "host", "") or ""))
 
     def _parse(self, obj: Any) -> JobT:
         return self.kind.model.from_dict(obj)
@@ -111,7 +129,7 @@ class JobClient(Generic[JobT]):
     def get(self, name: str, namespace: str | None = None) -> JobT:
         """The job as stored; :class:`NotFoundError` if there is none."""
         kind = self.kind
-        with translated():
+        with self._translated():
             obj = self._custom.get_namespaced_custom_object(
                 kind.group, kind.version, namespace or self.namespace, kind.plural, name
             )
@@ -126,7 +144,7 @@ class JobClient(Generic[JobT]):
     ) -> list[JobT]:
         """The jobs of ``namespace`` (else the client's), or of every namespace."""
         kind = self.kind
-        with translated():
+        with self._translated():
             if all_namespaces:
                 result = self._custom.list_cluster_custom_object(
                     kind.group, kind.version, kind.plural, label_selector=label_selector
@@ -161,6 +179,32 @@ class JobClient(Generic[JobT]):
         status (plain text, fine in a notebook); a callable gets each job version."""
         return waiting.wait(self, name, condition, namespace or self.namespace, timeout, progress)
 
+    # -- suspend and resume ------------------------------------------------------------
+
+    def suspend(self, name: str, namespace: str | None = None) -> JobT:
+        """Suspends the job: its pods are deleted, and none are created until it is
+        resumed (Kubeflow: ``spec.runPolicy.suspend``; T9k: ``spec.runMode.pause``).
+        Returns the job as patched."""
+        return self._patch(name, namespace, self.kind.suspend_patch(True))
+
+    def resume(self, name: str, namespace: str | None = None) -> JobT:
+        """Resumes a suspended job: its pods are created again. Returns it as patched."""
+        return self._patch(name, namespace, self.kind.suspend_patch(False))
+
+    def _patch(self, name: str, namespace: str | None, patch: dict[str, Any]) -> JobT:
+        kind = self.kind
+        with self._translated():
+            obj = self._custom.patch_namespaced_custom_object(
+                kind.group,
+                kind.version,
+                namespace or self.namespace,
+                kind.plural,
+                name,
+                patch,
+                _content_type="application/merge-patch+json",
+            )
+        return self._parse(obj)
+
     # -- logs --------------------------------------------------------------------------
 
     def logs(
@@ -181,6 +225,24 @@ class JobClient(Generic[JobT]):
             self, name, namespace or self.namespace, follow, container, timeout
         )
 
+    def worker_logs(
+        self,
+        name: str,
+        index: int = 0,
+        namespace: str | None = None,
+        *,
+        follow: bool = False,
+        container: str | None = None,
+        timeout: float = 300,
+    ) -> Iterator[str]:
+        """The lines of worker ``index``'s log (pod ``<name>-worker-<index>``). With
+        ``follow``, waits up to ``timeout`` seconds for the pod to start, then yields
+        lines as they are written until its container stops; without, its current log,
+        or :class:`LogsUnavailableError` when it has not started."""
+        return _logs.worker_logs(
+            self, name, namespace or self.namespace, index, follow, container, timeout
+        )
+
     # -- delete ------------------------------------------------------------------------
 
     def delete(
@@ -196,7 +258,7 @@ class JobClient(Generic[JobT]):
         returns once it is gone. ``missing_ok``: no error if it does not exist."""
         kind, ns = self.kind, namespace or self.namespace
         try:
-            with translated():
+            with self._translated():
                 self._custom.delete_namespaced_custom_object(
                     kind.group, kind.version, ns, kind.plural, name
                 )
@@ -225,6 +287,31 @@ class JobClient(Generic[JobT]):
     def core(self) -> Any:
         """The ``kubernetes.client.CoreV1Api`` this client uses."""
         return self._core
+
+
+def _check_spec(model: type[ApiObject], body: dict[str, Any]) -> None:
+    """Refuses, as :class:`InvalidSpecError`, a body with an unknown field or a value
+    outside an enumeration (metadata and pod templates are the API server's to check)."""
+    try:
+        model.from_dict(body, strict=True)
+    except ValidationError as e:
+        errors = e.errors(include_url=False)
+        fields = [_path(err["loc"]) for err in errors]
+        details = "; ".join(f"{_path(err['loc'])}: {err['msg']}" for err in errors)
+        raise InvalidSpecError(f"{body.get('kind', 'MPIJob')} refused: {details}", fields) from e
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    """pydantic's error location as a field path (``spec.runPolicy.cleanPodPolicy``)."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif "[" in part or "(" in part:  # a validator's or a type's name, not a field
+            continue
+        else:
+            out += f".{part}" if out else part
+    return out
 
 
 class MPIJobClient(JobClient[v2beta1.MPIJob]):

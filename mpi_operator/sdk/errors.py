@@ -1,10 +1,25 @@
-"""Typed errors of the SDK: the API server's answers by kind, and the outcomes of a wait.
+"""Typed errors of the SDK: mistakes caught before a request, an API server that cannot
+be reached, its answers by kind, and the outcomes of a wait.
 
-Every error the SDK raises is an :class:`SDKError`. An answer of the API server that is
-not a success becomes an :class:`ApiError`, or one of its subclasses when its kind is one
-a caller acts on: :class:`NotFoundError` (404), :class:`AlreadyExistsError` (409
-``AlreadyExists``), :class:`ConflictError` (other 409s), :class:`ForbiddenError` (403)
-and :class:`InvalidError` (422, with the fields the API server named).
+Every error the SDK's clients raise is an :class:`SDKError`:
+
+* :class:`InvalidSpecError` (also a ``ValueError``): the job was refused before any
+  request: an unknown field, a value outside an enumeration, a wrong type, the other
+  MPIJob kind, or a YAML file without exactly one job; :class:`InvalidArgumentError`
+  for another argument (an unknown condition to wait for).
+* :class:`SDKConnectionError` (also a ``ConnectionError``): the API server could not
+  be reached (refused, unresolvable, timed out, TLS failure), or no configuration to
+  reach it was found.
+* :class:`ApiError`: the API server answered with an error, or one of its subclasses
+  when its kind is one a caller acts on: :class:`NotFoundError` (404),
+  :class:`AlreadyExistsError` (409 ``AlreadyExists``), :class:`ConflictError` (other
+  409s), :class:`ForbiddenError` (403) and :class:`InvalidError` (422, with the fields
+  the API server named).
+* :class:`WaitTimeoutError`, :class:`JobFailedError`, :class:`LogsUnavailableError`:
+  the outcomes of waiting for a job or its logs.
+
+Building a model directly (``v2beta1.RunPolicy(clean_pod_policy="Sometimes")``) raises
+pydantic's ``ValidationError``, a ``ValueError``, naming the field.
 """
 
 from __future__ import annotations
@@ -16,6 +31,23 @@ from typing import Any
 
 class SDKError(Exception):
     """Base of every error the SDK raises."""
+
+
+class InvalidArgumentError(SDKError, ValueError):
+    """An argument the SDK refused before any request."""
+
+
+class InvalidSpecError(InvalidArgumentError):
+    """The job was refused before any request; :attr:`fields` name what is wrong."""
+
+    def __init__(self, message: str, fields: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.fields = fields or []
+        """The paths of the refused fields (``spec.runPolicy.cleanPodPolicy``), if any."""
+
+
+class SDKConnectionError(SDKError, ConnectionError):
+    """The API server could not be reached, or there is no configuration to reach it."""
 
 
 @dataclass(frozen=True)

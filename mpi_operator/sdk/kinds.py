@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from mpi_operator.api import t9k, v2beta1
 from mpi_operator.api.object_model import ApiObject
+
+from .errors import InvalidArgumentError
 
 JobT = TypeVar("JobT", bound=ApiObject)
 
@@ -30,6 +32,8 @@ class JobKind(Generic[JobT]):
     """The label selector of a job's launcher pods, from the job's name."""
     launcher_container: str | None
     """The launcher pod's container whose logs are the job's; None: the first."""
+    suspend_patch: Callable[[bool], dict[str, Any]]
+    """The merge patch that suspends (True) or resumes (False) a job."""
 
     @property
     def api_version(self) -> str:
@@ -38,7 +42,7 @@ class JobKind(Generic[JobT]):
     def check_condition(self, condition: str) -> str:
         name = str(condition)
         if name not in self.conditions:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{self.kind} ({self.api_version}) has no condition {name!r}; "
                 f"one of {', '.join(self.conditions)}"
             )
@@ -142,6 +146,7 @@ KUBEFLOW: JobKind[v2beta1.MPIJob] = JobKind(
         f"{v2beta1.JOB_NAME_LABEL}={name},{v2beta1.JOB_ROLE_LABEL}=launcher"
     ),
     launcher_container=None,
+    suspend_patch=lambda on: {"spec": {"runPolicy": {"suspend": on}}},
 )
 
 T9K: JobKind[t9k.MPIJob] = JobKind(
@@ -160,4 +165,6 @@ T9K: JobKind[t9k.MPIJob] = JobKind(
         f"{t9k.JOB_NAME_LABEL}={name},{t9k.REPLICA_TYPE_LABEL}={t9k.ReplicaType.LAUNCHER.value}"
     ),
     launcher_container=t9k.MPI_CONTAINER_NAME,
+    # T9k's pause mode: the pods are deleted until it is switched off.
+    suspend_patch=lambda on: {"spec": {"runMode": {"pause": {"enabled": on}}}},
 )

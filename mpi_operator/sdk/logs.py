@@ -1,5 +1,6 @@
 """The launcher's log: its newest pod, once it has started, read whole or followed
-(followed across the launcher's attempts: a restarted container, then a new pod)."""
+(followed across the launcher's attempts: a restarted container, then a new pod); and a
+worker's log, read whole or followed while its container runs."""
 
 from __future__ import annotations
 
@@ -145,3 +146,37 @@ def _over(client: JobClient[Any], name: str, namespace: str, pod: Any) -> bool:
         return True
     job = client.get(name, namespace)
     return client.kind.failed(job) or client.kind.reached(job, "Succeeded")
+
+
+def worker_logs(
+    client: JobClient[Any],
+    name: str,
+    namespace: str,
+    index: int,
+    follow: bool,
+    container: str | None,
+    timeout: float,
+) -> Iterator[str]:
+    pod_name = f"{name}-worker-{index}"
+    deadline = time.monotonic() + (timeout if follow else 0)
+    while True:
+        with translated():
+            pods = client.core.list_namespaced_pod(
+                namespace, field_selector=f"metadata.name={pod_name}"
+            ).items
+        pod = pods[0] if pods else None
+        if pod is not None and _started(pod):
+            break
+        if time.monotonic() >= deadline:
+            what = f"is {pod.status.phase}" if pod is not None else "does not exist"
+            raise LogsUnavailableError(
+                f"{client.kind.kind} {namespace}/{name}: worker pod {pod_name} {what}"
+            )
+        time.sleep(0.5)
+    cname = _container(client, pod, container)
+    if follow:
+        yield from _stream(client, pod, namespace, cname)
+        return
+    with translated():
+        text = client.core.read_namespaced_pod_log(pod_name, namespace, container=cname)
+    yield from str(text).splitlines()

@@ -1,5 +1,5 @@
 """One declaration per command-line flag, from which the parser, ``--help`` and the
-README's table are derived.
+the table of docs/operations/flags.md are derived.
 
 A flag of :class:`~mpi_operator.server.options.ServerOptions` is declared once,
 as the dataclass field's default: ``threadiness: int = flag("threadiness", 2,
@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 T = TypeVar("T")
 
 _META_KEY = "mpi_operator.flag"
 
-# Sections of --help (and the README table's order).
+# Sections of --help (and the flags table's order).
 REFERENCE = "flags of the reference operator (same names and defaults, but --kube-api-qps/burst)"
 OURS = "flags of this implementation"
 TIMINGS = "leader election and shutdown timings, in seconds (this implementation's)"
@@ -195,10 +196,46 @@ def _add(group: Any, spec: Flag, environ: Mapping[str, str]) -> None:
     group.add_argument(*spec.option_strings, **kwargs)
 
 
+def suggestion(arg: str, known: Iterable[str]) -> str | None:
+    """The known option ``arg`` most likely misspells: the same name in another case
+    (``--kubeconfig`` for ``--kubeConfig``) or with ``_`` for ``-``, else a close one."""
+    name = arg.split("=", 1)[0]
+    if not name.startswith("-"):
+        return None
+    options = sorted(set(known))
+
+    def folded(option: str) -> str:
+        return option.lstrip("-").lower().replace("_", "-")
+
+    same = [o for o in options if folded(o) == folded(name) and o != name]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+class HintingParser(argparse.ArgumentParser):
+    """argparse's parser, whose "unrecognized arguments" error names the flag each
+    unknown one probably meant."""
+
+    def error(self, message: str) -> NoReturn:
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix):
+            known = [o for action in self._actions for o in action.option_strings]
+            hints = [
+                f"{arg} (did you mean {hint}?)"
+                for arg in message[len(prefix) :].split()
+                if (hint := suggestion(arg, known))
+            ]
+            if hints:
+                message += "; " + "; ".join(hints)
+        super().error(message)
+
+
 def build_parser(
     flags: Iterable[Flag], environ: Mapping[str, str], *, prog: str, description: str
 ) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False)
+    parser = HintingParser(prog=prog, description=description, allow_abbrev=False)
     groups = {name: parser.add_argument_group(name) for name in GROUPS}
     for spec in flags:
         _add(groups[spec.group], spec, environ)
@@ -231,7 +268,7 @@ def _cell(text: str) -> str:
 
 
 def markdown_table(flags: Iterable[Flag]) -> str:
-    """The README's table of flags."""
+    """The table of flags of docs/operations/flags.md."""
     rows = [
         "| flag | default | reference's default | meaning |",
         "| --- | --- | --- | --- |",

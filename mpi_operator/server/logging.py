@@ -141,11 +141,22 @@ def _renderer(fmt: str, stream: TextIO) -> list[Processor]:
     ]
 
 
+def resolve_format(fmt: str, stream: TextIO) -> str:
+    """``auto`` made concrete: ``console`` for a terminal (a person reads it), else
+    ``json`` (a log collector does)."""
+    if fmt != "auto":
+        return fmt
+    isatty = getattr(stream, "isatty", None)
+    return "console" if callable(isatty) and isatty() else "json"
+
+
 def configure_logging(fmt: str = "json", level: str = "info", stream: TextIO | None = None) -> None:
-    """Configures structlog and the standard library's root logger."""
-    if fmt not in ("json", "console"):
+    """Configures structlog and the standard library's root logger. ``fmt`` ``auto``:
+    ``console`` when the stream is a terminal, else ``json``."""
+    if fmt not in ("auto", "json", "console"):
         raise ValueError(f"unknown log format {fmt!r}")
     out = sys.stderr if stream is None else stream
+    fmt = resolve_format(fmt, out)
     numeric = logging.getLevelNamesMapping()[level.upper()]
     structlog.configure(
         processors=[*_shared_processors(), *_renderer(fmt, out)],

@@ -2,7 +2,7 @@
 
 Each field of :class:`ServerOptions` declares its flag (:func:`~.flags.flag`):
 name, default and help text live there once, and the parser, ``--help`` and
-the README's table of flags are derived from them. The flag names and defaults
+the docs' table of flags are derived from them. The flag names and defaults
 are the reference operator's, but for the API client's rate limit; the klog
 flags the reference's manifests pass (``-alsologtostderr``...) are accepted,
 and ``-v=N`` sets the log level (:data:`~.flags.KLOG_FLAGS`).
@@ -40,7 +40,7 @@ from mpi_operator.server.flags import (
     option_flags,
 )
 
-LOG_FORMATS = ("json", "console")
+LOG_FORMATS = ("auto", "json", "console")
 LOCK_NAME = "mpi-operator"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -116,8 +116,9 @@ class ServerOptions:
     )
     log_format: str = flag(
         "log-format",
-        "json",
-        "json: one JSON line per event, with the MPIJob key; console: for people",
+        "auto",
+        "json: one JSON line per event, with the MPIJob key; console: for people; "
+        "auto: console when stderr is a terminal, else json",
         group=OURS,
         choices=LOG_FORMATS,
     )

@@ -223,7 +223,7 @@ def test_up_then_down_leaves_no_process() -> None:
     if state.exists():
         pytest.skip("a developer cluster is recorded in .cluster/state.json; not touching it")
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    # Exactly the README's commands: make -s cluster-up / make cluster-down.
+    # Exactly the commands of docs/development/index.md: make -s cluster-up / make cluster-down.
     cmd = ["make", "-s"]
     try:
         up = subprocess.run(

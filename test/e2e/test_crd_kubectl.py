@@ -251,3 +251,13 @@ def test_categories(api_cluster: LocalCluster, namespace: str) -> None:
     assert listed.split() == ["mpijob.kubeflow.org/categorised"]
     everything = api_cluster.kubectl("get", "all", "-n", namespace, "-o", "name").stdout
     assert "mpijob" not in everything
+
+
+def test_explain_states_what_the_ttl_deletes_by_default(api_cluster: LocalCluster) -> None:
+    """`kubectl explain` with the group-qualified name (the T9k kind shares the plural)."""
+    out = api_cluster.kubectl(
+        "explain", "mpijobs.kubeflow.org.spec.runPolicy.ttlSecondsAfterFinished"
+    ).stdout
+    text = " ".join(out.split())
+    assert "before its launcher Job (and so the launcher pod) is deleted" in text
+    assert "the MPIJob and its other children stay" in text

@@ -224,7 +224,7 @@ def test_t9k_component_on_the_namespaced_overlay(api_cluster: LocalCluster, tmp_
 
 
 def test_users_kustomization_sets_the_image(api_cluster: LocalCluster, tmp_path: Path) -> None:
-    """The README's install: a kustomization of one's own with an `images:` entry."""
+    """The documented install (docs/install.md): a kustomization of one's own with an `images:` entry."""
     kustomization_dir = user_kustomization(
         tmp_path,
         resources=[OVERLAYS / "standalone"],
@@ -245,7 +245,7 @@ def test_users_kustomization_sets_the_image(api_cluster: LocalCluster, tmp_path:
 
 
 def test_kube_state_metrics_files_pass_a_server_dry_run(api_cluster: LocalCluster) -> None:
-    """The README's commands for kube-state-metrics: its RBAC, and its configuration as a
+    """The commands of docs/operations/monitoring.md for kube-state-metrics: its RBAC, and its configuration as a
     ConfigMap (kube-system stands for the namespace kube-state-metrics runs in)."""
     out = api_cluster.kubectl(
         "apply", "--dry-run=server", "-f", str(MONITORING / "kube-state-metrics-rbac.yaml")
@@ -274,3 +274,30 @@ def test_standalone_overlay_is_the_single_file(api_cluster: LocalCluster) -> Non
 
 
 # -- the operator under its own ServiceAccount --------------------------------------------
+
+
+def test_pod_monitor_release_label_is_set_by_a_patch(
+    api_cluster: LocalCluster, pod_monitor_crd: None, tmp_path: Path
+) -> None:
+    """docs/operations/monitoring.md: kube-prometheus-stack selects PodMonitors by their
+    `release` label; a user's kustomization sets its value with a JSON patch."""
+    default = next(
+        o for o in kustomize(api_cluster, OVERLAYS / "monitoring") if o["kind"] == "PodMonitor"
+    )
+    assert default["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    kustomization_dir = user_kustomization(
+        tmp_path,
+        resources=[OVERLAYS / "monitoring"],
+        patches=[
+            {
+                "target": {"kind": "PodMonitor", "name": "mpi-operator"},
+                "patch": '[{"op": "replace", "path": "/metadata/labels/release", "value": "my-release"}]',
+            }
+        ],
+    )
+    objects = kustomize(api_cluster, kustomization_dir)
+    monitor = next(o for o in objects if o["kind"] == "PodMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "my-release"
+    _ensure_namespace(api_cluster, "mpi-operator")
+    out = _server_dry_run(api_cluster, objects)
+    assert "podmonitor.monitoring.coreos.com/mpi-operator" in out

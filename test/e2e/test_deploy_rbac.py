@@ -348,12 +348,12 @@ def test_operator_serves_t9k_jobs_under_the_t9k_component(
         wait_until(lambda: phase() == "Succeeded", 90, "pi-t9k Succeeded")
         wait_for_condition(full_cluster, ns, "pi", "Succeeded", proc)
         assert "serving T9k MPIJobs" in proc.output()
-        # Each kind by its own short name; the full names as the README gives them.
+        # Each kind by its own short name; the full names as docs/user-guide/t9k.md gives them.
         assert _t9k_job_names(full_cluster, ns, "tmj") == {"batch.tensorstack.dev/pi-t9k"}
         assert _t9k_job_names(full_cluster, ns, "mpij") == {"kubeflow.org/pi"}
         assert _t9k_job_names(full_cluster, ns, T9K_CRD_NAME) == {"batch.tensorstack.dev/pi-t9k"}
         assert _t9k_job_names(full_cluster, ns, "mpijobs.kubeflow.org") == {"kubeflow.org/pi"}
-        # The CRD's field descriptions, as the README shows them.
+        # The CRD's field descriptions, as docs/user-guide/fields.md shows them.
         explain = full_cluster.kubectl(
             "explain", "--api-version=batch.tensorstack.dev/v1beta1", "mpijobs.spec.worker"
         ).stdout

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from examples_support import namespaced_operator, start_operator, stop_operator
+from kubernetes.client import ApiClient, Configuration
 from t9k_support import t9k_job
 
 from devcluster import COMPLETE_AFTER, LocalCluster
@@ -31,13 +32,18 @@ from mpi_operator.sdk import (
     AlreadyExistsError,
     ForbiddenError,
     InvalidError,
+    InvalidSpecError,
     JobFailedError,
+    LogsUnavailableError,
     MPIJobClient,
     NotFoundError,
+    SDKConnectionError,
+    SDKError,
     T9kMPIJobClient,
     WaitTimeoutError,
     state,
 )
+from mpi_operator.sdk._errors import translated
 from mpi_operator.sdk.aio import AsyncMPIJobClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,9 +87,9 @@ def _kubeconfig_in(cluster: LocalCluster, namespace: str, path: Path) -> Path:
     return path
 
 
-def test_readme_holds_the_example_script() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert f"```python\n{SCRIPT.read_text()}```" in readme
+def test_the_sdk_page_holds_the_example_script() -> None:
+    page = (ROOT / "docs" / "sdk" / "index.md").read_text()
+    assert f"```python\n{SCRIPT.read_text()}```" in page
 
 
 def test_example_script_runs_the_pi_job(
@@ -233,8 +239,16 @@ def test_invalid_names_the_field(api_cluster: LocalCluster, namespace: str) -> N
     client = MPIJobClient(namespace, kubeconfig=api_cluster.kubeconfig)
     job: dict[str, Any] = pi_mpijob("bad")
     job["spec"]["runPolicy"]["cleanPodPolicy"] = "Sometimes"
-    with pytest.raises(InvalidError) as invalid:
+    # The SDK refuses a bad enum before any request, naming the field...
+    with pytest.raises(InvalidSpecError) as refused:
         client.create(job)
+    assert refused.value.fields == ["spec.runPolicy.cleanPodPolicy"]
+    # ...as the API server does when the SDK is not in the way (the CRD's enum).
+    body = {**job, "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob"}
+    with pytest.raises(InvalidError) as invalid, translated():
+        client.custom_objects.create_namespaced_custom_object(
+            "kubeflow.org", "v2beta1", namespace, "mpijobs", body
+        )
     error = invalid.value
     assert error.status == 422 and error.reason == "Invalid"
     assert error.fields == ["spec.runPolicy.cleanPodPolicy"]
@@ -274,3 +288,59 @@ def test_forbidden_without_rights(
     ):
         with pytest.raises(ForbiddenError):
             call()
+
+
+def test_each_mistake_raises_its_documented_error(
+    api_cluster: LocalCluster, namespace: str
+) -> None:
+    """The table of docs/sdk/index.md against the real API server: an unknown field and
+    a bad enum are refused before any request, an unreachable server and a missing job
+    come back as the SDK's errors, and every one is an SDKError."""
+    client = MPIJobClient(namespace, kubeconfig=api_cluster.kubeconfig)
+    unknown: dict[str, Any] = pi_mpijob("unknown")
+    unknown["spec"]["slotsPerWorkr"] = 2
+    bad_enum: dict[str, Any] = pi_mpijob("bad-enum")
+    bad_enum["spec"]["runPolicy"]["cleanPodPolicy"] = "Sometimes"
+    configuration = Configuration(host="https://127.0.0.1:1")
+    configuration.retries = 0
+    nowhere = MPIJobClient(namespace, api_client=ApiClient(configuration))
+    mistakes: list[tuple[str, Any, type[SDKError]]] = [
+        ("unknown field", lambda: client.create(unknown), InvalidSpecError),
+        ("bad enum", lambda: client.create(bad_enum), InvalidSpecError),
+        ("unreachable server", lambda: nowhere.get("pi"), SDKConnectionError),
+        ("missing job", lambda: client.get("no-such-job"), NotFoundError),
+        ("missing job, deleted", lambda: client.delete("no-such-job"), NotFoundError),
+    ]
+    for what, call, error in mistakes:
+        with pytest.raises(error) as raised:
+            call()
+        assert isinstance(raised.value, SDKError), what
+    # Nothing of the refused jobs reached the API server.
+    assert client.list() == []
+
+
+def test_suspend_resume_and_a_missing_workers_log(
+    api_cluster: LocalCluster, namespace: str
+) -> None:
+    """suspend/resume patch the kind's own field (Kubeflow: runPolicy.suspend; T9k:
+    runMode.pause), and a worker that does not exist has no log to give."""
+    client = MPIJobClient(namespace, kubeconfig=api_cluster.kubeconfig)
+    client.create(pi_mpijob("pi"))
+    assert client.suspend("pi").spec.run_policy.suspend is True
+    assert client.get("pi").spec.run_policy.suspend is True
+    assert client.resume("pi").spec.run_policy.suspend is False
+    with pytest.raises(LogsUnavailableError, match="worker pod pi-worker-0 does not exist"):
+        list(client.worker_logs("pi", 0))
+    with pytest.raises(NotFoundError):
+        client.suspend("no-such-job")
+    with crds_installed(api_cluster, (T9K_CRD,)):
+        t9k_client = T9kMPIJobClient(namespace, kubeconfig=api_cluster.kubeconfig)
+        t9k_client.create(t9k_job("pi-t9k"))
+        paused = t9k_client.suspend("pi-t9k")
+        assert paused.spec.run_mode is not None and paused.spec.run_mode.pause is not None
+        assert paused.spec.run_mode.pause.is_enabled
+        resumed = t9k_client.resume("pi-t9k")
+        assert resumed.spec.run_mode is not None and resumed.spec.run_mode.pause is not None
+        assert not resumed.spec.run_mode.pause.is_enabled
+        t9k_client.delete("pi-t9k", wait=True)
+    client.delete("pi", wait=True)

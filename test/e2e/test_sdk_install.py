@@ -96,3 +96,56 @@ def test_sdk_installs_and_imports_without_the_operator_runtime(tmp_path: Path) -
         cwd=tmp_path,
     )
     assert located.stdout.startswith(str(env_dir))
+
+
+USER_CODE_OK = """
+from mpi_operator.sdk import MPIJobClient, SDKError, v2beta1
+
+spec = v2beta1.MPIJobSpec(slots_per_worker=2)
+slots: int | None = spec.slots_per_worker
+policy: v2beta1.CleanPodPolicy | None = v2beta1.RunPolicy().clean_pod_policy
+def run(client: MPIJobClient) -> str:
+    try:
+        return client.get("pi").name
+    except SDKError as e:
+        return str(e)
+"""
+USER_CODE_WRONG = """
+from mpi_operator.sdk import v2beta1
+
+slots: str = v2beta1.MPIJobSpec().slots_per_worker
+"""
+
+
+def test_mypy_checks_the_users_code_against_the_installed_sdk(tmp_path: Path) -> None:
+    """The wheel ships py.typed: mypy, pointed at a virtualenv where only the SDK is
+    installed, reads its types (a wrong one is an error, not an Any)."""
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = str(env_dir / "bin" / "python")
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", str(ROOT / "sdk")], check=True, timeout=540
+    )
+    results = {}
+    for name, code in (("ok", USER_CODE_OK), ("wrong", USER_CODE_WRONG)):
+        (tmp_path / f"{name}.py").write_text(code)
+        results[name] = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mypy",
+                "--strict",
+                "--no-incremental",
+                "--python-executable",
+                python,
+                f"{name}.py",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,  # the checkout's mpi_operator is not on the path
+            timeout=300,
+        )
+    assert results["ok"].returncode == 0, results["ok"].stdout
+    wrong = results["wrong"].stdout
+    assert results["wrong"].returncode == 1, wrong
+    assert 'Incompatible types in assignment (expression has type "int | None"' in wrong

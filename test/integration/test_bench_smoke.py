@@ -1,6 +1,6 @@
 """Smoke run of the side-by-side benchmark harness (bench/sidebyside), so it never rots.
 
-Run exactly as the README says, through ``make bench`` (with the smoke preset): one
+Run exactly as docs/development/benchmarks.md says, through ``make bench`` (with the smoke preset): one
 tiny MPIJob each way (fan-out, throughput) for both operators - ours and the
 reference Go operator v0.8.2, installed by hack/install-reference-operator.sh when
 missing (needs Go; a cold install takes a few minutes once, then it is cached) - on

@@ -219,3 +219,5 @@ def test_monitoring_component_selects_the_operator_pods() -> None:
     assert monitor["spec"]["podMetricsEndpoints"] == [
         {"port": "metrics", "path": "/metrics", "interval": "30s"}
     ]
+    # kube-prometheus-stack's Prometheus selects PodMonitors by their release label.
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"

@@ -27,7 +27,8 @@ PRINTER_COLUMNS: list[Schema] = [
         "name": "State",
         "type": "string",
         "description": (
-            "The latest true condition: Created, Running, Suspended, Succeeded or Failed."
+            "The latest true condition: Created, Running, Restarting, Suspended, Succeeded "
+            "or Failed."
         ),
         "jsonPath": ".status.state",
     },

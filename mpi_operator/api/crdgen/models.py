@@ -5,6 +5,7 @@ enums, defaults, bounds and CEL rules declared here."""
 from __future__ import annotations
 
 import copy
+import enum
 import types
 import typing
 from typing import Any
@@ -43,16 +44,29 @@ DESCRIPTIONS: dict[str, str] = {
         "MPI implementation the image uses: OpenMPI (default), Intel or MPICH."
     ),
     "RunPolicy.cleanPodPolicy": (
-        "Which pods to delete once the job finishes: None, Running or All. Defaults to None."
+        "Which worker pods are deleted once the job finishes: None keeps them all, Running "
+        "deletes those still running or pending, All deletes every one. The launcher Job "
+        "is not deleted by this policy (see ttlSecondsAfterFinished). Defaults to None."
     ),
     "RunPolicy.ttlSecondsAfterFinished": (
-        "Seconds after the job finishes before it is deleted; unset means never."
+        "Seconds after the job finishes before its launcher Job (and so the launcher pod) "
+        "is deleted; the MPIJob and its other children stay. This is the default meaning, "
+        "the reference's (ttlSecondsAfterFinishedPolicy unset or Launcher); with "
+        "ttlSecondsAfterFinishedPolicy MPIJob, the MPIJob itself is deleted, and all its "
+        "children with it. Unset: nothing is deleted."
     ),
     "RunPolicy.activeDeadlineSeconds": (
-        "Seconds the job may be active before the operator stops it and marks it failed."
+        "Seconds the launcher Job may be active (its activeDeadlineSeconds); then Kubernetes "
+        "stops it and the MPIJob fails. Unset: no deadline."
     ),
-    "RunPolicy.backoffLimit": "Retries of the launcher before the job is marked failed.",
-    "RunPolicy.schedulingPolicy": "Gang-scheduling settings passed to the PodGroup.",
+    "RunPolicy.backoffLimit": (
+        "Retries of the launcher pod (the launcher Job's backoffLimit) before the MPIJob "
+        "fails. Unset: the Job's default, 6."
+    ),
+    "RunPolicy.schedulingPolicy": (
+        "Gang-scheduling settings, copied to the job's PodGroup when the operator runs with "
+        "--gang-scheduling; ignored otherwise."
+    ),
     "RunPolicy.suspend": (
         "Whether the job is suspended: its pods are deleted and not created until it is "
         "resumed. Defaults to false."
@@ -62,18 +76,20 @@ DESCRIPTIONS: dict[str, str] = {
         "this one) or kueue.x-k8s.io/multikueue. Immutable."
     ),
     "RunPolicy.ttlSecondsAfterFinishedPolicy": (
-        "Ours, not in the reference API: what ttlSecondsAfterFinished deletes. Launcher "
-        "(unset, the reference's meaning): the launcher Job; MPIJob: the MPIJob and so all "
-        "its children."
+        "What ttlSecondsAfterFinished deletes. Launcher (the default, and the reference's "
+        "only meaning): the launcher Job; MPIJob: the MPIJob, and all its children with it. "
+        "An addition to the reference API."
     ),
     "RunPolicy.workersReadyTimeoutSeconds": (
-        "Ours, not in the reference API: seconds the workers have to be Ready after the job "
-        "started, resumed or restarted; then, if it has not run, it fails (WorkersNotReady)."
+        "Seconds the workers have to become Ready after the job starts, resumes or "
+        "restarts; a job that has not started running by then fails (reason "
+        "WorkersNotReady). Unset: no limit. An addition to the reference API."
     ),
     "RunPolicy.failurePolicy": (
-        "Ours, not in the reference API: what a failed launcher or worker pod does to the "
-        "job. Rules are tried in order and the first match acts; a failure no rule matches "
-        "restarts the job. Unset: the reference's behaviour."
+        "What a failed launcher or worker pod does to the job. Rules are tried in order and "
+        "the first that matches acts; a failure no rule matches restarts the job. Unset: "
+        "failures are handled as by the reference (the launcher Job's backoffLimit). An "
+        "addition to the reference API."
     ),
     "FailurePolicy.maxRestarts": (
         "Restarts of the whole job allowed; the next failure that would restart it fails "
@@ -125,14 +141,15 @@ DESCRIPTIONS: dict[str, str] = {
     "JobStatus.completionTime": "When the job finished (RFC 3339).",
     "JobStatus.lastReconcileTime": "When the operator last reconciled the job (RFC 3339).",
     "JobStatus.state": (
-        "Type of the latest condition that is true (Created, Running, Suspended, Succeeded, "
-        "Failed); written by this operator for display, not part of the reference API."
+        "Type of the latest condition that is true (Created, Running, Restarting, Suspended, "
+        "Succeeded or Failed), for kubectl get's STATE column. An addition to the reference "
+        "API."
     ),
     "JobStatus.restartCount": (
-        "Restarts of the whole job by its failure policy; not part of the reference API."
+        "Restarts of the whole job by its failure policy. An addition to the reference API."
     ),
     "JobStatus.lastFailure": (
-        "The pod failure that failed or last restarted the job; not part of the reference API."
+        "The pod failure that failed or last restarted the job. An addition to the reference API."
     ),
     "PodFailure": "A failed pod: which one, its first failed container, and why.",
     "PodFailure.pod": "Name of the pod.",
@@ -363,8 +380,12 @@ class ModelWalker:
         return out
 
     def type(self, where: str, tp: Any) -> Schema:
+        if typing.get_origin(tp) is typing.Annotated:
+            tp = typing.get_args(tp)[0]
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             return self.model(tp)
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            return {"type": "string"}
         if tp is bool:
             return {"type": "boolean"}
         if tp is int:

@@ -46,7 +46,7 @@ from mpi_operator.api.t9k.types import (
     Task,
     WorkerSpec,
 )
-from mpi_operator.api.t9k.validation import parse, validate
+from mpi_operator.api.t9k.validation import parse, validate, validate_defaulted
 
 __all__ = [
     "API_VERSION",
@@ -93,4 +93,5 @@ __all__ = [
     "parse",
     "set_defaults",
     "validate",
+    "validate_defaulted",
 ]

@@ -20,6 +20,7 @@ from mpi_operator.api.limits import (
     worker_cap_errors,
 )
 from mpi_operator.api.pod_template import template_errors
+from mpi_operator.api.t9k.defaults import set_defaults
 from mpi_operator.api.t9k.slots import gpu_slots
 from mpi_operator.api.t9k.types import CleanUpPolicy, MPIJob, ReplicaType
 from mpi_operator.api.v2beta1.validation import worker_hostname_errors
@@ -31,7 +32,13 @@ WORKER_REPLICAS_PATH = "spec.worker.replicas"
 
 
 def validate(job: MPIJob) -> list[FieldError]:
-    """All field errors of a defaulted T9k MPIJob; empty when it is valid."""
+    """All field errors of the T9k MPIJob once defaulted (a copy is defaulted; ``job`` is
+    left as it is); empty when it is valid."""
+    return validate_defaulted(set_defaults(job.model_copy(deep=True)))
+
+
+def validate_defaulted(job: MPIJob) -> list[FieldError]:
+    """All field errors of a T9k MPIJob already defaulted (the operator's own path)."""
     errors = _validate_name(job)
     spec = job.spec
     worker = spec.worker

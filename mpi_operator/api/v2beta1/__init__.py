@@ -38,7 +38,7 @@ from mpi_operator.api.v2beta1.types import (
     SchedulingPolicy,
     TTLPolicy,
 )
-from mpi_operator.api.v2beta1.validation import limit_errors, parse, validate
+from mpi_operator.api.v2beta1.validation import limit_errors, parse, validate, validate_defaulted
 
 __all__ = [
     "API_VERSION",
@@ -80,4 +80,5 @@ __all__ = [
     "parse",
     "set_defaults",
     "validate",
+    "validate_defaulted",
 ]

@@ -19,7 +19,7 @@ def _default_replica(spec: ReplicaSpec | None, replicas: int, restart: RestartPo
     if spec is None:
         return
     if not spec.restart_policy:
-        spec.restart_policy = restart.value
+        spec.restart_policy = restart
     if spec.replicas is None:
         spec.replicas = replicas
 
@@ -34,15 +34,15 @@ def set_defaults(job: MPIJob) -> MPIJob:
     spec = job.spec = job.spec
     spec.run_policy = spec.run_policy
     if spec.run_policy.clean_pod_policy is None:
-        spec.run_policy.clean_pod_policy = CleanPodPolicy.NONE.value
+        spec.run_policy.clean_pod_policy = CleanPodPolicy.NONE
     if spec.slots_per_worker is None:
         spec.slots_per_worker = 1
     if not spec.ssh_auth_mount_path:
         spec.ssh_auth_mount_path = DEFAULT_SSH_AUTH_MOUNT_PATH
     if not spec.mpi_implementation:
-        spec.mpi_implementation = MPIImplementation.OPEN_MPI.value
+        spec.mpi_implementation = MPIImplementation.OPEN_MPI
     if not spec.launcher_creation_policy:
-        spec.launcher_creation_policy = LauncherCreationPolicy.AT_STARTUP.value
+        spec.launcher_creation_policy = LauncherCreationPolicy.AT_STARTUP
     _default_replica(job.replica_spec(ReplicaType.LAUNCHER), 1, RestartPolicy.ON_FAILURE)
     _default_replica(job.replica_spec(ReplicaType.WORKER), 0, RestartPolicy.NEVER)
     return job

@@ -4,12 +4,13 @@ Design notes:
 
 * JSON names are the upstream ones (camelCase aliases); Python attributes are
   snake_case. ``populate_by_name`` lets code build models either way.
-* Every model allows extra fields, and ``metadata`` and pod templates are kept
-  as plain dicts, so any MPIJob JSON survives ``from_dict``/``to_dict``
+* Read from the wire, every model keeps extra fields, and ``metadata`` and pod
+  templates are plain dicts, so any MPIJob JSON survives ``from_dict``/``to_dict``
   unchanged, including fields of newer Kubernetes versions we don't know.
-* Enumerated fields are typed ``str``, not the enums below: an unknown value
-  must reach validation and come back as a field error naming the field,
-  not fail parsing with an opaque message. The enums name the valid values.
+* Enumerated fields are typed with the enums below (:data:`Enumerated`). Read from
+  the wire, an unknown value is kept as a string so that it reaches validation and
+  comes back as a field error naming the field; built in Python, it is refused at
+  once, as is an unknown field (:mod:`mpi_operator.api.object_model`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
-from mpi_operator.api.object_model import ApiModel, ApiObject
+from mpi_operator.api.object_model import ApiModel, ApiObject, Enumerated, EnumeratedOrEmpty
 
 GROUP = "kubeflow.org"
 VERSION = "v2beta1"
@@ -117,7 +118,7 @@ class SchedulingPolicy(_Model):
 
 class OnExitCodes(_Model):
     container_name: str | None = None
-    operator: str | None = None
+    operator: Enumerated[ExitCodesOperator] | None = None
     values: list[int] | None = None
 
 
@@ -128,8 +129,8 @@ class OnPodCondition(_Model):
 
 class FailurePolicyRule(_Model):
     name: str | None = None
-    action: str | None = None
-    target_replica_types: list[str] | None = None
+    action: Enumerated[FailurePolicyAction] | None = None
+    target_replica_types: list[Enumerated[ReplicaType]] | None = None
     on_exit_codes: OnExitCodes | None = None
     on_termination_reasons: list[str] | None = None
     on_pod_reasons: list[str] | None = None
@@ -145,22 +146,22 @@ class FailurePolicy(_Model):
 
 
 class RunPolicy(_Model):
-    clean_pod_policy: str | None = None
+    clean_pod_policy: Enumerated[CleanPodPolicy] | None = None
     ttl_seconds_after_finished: int | None = None
     active_deadline_seconds: int | None = None
     backoff_limit: int | None = None
     scheduling_policy: SchedulingPolicy | None = None
     suspend: bool | None = None
-    managed_by: str | None = None
+    managed_by: Enumerated[ManagedBy] | None = None
     failure_policy: FailurePolicy | None = None
-    ttl_seconds_after_finished_policy: str | None = None
+    ttl_seconds_after_finished_policy: Enumerated[TTLPolicy] | None = None
     workers_ready_timeout_seconds: int | None = None
 
 
 class ReplicaSpec(_Model):
     replicas: int | None = None
     template: dict[str, Any] = Field(default_factory=dict)
-    restart_policy: str | None = None
+    restart_policy: EnumeratedOrEmpty[RestartPolicy] | None = None
 
 
 class MPIJobSpec(_Model):
@@ -169,8 +170,8 @@ class MPIJobSpec(_Model):
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
     mpi_replica_specs: dict[str, ReplicaSpec | None] | None = None
     ssh_auth_mount_path: str | None = None
-    launcher_creation_policy: str | None = None
-    mpi_implementation: str | None = None
+    launcher_creation_policy: EnumeratedOrEmpty[LauncherCreationPolicy] | None = None
+    mpi_implementation: Enumerated[MPIImplementation] | None = None
 
 
 class JobCondition(_Model):

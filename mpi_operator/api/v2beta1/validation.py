@@ -26,6 +26,7 @@ from mpi_operator.api.limits import (
     worker_cap_errors,
 )
 from mpi_operator.api.pod_template import template_errors
+from mpi_operator.api.v2beta1.defaults import set_defaults
 from mpi_operator.api.v2beta1.failure_policy_validation import run_policy_errors
 from mpi_operator.api.v2beta1.types import (
     CleanPodPolicy,
@@ -65,7 +66,13 @@ def dns1035_label_errors(value: str) -> list[str]:
 
 
 def validate(job: MPIJob) -> list[FieldError]:
-    """All field errors of a defaulted MPIJob; empty when it is valid."""
+    """All field errors of the MPIJob once defaulted (a copy is defaulted; ``job`` is
+    left as it is), as the operator reports them; empty when it is valid."""
+    return validate_defaulted(set_defaults(job.model_copy(deep=True)))
+
+
+def validate_defaulted(job: MPIJob) -> list[FieldError]:
+    """All field errors of an MPIJob already defaulted (the operator's own path)."""
     return _validate_name(job) + _validate_spec(job)
 
 

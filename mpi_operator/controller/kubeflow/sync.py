@@ -24,7 +24,7 @@ from mpi_operator.api.v2beta1 import (
     limit_errors,
     parse,
     set_defaults,
-    validate,
+    validate_defaulted,
 )
 from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.builders.kubeflow.worker import worker_replicas
@@ -79,7 +79,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if (shared.get("metadata") or {}).get("deletionTimestamp"):
             return
         # Ours: the size limits (worker cap, ConfigMap size), before anything is written.
-        errors = validate(job) + limit_errors(job, self.ctx.options.cluster_domain)
+        errors = validate_defaulted(job) + limit_errors(job, self.ctx.options.cluster_domain)
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return

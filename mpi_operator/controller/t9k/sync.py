@@ -28,7 +28,7 @@ from mpi_operator.api.t9k import (
     ReplicaType,
     parse,
     set_defaults,
-    validate,
+    validate_defaulted,
 )
 from mpi_operator.builders.t9k.common import launcher_name
 from mpi_operator.builders.t9k.pods import (
@@ -82,7 +82,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         except InvalidObjectError as err:
             report_invalid(self.ctx.recorder, job_reference(shared), key, str(err))
             return
-        errors = validate(job)
+        errors = validate_defaulted(job)
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return

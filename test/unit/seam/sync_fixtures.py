@@ -36,7 +36,7 @@ Obj = dict[str, Any]
 #: A job's workers deleted in one request (a delete of the pods collection).
 DELETE_WORKERS = ("deletecollection", "pods", "")
 
-# Documented behaviour (README), spelled out here rather than imported, so that a
+# Documented behaviour (docs/), spelled out here rather than imported, so that a
 # change of the code's constants is caught by the tests.
 #: The reason of the Warning a persistently failing sync puts on its MPIJob.
 SYNC_FAILED = "SyncFailed"

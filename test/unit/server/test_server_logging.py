@@ -243,3 +243,27 @@ def test_tracebacks_have_no_locals_and_no_key_material(fmt: str) -> None:
         for line in _lines(out):
             frames = json.loads(line)["exception"][0]["frames"]
             assert frames and all("locals" not in f for f in frames)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("stream", "expected"),
+    [(_Terminal(), "console"), (io.StringIO(), "json")],
+    ids=["terminal", "pipe"],
+)
+def test_auto_format_is_console_on_a_terminal_and_json_otherwise(
+    stream: io.StringIO, expected: str
+) -> None:
+    configure_logging("auto", "info", stream=stream)
+    structlog.get_logger().info("hello", mpijob="team/pi")
+    line = stream.getvalue().strip()
+    if expected == "json":
+        assert json.loads(line)["mpijob"] == "team/pi"
+    else:
+        assert "hello" in line and "team/pi" in line
+        with pytest.raises(ValueError):
+            json.loads(line)

@@ -32,7 +32,7 @@ def test_defaults_equal_upstream() -> None:
     opts = parse_args([], environ={})
     fields = dataclasses.asdict(opts)
     assert {k: fields[k] for k in UPSTREAM_DEFAULTS} == UPSTREAM_DEFAULTS
-    assert opts.log_format == "json"
+    assert opts.log_format == "auto"  # console on a terminal, else json
     assert opts.log_level == "info"
     assert opts.healthz_port == 8080
     assert opts.healthz_bind_address == "0.0.0.0"
@@ -370,3 +370,31 @@ def test_namespace_list_rejected(
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert "argument --namespace: " in err and message in err, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["--kubeconfig", "/x"], "--kubeconfig (did you mean --kubeConfig?)"),
+        (["--kubeconfig=/x"], "--kubeconfig=/x (did you mean --kubeConfig?)"),
+        (["-kubeconfig", "/x"], "-kubeconfig (did you mean --kubeConfig?)"),
+        (["--lock_namespace", "x"], "(did you mean --lock-namespace?)"),
+        (["--threadines", "2"], "(did you mean --threadiness?)"),
+    ],
+)
+def test_a_misspelt_flag_gets_a_hint(
+    argv: list[str], hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_args(argv, environ={})
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" in err and hint in err
+
+
+def test_an_unknown_flag_with_no_likely_meaning_gets_no_hint(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--no-such-flag"], environ={})
+    assert "did you mean" not in capsys.readouterr().err

@@ -1,0 +1,61 @@
+"""Every example names an image that pulls as written (a public image of the reference's
+examples, which `make node` also builds for the local real node), or a placeholder
+(``<registry>/...``) that the user must replace, with the Dockerfile that builds it
+next to the YAML and the examples README saying so."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+# Published by the reference operator's project (Docker Hub).
+PUBLIC = {
+    "mpioperator/mpi-pi:openmpi",
+    "mpioperator/mpi-pi:mpich",
+    "mpioperator/mpi-pi:intel",
+    "mpioperator/tensorflow-benchmarks:latest",
+}
+PLACEHOLDER = "<registry>/"
+
+
+def _images(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "image" and isinstance(value, str):
+                yield value
+            else:
+                yield from _images(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _images(value)
+
+
+FILES = sorted(EXAMPLES.rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_each_image_pulls_or_is_a_placeholder_with_its_dockerfile(path: Path) -> None:
+    images = {i for doc in yaml.safe_load_all(path.read_text()) for i in _images(doc)}
+    assert images
+    readme = (EXAMPLES / "v2beta1" / "README.md").read_text()
+    for image in images:
+        if image in PUBLIC:
+            continue
+        assert image.startswith(PLACEHOLDER), f"{image}: neither public nor a placeholder"
+        name = image.removeprefix(PLACEHOLDER)
+        dockerfile = (path.parent / "Dockerfile").read_text()
+        assert f"docker build -t {image} " in dockerfile
+        assert f"placeholder: `{image}`" in readme, name
+        assert "replace" in path.read_text().splitlines()[0]
+
+
+def test_examples_readme_says_where_make_demo_runs() -> None:
+    readme = (EXAMPLES / "v2beta1" / "README.md").read_text()
+    assert "`make demo` runs `pi/pi.yaml` on a local control plane with a real node" in readme
+    assert "`make demo DEMO_ARGS=--kwok`" in readme
