@@ -21,7 +21,7 @@ from mpi_operator.api.scheduling import (
 )
 from mpi_operator.api.v2beta1 import MPIJob, ReplicaSpec, ReplicaType
 from mpi_operator.builders.kubeflow.common import controller_owner_reference
-from mpi_operator.builders.meta import deep_copy
+from mpi_operator.builders.meta import deep_copy, own_dict
 
 POD_GROUP_KIND = "PodGroup"
 POD_GROUP_PLURAL = "podgroups"
@@ -254,23 +254,16 @@ def overwritten_scheduler_name(template: Mapping[str, Any], gang: GangScheduling
 
 
 def decorate_pod_template(template: Mapping[str, Any], job_name: str, gang: GangScheduling) -> Obj:
-    """A copy of ``template`` set up for gang scheduling in the job's PodGroup."""
-    result: Obj = deep_copy(dict(template))
-    spec = result.get("spec")
-    if not isinstance(spec, dict):
-        spec = result["spec"] = {}
-    spec["schedulerName"] = gang.scheduler_name
-    metadata = result.get("metadata")
-    if not isinstance(metadata, dict):
-        metadata = result["metadata"] = {}
+    """A copy of ``template`` set up for gang scheduling in the job's PodGroup; it shares
+    with ``template`` everything but the objects on the way to the fields it sets."""
+    result: Obj = dict(template)
+    own_dict(result, "spec")["schedulerName"] = gang.scheduler_name
+    metadata = own_dict(result, "metadata")
     if gang.kind is GangKind.VOLCANO:
         key, field, value = VOLCANO_GROUP_NAME_ANNOTATION, "annotations", job_name
     else:
         key, field, value = SCHEDULER_PLUGINS_POD_GROUP_LABEL, "labels", job_name
-    entries = metadata.get(field)
-    if not isinstance(entries, dict):
-        entries = metadata[field] = {}
-    entries[key] = value
+    own_dict(metadata, field)[key] = value
     return result
 
 
