@@ -23,6 +23,7 @@ from mpi_operator.api.limits import (
     ConfigShape,
     byte_length,
     config_map_errors,
+    template_limit_errors,
     worker_cap_errors,
 )
 from mpi_operator.api.pod_template import template_errors
@@ -220,8 +221,10 @@ def _validate_replica_spec(spec: ReplicaSpec, path: str) -> list[FieldError]:
         errors.append(
             required(f"{path}.template.spec.containers", "must define at least one container")
         )
-    # Ours: the CRD leaves the template's metadata free; the builders need its types.
-    return errors + template_errors(spec.template, f"{path}.template")
+    # Ours: every pod repeats the template, so its size and nesting are bounded (the CRD
+    # leaves its metadata free); its shape is read only then (its errors print values).
+    limits = template_limit_errors(spec.template, f"{path}.template")
+    return errors + (limits or template_errors(spec.template, f"{path}.template"))
 
 
 def _pydantic_path(loc: tuple[int | str, ...]) -> str:
