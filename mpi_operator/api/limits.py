@@ -118,37 +118,32 @@ def _key_path(path: str, key: object) -> str:
 
 def nesting_errors(value: Any, path: str, limit: int = MAX_NESTING_DEPTH) -> list[FieldError]:
     """An error naming the first field under ``path`` that is nested deeper than ``limit``
-    objects and lists (``value`` itself is level 1). A loop, not a recursion, that stops
-    there: no depth costs more than the nodes above the limit, and a node's path is only
-    spelt out for the error (each node keeps a link to its parent's, and its key)."""
-    Trail = tuple[Any, object] | None  # (the parent's trail, this node's key or index)
-    stack: list[tuple[Any, int, Trail]] = [(value, 1, None)]
-    while stack:
-        node, depth, trail = stack.pop()
-        if isinstance(node, dict):
-            items: Any = node.items()
-        elif isinstance(node, list):
-            items = enumerate(node)
-        else:
-            continue
-        if depth > limit:
-            detail = (
-                f"must be nested at most {limit} objects and lists deep "
-                f"(counted from {path}); this is level {depth}"
-            )
-            return [invalid(_spell(path, trail), depth, detail)]
-        stack.extend((child, depth + 1, (trail, key)) for key, child in items)
-    return []
-
-
-def _spell(path: str, trail: tuple[Any, object] | None) -> str:
-    keys: list[object] = []
-    while trail is not None:
-        trail, key = trail
-        keys.append(key)
+    objects and lists (``value`` itself is level 1). The walk stops there, so that its
+    recursion never goes past ``limit + 1`` calls whatever the depth, and the path is
+    only spelt out for the error."""
+    keys = _past(value, 1, limit) if isinstance(value, dict | list) else None
+    if keys is None:
+        return []
+    where = path
     for key in reversed(keys):
-        path = f"{path}[{key}]" if isinstance(key, int) else _key_path(path, key)
-    return path
+        where = f"{where}[{key}]" if isinstance(key, int) else _key_path(where, key)
+    detail = f"must be nested at most {limit} objects and lists deep (counted from {path})"
+    return [invalid(where, len(keys) + 1, detail)]
+
+
+def _past(node: dict[str, Any] | list[Any], depth: int, limit: int) -> list[object] | None:
+    """The keys (innermost first) down to the first object or list below ``node`` (at
+    level ``depth``) that lies deeper than ``limit``; None when there is none."""
+    if depth > limit:
+        return []
+    items: Any = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, child in items:
+        if isinstance(child, dict | list):
+            keys = _past(child, depth + 1, limit)
+            if keys is not None:
+                keys.append(key)
+                return keys
+    return None
 
 
 def template_limit_errors(template: Any, path: str) -> list[FieldError]:
