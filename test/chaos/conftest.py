@@ -16,6 +16,9 @@ created twice, nothing is orphaned, no update is lost, and secrets never leak.
 * ``test_chaos_fanout.py``: the largest job the size limits accept (short form: 2,000
   workers at 10 qps) fanning out beside a 1-worker job: the small job's pods and
   status within 5 s, the Lease never lapses.
+* ``test_chaos_big_template.py``: the largest pod template the limits accept (64 KiB)
+  on 500 workers beside a 1-worker job: its pods within 5 s, /healthz answering
+  quickly throughout, peak RSS under 256 MiB, the Lease never lapses.
 * ``test_chaos_security.py``: SSH keys (Secrets owned by the MPIJob, unique per job,
   never in logs, events, status, metrics or health output).
 * ``test_chaos_faults.py``: real 429 and 5xx answers of kube-apiserver to the
