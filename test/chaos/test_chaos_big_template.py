@@ -4,8 +4,9 @@
 Before the fix each worker pod deep-copied its template and a slow-start batch built
 all its pods (up to 252) in one turn of the event loop: seconds without an answer to
 anything, the Lease's renewals included. Now pods share what they do not change with
-the job and the creates of a batch start one per turn. The small job's pods exist
-within 5 s, the operator stays responsive throughout (its ``/healthz`` answering time,
+the job and the creates of a batch start one per turn. The small job's pod exists
+within 5 s (by the API server's creation times: this process's own polling of the busy
+API server lags by seconds), the operator stays responsive throughout (its ``/healthz`` answering time,
 polled every 50 ms, stands for the event loop's lag: the operator exposes no lag
 metric on this branch), its peak RSS stays under 256 MiB, and the Lease never lapses.
 
@@ -19,6 +20,7 @@ import statistics
 import threading
 import time
 import urllib.parse
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,10 @@ def big_job(ns: str) -> dict[str, Any]:
     job["metadata"]["namespace"] = ns
     assert validate(set_defaults(parse(job))) == []  # the largest the limits accept
     return job
+
+
+def _stamp(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _rss_kib(pid: int, key: str) -> int:
@@ -159,6 +165,13 @@ def test_chaos_the_largest_template_on_500_workers_costs_the_operator_little(
         assert big_workers() == WORKERS
         assert leading(proc)
     peak_rss_mib = _rss_kib(proc.pid, "VmHWM") / 1024
+    # The API server's own times (to the second): this process's polling of a busy API
+    # server lags behind (4.6 s observed for a pod made in the job's second).
+    small = api(full_cluster, "GET", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/s")
+    small_pod = list_items(full_cluster, pods, SMALL_WORKER)[0]
+    created = _stamp(small["metadata"]["creationTimestamp"])
+    synced = _stamp(small["status"]["conditions"][0]["lastTransitionTime"])
+    pod_made = _stamp(small_pod["metadata"]["creationTimestamp"])
     report(
         test="largest-template-fan-out",
         workers=WORKERS,
@@ -166,6 +179,8 @@ def test_chaos_the_largest_template_on_500_workers_costs_the_operator_little(
         qps=QPS,
         big_pods_at_small=big_at_small,
         small_pods_s=round(small_s, 2),
+        small_first_sync_after_s=synced - created,
+        small_pod_after_first_sync_s=pod_made - synced,
         fan_out_s=round(fan_out_s, 1),
         healthz_samples=len(health.seconds),
         healthz_p50_ms=round(1000 * statistics.median(health.seconds), 1),
@@ -177,7 +192,7 @@ def test_chaos_the_largest_template_on_500_workers_costs_the_operator_little(
         lease_renewals=len(lease.renewals),
         lease_longest_gap_s=round(lease.longest_gap(), 2),
     )
-    assert small_s <= 5.0
+    assert pod_made - created <= 5.0
     assert health.failures == 0
     # The answering time includes this process's own HTTP client on two shared cores;
     # before the fix a 252-pod batch held the loop for seconds (the Lease lapsed).
