@@ -19,6 +19,7 @@ class ErrorType(StrEnum):
     REQUIRED = "Required value"
     INVALID = "Invalid value"
     NOT_SUPPORTED = "Unsupported value"
+    TOO_LONG = "Too long"
 
 
 # Types whose bad value is printed, as Kubernetes prints it, without quotes.
@@ -33,8 +34,8 @@ class FieldError:
     detail: str = ""
 
     def body(self) -> str:
-        if self.type is ErrorType.REQUIRED:
-            text = str(self.type)
+        if self.type in (ErrorType.REQUIRED, ErrorType.TOO_LONG):
+            text = str(self.type)  # as Kubernetes: a value too long is not printed
         elif isinstance(self.bad_value, bool):
             text = f"{self.type}: {'true' if self.bad_value else 'false'}"
         elif isinstance(self.bad_value, _PLAIN_TYPES):
@@ -49,6 +50,10 @@ class FieldError:
 
 def required(field: str, detail: str) -> FieldError:
     return FieldError(ErrorType.REQUIRED, field, None, detail)
+
+
+def too_long(field: str, detail: str) -> FieldError:
+    return FieldError(ErrorType.TOO_LONG, field, None, detail)
 
 
 def invalid(field: str, value: Any, detail: str) -> FieldError:

@@ -17,6 +17,31 @@ def deep_copy(value: Any) -> Any:
     return value
 
 
+def own_dict(parent: Obj, key: str) -> Obj:
+    """Gives ``parent`` its own shallow copy of the object at ``key`` (a new one when
+    absent or not an object) and returns it.
+
+    The pod builders' copy-on-write: a pod shares every part of its template that it
+    does not change (containers' env entries, volumes, affinity...) with the cached
+    job, and copies only the objects on the way to a change. That is safe because a
+    built pod is only serialised and sent, never changed afterwards (the labels added
+    on the way are new dicts), and the cache's jobs are never changed in place."""
+    value = parent.get(key)
+    copied: Obj = dict(value) if isinstance(value, dict) else {}
+    parent[key] = copied
+    return copied
+
+
+def own_item(parent: Obj, key: str, index: int) -> Obj:
+    """As :func:`own_dict`, for item ``index`` of the list at ``key`` (the list is
+    copied too, its other items shared)."""
+    items = list(parent[key])
+    copied: Obj = dict(items[index])
+    items[index] = copied
+    parent[key] = items
+    return copied
+
+
 def controller_reference(api_version: str, kind: str, name: str, uid: str) -> Obj:
     """The owner reference that makes an object a child of its controller."""
     return {

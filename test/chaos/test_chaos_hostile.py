@@ -77,16 +77,34 @@ def _good(name: str) -> Obj:
     return obj
 
 
-def _inflate(obj: Obj, path: str, size: int) -> None:
+def _put(obj: Obj, path: str, value: Any) -> None:
     parts = path.split(".")
     cur: Any = obj
     for p in parts[:-1]:
         cur = cur[int(p)] if isinstance(cur, list) else cur[p]
     last = parts[-1]
     if isinstance(cur, list):
-        cur[int(last)] = "a" * size
+        cur[int(last)] = value
     else:
-        cur[last] = "a" * size
+        cur[last] = value
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def _generate(obj: Obj, doc: Obj) -> None:
+    """What the case file describes instead of holding: ``inflate`` (a long string),
+    ``env_entries`` (that many small env entries) and ``nest`` (objects that deep)."""
+    for where, size in (doc.get("inflate") or {}).items():
+        _put(obj, where, "a" * size)
+    for where, count in (doc.get("env_entries") or {}).items():
+        _put(obj, where, [{"name": f"E{i:05d}", "value": "x"} for i in range(count)])
+    for where, depth in (doc.get("nest") or {}).items():
+        _put(obj, where, _nested(depth))
 
 
 def _corpus(folder: Path = CORPUS) -> list[tuple[str, Obj, str, str]]:
@@ -94,8 +112,7 @@ def _corpus(folder: Path = CORPUS) -> list[tuple[str, Obj, str, str]]:
     for path in sorted(folder.glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
         obj = doc["object"]
-        for where, size in (doc.get("inflate") or {}).items():
-            _inflate(obj, where, size)
+        _generate(obj, doc)
         cases.append((path.stem, obj, str(doc.get("field") or ""), doc.get("expect", "")))
     return cases
 

@@ -17,6 +17,7 @@ from mpi_operator.api.limits import (
     ConfigShape,
     byte_length,
     config_map_errors,
+    template_limit_errors,
     worker_cap_errors,
 )
 from mpi_operator.api.pod_template import template_errors
@@ -51,7 +52,10 @@ def validate_defaulted(job: MPIJob) -> list[FieldError]:
             )
         if not worker.cmd:
             errors.append(required("spec.worker.cmd", "must give the command mpirun runs"))
-        shape = template_errors(worker.template, "spec.worker.template")
+        # Bounded first (every pod repeats the template); its shape is read only then.
+        shape = template_limit_errors(worker.template, "spec.worker.template") or template_errors(
+            worker.template, "spec.worker.template"
+        )
         pod_spec = worker.template.get("spec") if isinstance(worker.template, dict) else None
         containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
         if not isinstance(containers, list) or not containers:

@@ -23,6 +23,7 @@ from mpi_operator.api.limits import (
     ConfigShape,
     byte_length,
     config_map_errors,
+    template_limit_errors,
     worker_cap_errors,
 )
 from mpi_operator.api.pod_template import template_errors
@@ -68,7 +69,15 @@ def dns1035_label_errors(value: str) -> list[str]:
 def validate(job: MPIJob) -> list[FieldError]:
     """All field errors of the MPIJob once defaulted (a copy is defaulted; ``job`` is
     left as it is), as the operator reports them; empty when it is valid."""
-    return validate_defaulted(set_defaults(job.model_copy(deep=True)))
+    # The templates' size and depth first: a copy of a template past them is what the
+    # limits are there to spare (too deep, it would not even copy).
+    limits = [
+        error
+        for name, spec in (job.spec.mpi_replica_specs or {}).items()
+        if spec is not None
+        for error in template_limit_errors(spec.template, f"spec.mpiReplicaSpecs[{name}].template")
+    ]
+    return limits or validate_defaulted(set_defaults(job.model_copy(deep=True)))
 
 
 def validate_defaulted(job: MPIJob) -> list[FieldError]:
@@ -227,8 +236,10 @@ def _validate_replica_spec(spec: ReplicaSpec, path: str) -> list[FieldError]:
         errors.append(
             required(f"{path}.template.spec.containers", "must define at least one container")
         )
-    # Ours: the CRD leaves the template's metadata free; the builders need its types.
-    return errors + template_errors(spec.template, f"{path}.template")
+    # Ours: every pod repeats the template, so its size and nesting are bounded (the CRD
+    # leaves its metadata free); its shape is read only then (its errors print values).
+    limits = template_limit_errors(spec.template, f"{path}.template")
+    return errors + (limits or template_errors(spec.template, f"{path}.template"))
 
 
 def _pydantic_path(loc: tuple[int | str, ...]) -> str:

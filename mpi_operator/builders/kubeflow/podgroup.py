@@ -22,7 +22,7 @@ from mpi_operator.api.scheduling import (
 )
 from mpi_operator.api.v2beta1 import MPIJob, ReplicaSpec, ReplicaType
 from mpi_operator.builders.kubeflow.common import controller_owner_reference
-from mpi_operator.builders.meta import deep_copy
+from mpi_operator.builders.meta import deep_copy, own_dict
 
 POD_GROUP_KIND = "PodGroup"
 POD_GROUP_PLURAL = "podgroups"
@@ -269,27 +269,20 @@ def overwritten_scheduler_name(template: Mapping[str, Any], gang: GangScheduling
 
 
 def decorate_pod_template(template: Mapping[str, Any], job_name: str, gang: GangScheduling) -> Obj:
-    """A copy of ``template`` set up for gang scheduling in the job's PodGroup."""
-    result: Obj = deep_copy(dict(template))
-    spec = result.get("spec")
-    if not isinstance(spec, dict):
-        spec = result["spec"] = {}
+    """A copy of ``template`` set up for gang scheduling in the job's PodGroup; it shares
+    with ``template`` everything but the objects on the way to the fields it sets."""
+    result: Obj = dict(template)
     if gang.kind is GangKind.WORKLOAD_API:
         # The pod joins the group by name; its scheduler is the one it names.
-        spec["schedulingGroup"] = {"podGroupName": job_name}
+        own_dict(result, "spec")["schedulingGroup"] = {"podGroupName": job_name}
         return result
-    spec["schedulerName"] = gang.scheduler_name
-    metadata = result.get("metadata")
-    if not isinstance(metadata, dict):
-        metadata = result["metadata"] = {}
+    own_dict(result, "spec")["schedulerName"] = gang.scheduler_name
+    metadata = own_dict(result, "metadata")
     if gang.kind is GangKind.VOLCANO:
         key, field, value = VOLCANO_GROUP_NAME_ANNOTATION, "annotations", job_name
     else:
         key, field, value = SCHEDULER_PLUGINS_POD_GROUP_LABEL, "labels", job_name
-    entries = metadata.get(field)
-    if not isinstance(entries, dict):
-        entries = metadata[field] = {}
-    entries[key] = value
+    own_dict(metadata, field)[key] = value
     return result
 
 

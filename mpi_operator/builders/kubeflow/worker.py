@@ -10,7 +10,6 @@ from mpi_operator.builders.kubeflow.common import (
     append_env,
     controller_owner_reference,
     default_labels,
-    main_container,
     run_launcher_as_worker,
     set_pod_identity,
     set_restart_policy,
@@ -18,7 +17,7 @@ from mpi_operator.builders.kubeflow.common import (
     worker_name,
 )
 from mpi_operator.builders.kubeflow.podgroup import decorate_pod_template
-from mpi_operator.builders.meta import deep_copy
+from mpi_operator.builders.meta import own_dict, own_item
 
 SSHD_COMMAND = ["/usr/sbin/sshd", "-De"]
 
@@ -38,22 +37,23 @@ def new_worker(job: MPIJob, index: int, gang: GangScheduling | None = None) -> O
     if spec is None:
         raise ValueError(f"MPIJob {job.namespace}/{job.name} has no Worker replica spec")
     name = worker_name(job, index)
-    template = deep_copy(spec.template)
+    # Copy-on-write (see own_dict): the pod shares what it does not change with the job.
+    template: Obj = dict(spec.template)
     metadata = template.get("metadata") or {}
     labels = {**(metadata.get("labels") or {}), **default_labels(job.name, WORKER)}
     labels[REPLICA_INDEX_LABEL] = worker_replica_index_label(job, index)
     template["metadata"] = {**metadata, "labels": labels}
-    pod_spec: Obj = template.setdefault("spec", {})
+    pod_spec = own_dict(template, "spec")
     set_pod_identity(pod_spec, job, name)
     # Intel MPI and MPICH workers reach the launcher by its short hostname.
     search = f"{job.name}.{job.namespace}.svc.cluster.local"
-    dns_config = pod_spec.get("dnsConfig")
-    if dns_config is None:
+    if pod_spec.get("dnsConfig") is None:
         pod_spec["dnsConfig"] = {"searches": [search]}
     else:
+        dns_config = own_dict(pod_spec, "dnsConfig")
         dns_config["searches"] = [*(dns_config.get("searches") or []), search]
     set_restart_policy(pod_spec, spec)
-    container = main_container(pod_spec)
+    container = own_item(pod_spec, "containers", 0)  # main_container(pod_spec) from here
     if not container.get("command") and not container.get("args"):
         container["command"] = list(SSHD_COMMAND)
     append_env(container, [{"name": "K_MPI_JOB_ROLE", "value": WORKER}])

@@ -29,7 +29,7 @@ from mpi_operator.api.t9k import (
     MPIJob,
     ReplicaType,
 )
-from mpi_operator.builders.meta import deep_copy
+from mpi_operator.builders.meta import own_dict, own_item
 from mpi_operator.builders.ssh import ROOT_SSH_PATH, SSH_AUTH_VOLUME, ssh_secret_volume
 from mpi_operator.builders.t9k.common import (
     GPU_RESOURCE,
@@ -140,8 +140,9 @@ def pod_run_mode(pod: Obj) -> str:
 def _pod(
     job: MPIJob, name: str, replica_type: ReplicaType, index: int, resumed: bool
 ) -> tuple[Obj, Obj]:
-    """The pod skeleton from the worker template, and its MPI container."""
-    template = deep_copy(job.worker.template)
+    """The pod skeleton from the worker template, and its MPI container. Copy-on-write
+    (see own_dict): the pod shares with the job every part it does not change."""
+    template: Obj = dict(job.worker.template)
     meta = template.get("metadata") or {}
     labels = {
         **(meta.get("labels") or {}),
@@ -149,7 +150,7 @@ def _pod(
         REPLICA_TYPE_LABEL: replica_type.value,
         REPLICA_INDEX_LABEL: str(index),
     }
-    pod_spec: Obj = template.get("spec") or {}
+    pod_spec = own_dict(template, "spec")
     scheduler = job.t9k_scheduler
     if scheduler is not None:
         labels[GROUP_NAME_LABEL] = job.name
@@ -166,8 +167,7 @@ def _pod(
     pod_spec["restartPolicy"] = "Never"
     if pod_spec.get("hostNetwork"):
         pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
-    containers = pod_spec.get("containers") or []
-    container: Obj = containers[mpi_container_index(pod_spec)]
+    container = own_item(pod_spec, "containers", mpi_container_index(pod_spec))
     pod_spec["volumes"] = [*(pod_spec.get("volumes") or []), _ssh_volume(job)]
     _mount(container, SSH_AUTH_VOLUME, job.spec.ssh.ssh_auth_mount_path or ROOT_SSH_PATH)
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
@@ -182,12 +182,13 @@ def new_worker_pod(job: MPIJob, index: int, *, resumed: bool = False) -> Obj:
 
 
 def _strip_gpus(container: Obj) -> None:
-    resources = container.get("resources")
-    if not isinstance(resources, dict):
+    if not isinstance(container.get("resources"), dict):
         return
+    resources = own_dict(container, "resources")
     for key in ("limits", "requests"):
         values = resources.get(key)
         if isinstance(values, dict) and GPU_RESOURCE in values:
+            values = own_dict(resources, key)
             del values[GPU_RESOURCE]
             if not values:
                 del resources[key]

@@ -364,11 +364,14 @@ def test_decorate_pod_template(
     assert repr(template) == snapshot
 
 
-def test_decorated_template_shares_nothing_with_the_input() -> None:
+def test_decorated_template_copies_only_what_it_changes() -> None:
+    """Copy-on-write: the objects on the way to the fields it sets are new (the input is
+    left as it was, see above); the rest, the containers here, is shared, not copied."""
     template: Obj = {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "x"}]}}
     out = decorate_pod_template(template, "j", PLUGINS)
-    out["spec"]["containers"][0]["name"] = "y"
-    out["metadata"]["labels"]["a"] = "z"
+    assert out["spec"] is not template["spec"]
+    assert out["metadata"]["labels"] is not template["metadata"]["labels"]
+    assert out["spec"]["containers"] is template["spec"]["containers"]
     assert template == {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "x"}]}}
 
 

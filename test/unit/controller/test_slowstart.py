@@ -127,3 +127,88 @@ async def test_a_job_that_needs_more_than_one_turn_takes_one_batch_on_its_first(
     )
     assert len(created) == created_now
     assert keys == (["ns/j"] if requeued else [])
+
+
+async def test_the_creates_of_a_batch_start_one_per_turn_of_the_loop() -> None:
+    """Each create builds its pod (and encodes it) before its first wait: started all
+    in one turn, a batch would hold the loop for every build in a row. A ticker task
+    advances once per turn; no two creates may start within the same turn."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    seen: list[int] = []
+
+    def make(name: str) -> Any:
+        async def create() -> Obj:
+            seen.append(ticks)  # the synchronous part: where the pod is built
+            await asyncio.sleep(0)
+            return {"metadata": {"name": name}}
+
+        return create
+
+    task = asyncio.ensure_future(ticker())
+    try:
+        pending = [(f"w-{i}", make(f"w-{i}")) for i in range(30)]
+        await create_slow_start(CreationExpectations(FakeClock()), "ns/j", pending, None)
+    finally:
+        task.cancel()
+    assert len(seen) == 30
+    assert len(set(seen)) == 30, seen
+
+
+async def test_the_creates_of_a_batch_still_run_together() -> None:
+    """Started one by one, but in flight at once: the 8 creates of the first batch all
+    wait for the last one to start."""
+    started: list[str] = []
+    all_in = asyncio.Event()
+
+    def make(name: str) -> Any:
+        async def create() -> Obj:
+            started.append(name)
+            if len(started) == 8:
+                all_in.set()
+            await asyncio.wait_for(all_in.wait(), 5)
+            return {"metadata": {"name": name}}
+
+        return create
+
+    pending = [(f"w-{i}", make(f"w-{i}")) for i in range(8)]
+    created = await create_slow_start(CreationExpectations(FakeClock()), "ns/j", pending, None)
+    assert len(created) == 8
+
+
+async def test_a_sync_cancelled_while_starting_a_batch_cancels_the_creates_started() -> None:
+    cancelled: list[str] = []
+    started: list[str] = []
+    three_in = asyncio.Event()
+
+    def make(name: str) -> Any:
+        async def create() -> Obj:
+            started.append(name)
+            if len(started) == 3:
+                three_in.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.append(name)
+                raise
+            return {}
+
+        return create
+
+    pending = [(f"w-{i}", make(f"w-{i}")) for i in range(8)]
+    sync = asyncio.ensure_future(
+        create_slow_start(CreationExpectations(FakeClock()), "ns/j", pending, None)
+    )
+    await three_in.wait()
+    sync.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await sync
+    await asyncio.sleep(0)
+    assert 3 <= len(started) < 8
+    assert sorted(cancelled) == sorted(started)
