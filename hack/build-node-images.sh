@@ -11,7 +11,9 @@
 #                 mpich     trixie, MPICH 4.2. Bookworm's MPICH 4.0.2 (ch4:ucx) deadlocks in
 #                           MPI_Finalize across pods in most runs; 4.2 finished every run tried.
 #               Each has /home/mpiuser/pi built with its own mpicxx. One debootstrap per
-#               suite: the two trixie images start from copies of the same base.
+#               suite: the two trixie images start from copies of the same base. The
+#               openmpi tag also has Debian's mpi4py (built with Open MPI) and numpy, for
+#               examples/v2beta1/mpi4py-sgd.
 #               As root, sshd runs on port 22 with Debian's configuration (T9k's workers).
 #               nslookup (bind9-dnsutils) and nc (netcat-openbsd) let the openmpi tag stand
 #               in for busybox:1.36, the T9k launcher's init container image: Debian's
@@ -122,7 +124,7 @@ make_rootfs() {
   umount -l "$rootfs/proc"
   echo "build-node-images: $tag on $suite's base in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
 }
-make_rootfs openmpi openmpi trixie openmpi-bin bind9-dnsutils netcat-openbsd
+make_rootfs openmpi openmpi trixie openmpi-bin bind9-dnsutils netcat-openbsd python3-mpi4py python3-numpy
 make_rootfs mpich mpich trixie mpich
 rm -rf "$work/base-trixie"
 make_rootfs openmpi4 openmpi bookworm openmpi-bin
