@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the images of the `real` local cluster shape, only when missing, into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/<key>/ (outside the checkout;
-# <key> changes whenever an input changes: this script, pi.cc, the pause program):
+# <key> changes whenever an input changes: this script, pi.cc, sgd.py, the pause program):
 #   mpi-pi.tar  an OCI archive with three tags, each from `debootstrap --variant=minbase`
 #               plus its MPI and openssh-server, user mpiuser (1000), sshd on port 2222 as
 #               in examples/v2beta1/pi/Dockerfile (and the reference's mpi-pi images):
@@ -12,8 +12,8 @@
 #                           MPI_Finalize across pods in most runs; 4.2 finished every run tried.
 #               Each has /home/mpiuser/pi built with its own mpicxx. One debootstrap per
 #               suite: the two trixie images start from copies of the same base. The
-#               openmpi tag also has Debian's mpi4py (built with Open MPI) and numpy, for
-#               examples/v2beta1/mpi4py-sgd.
+#               openmpi tag also has Debian's mpi4py (built with Open MPI) and numpy, and
+#               /home/mpiuser/sgd.py (examples/v2beta1/mpi4py-sgd).
 #               As root, sshd runs on port 22 with Debian's configuration (T9k's workers).
 #               nslookup (bind9-dnsutils) and nc (netcat-openbsd) let the openmpi tag stand
 #               in for busybox:1.36, the T9k launcher's init container image: Debian's
@@ -29,8 +29,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PI_SRC="$ROOT/examples/v2beta1/pi/pi.cc"
+SGD_SRC="$ROOT/examples/v2beta1/mpi4py-sgd/sgd.py"
 PAUSE_SRC="$ROOT/hack/tools/pause"
-key_hash="$(cat "${BASH_SOURCE[0]}" "$PI_SRC" "$PAUSE_SRC/main.go" "$PAUSE_SRC/go.mod" | sha256sum | cut -c1-12)"
+key_hash="$(cat "${BASH_SOURCE[0]}" "$PI_SRC" "$SGD_SRC" "$PAUSE_SRC/main.go" "$PAUSE_SRC/go.mod" | sha256sum | cut -c1-12)"
 OUT="${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/bookworm-trixie_${key_hash}"
 
 if [[ "${1:-}" == "--print-dir" ]]; then
@@ -125,6 +126,7 @@ make_rootfs() {
   echo "build-node-images: $tag on $suite's base in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
 }
 make_rootfs openmpi openmpi trixie openmpi-bin bind9-dnsutils netcat-openbsd python3-mpi4py python3-numpy
+install -m 0644 -o 1000 -g 1000 "$SGD_SRC" "$work/rootfs-openmpi/home/mpiuser/sgd.py"
 make_rootfs mpich mpich trixie mpich
 rm -rf "$work/base-trixie"
 make_rootfs openmpi4 openmpi bookworm openmpi-bin

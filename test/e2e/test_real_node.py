@@ -9,6 +9,8 @@ reaching every worker, and each rank on the host the hostfile gives it
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import os
 import re
 import signal
@@ -266,6 +268,43 @@ def test_run_launcher_as_worker_puts_a_rank_on_the_launcher(
     hosts, slots = kubeflow_hosts(job)
     assert hosts == ["pi-law-launcher", "pi-law-worker-0", "pi-law-worker-1"], hosts
     assert_placement(real_cluster, real_ns, "pi-law", log, hosts=hosts, slots=slots)
+
+
+def _sgd_module() -> Any:
+    """examples/v2beta1/mpi4py-sgd/sgd.py, imported (numpy only; mpi4py only in main)."""
+    path = EXAMPLES / "mpi4py-sgd" / "sgd.py"
+    spec = importlib.util.spec_from_file_location("sgd_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_mpi4py_sgd_example_trains_as_one_process_would(
+    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
+) -> None:
+    """Data-parallel gradient descent over two workers' ranks (Open MPI 5): the loss
+    falls every epoch, and the final weights equal a single process's on all the rows."""
+    job = load_mpijob(EXAMPLES / "mpi4py-sgd" / "sgd.yaml")
+    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
+    hosts, slots = kubeflow_hosts(job)
+    assert_placement(real_cluster, real_ns, "mpi4py-sgd", log, hosts=hosts, slots=slots)
+    losses = [float(v) for v in re.findall(r"^epoch \d+ loss (\S+)$", log, re.M)]
+    sgd = _sgd_module()
+    assert len(losses) == sgd.EPOCHS, log
+    assert all(b < a for a, b in itertools.pairwise(losses)), losses
+    assert losses[-1] < 0.5 * losses[0], losses
+    weights = re.search(r"^weights ((?:\S+ ?)+)$", log, re.M)
+    assert weights, log
+    x, y = sgd.dataset()
+    single, single_losses = sgd.train(x, y, len(y))
+    ran = [float(v) for v in weights[1].split()]
+    assert max(abs(a - b) for a, b in zip(ran, single, strict=True)) < 1e-9, (ran, single)
+    assert max(abs(a - b) for a, b in zip(losses, single_losses, strict=True)) < 1e-9
+    checksum = re.search(r"weights checksum (\S+) \(2 ranks\)", log)
+    assert checksum and abs(float(checksum[1]) - sgd.checksum(single)) < 1e-8, log
+    spread = re.search(r"largest weight difference between ranks (\S+)", log)
+    assert spread and float(spread[1]) < 1e-12, log
 
 
 def _ready_since(pod: Obj) -> str:
