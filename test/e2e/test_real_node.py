@@ -344,13 +344,25 @@ def t9k_crd(real_cluster: LocalCluster) -> Iterator[None]:
         yield
 
 
+@pytest.mark.parametrize("stack", ["openmpi", "openmpi4"])
 def test_t9k_generated_mpirun_line_runs_the_program(
-    real_cluster: LocalCluster, real_ns: str, t9k_crd: None, operator: OperatorProcess
+    real_cluster: LocalCluster,
+    real_ns: str,
+    t9k_crd: None,
+    operator: OperatorProcess,
+    stack: str,
 ) -> None:
+    """The line runs on Open MPI 5 and 4.1. Its hostfile is an explicit --hostfile, which
+    both read. Its `--mca orte_*` names mean something only to Open MPI 4 (ORTE): under
+    Open MPI 5 they reach the ranks' environment only, so only 4.1 tags the output. (Open
+    MPI 5 still reaches the workers by the hostfile's full names: PRRTE's ssh launcher
+    uses a host's name as the hostfile gives it.)"""
     (job,) = docs(T9K_PI)
     # Debian's Open MPI lives under /usr; orte_tag_output shows that the mca reached mpirun.
     job["spec"]["mpiHome"] = "/usr"
     job["spec"]["mca"]["orte_tag_output"] = "1"
+    template = job["spec"]["worker"]["template"]
+    template["spec"]["containers"][0]["image"] = f"mpioperator/mpi-pi:{stack}"
     apply(real_cluster, real_ns, on_real_node(job))
     path = f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{real_ns}/mpijobs/pi-t9k"
 
@@ -373,7 +385,7 @@ def test_t9k_generated_mpirun_line_runs_the_program(
     assert command[: len(expected)] == expected, command
     assert command[-4:] == ["--allow-run-as-root", "-np", "2", "/home/mpiuser/pi"], command
     log = _launcher_log(real_cluster, real_ns, "pi-t9k")
-    assert re.search(r"\[1,0\]<stdout>:pi is approximately 3\.14\d+ \(2 ranks", log), log
-    assert re.search(r"\[1,1\]<stdout>:rank 1 of 2 on pi-t9k-worker-\d", log), log
+    tag = r"\[1,0\]<stdout>:" if stack == "openmpi4" else "^"
+    assert re.search(tag + r"pi is approximately 3\.14\d+ \(2 ranks", log, re.M), log
     workers = ["pi-t9k-worker-0", "pi-t9k-worker-1"]
     assert_placement(real_cluster, real_ns, "pi-t9k", log, hosts=workers, slots=1)
