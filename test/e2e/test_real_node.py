@@ -300,7 +300,8 @@ def test_mpi4py_sgd_example_trains_as_one_process_would(
     single, single_losses = sgd.train(x, y, len(y))
     ran = [float(v) for v in weights[1].split()]
     assert max(abs(a - b) for a, b in zip(ran, single, strict=True)) < 1e-9, (ran, single)
-    assert max(abs(a - b) for a, b in zip(losses, single_losses, strict=True)) < 1e-9
+    # The log prints the losses to 6 decimals.
+    assert max(abs(a - b) for a, b in zip(losses, single_losses, strict=True)) <= 5e-7
     checksum = re.search(r"weights checksum (\S+) \(2 ranks\)", log)
     assert checksum and abs(float(checksum[1]) - sgd.checksum(single)) < 1e-8, log
     spread = re.search(r"largest weight difference between ranks (\S+)", log)

@@ -61,6 +61,10 @@ def _implementation_env(implementation: str, slots: int) -> list[Obj]:
             {"name": "PRTE_MCA_prte_default_hostfile", "value": _HOSTFILE_PATH},
             {"name": "PRTE_MCA_plm_ssh_args", "value": _SSH_RETRY_ARGS},
             {"name": "PRTE_MCA_prte_set_default_slots", "value": str(slots)},
+            # ORTE resolved a hostfile name to tell whether it is the launcher's own
+            # (runLauncherAsWorker); PRRTE compares names only unless told to resolve, and
+            # the launcher's full name is not its host name: it would ssh to itself.
+            {"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"},
         ]
     if implementation == MPIImplementation.INTEL:
         return [

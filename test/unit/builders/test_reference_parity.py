@@ -14,7 +14,8 @@ the same to ours on write).
 
 One difference is deliberate (a bug fix, in README's differences): an OpenMPI
 launcher also carries PRRTE's names for the reference's four ``OMPI_MCA_``
-variables, right after them, with the same values (Open MPI 5 reads only those).
+variables, right after them, with the same values (Open MPI 5 reads only those),
+then ``PRTE_MCA_prte_do_not_resolve=false``.
 ``_with_prrte_env`` adds them to the reference's output; nothing else differs.
 """
 
@@ -95,6 +96,10 @@ PRRTE_NAMES = {
 }
 
 
+#: ORTE resolved hostfile names to find the launcher's own; PRRTE must be told to.
+PRRTE_RESOLVE = {"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"}
+
+
 def _with_prrte_env(golden: dict[str, Any]) -> dict[str, Any]:
     """The reference's output with PRRTE's variables after its ORTE ones, on an
     OpenMPI job's launcher."""
@@ -108,7 +113,8 @@ def _with_prrte_env(golden: dict[str, Any]) -> dict[str, Any]:
                 continue
             assert [e["name"] for e in orte] == list(PRRTE_NAMES), orte
             at = env.index(orte[-1]) + 1
-            env[at:at] = [{**e, "name": PRRTE_NAMES[e["name"]]} for e in orte]
+            prrte = [{**e, "name": PRRTE_NAMES[e["name"]]} for e in orte]
+            env[at:at] = [*prrte, PRRTE_RESOLVE]
     return golden
 
 

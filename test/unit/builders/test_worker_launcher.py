@@ -51,6 +51,7 @@ OMPI_ENV = [
     {"name": "PRTE_MCA_prte_default_hostfile", "value": "/etc/mpi/hostfile"},
     {"name": "PRTE_MCA_plm_ssh_args", "value": "-o ConnectionAttempts=10"},
     {"name": "PRTE_MCA_prte_set_default_slots", "value": "1"},
+    {"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"},
     {"name": "NVIDIA_VISIBLE_DEVICES"},
     {"name": "NVIDIA_DRIVER_CAPABILITIES"},
 ]
@@ -238,7 +239,7 @@ def _launcher_as_worker() -> dict[str, Any]:
     template["metadata"]["labels"]["training.kubeflow.org/replica-index"] = "0"
     slots = {"name": "OMPI_MCA_orte_set_default_slots", "value": "2"}
     prte_slots = {"name": "PRTE_MCA_prte_set_default_slots", "value": "2"}
-    env = [*OMPI_ENV[:4], slots, *OMPI_ENV[5:8], prte_slots]
+    env = [*OMPI_ENV[:4], slots, *OMPI_ENV[5:8], prte_slots, OMPI_ENV[9]]
     template["spec"]["containers"][0]["env"] = env
     return want
 
