@@ -101,7 +101,11 @@ make_rootfs() {
     openssh-server openssh-client "$@" "${build_pkgs[@]}"
   cp "$PI_SRC" "$rootfs/tmp/pi.cc"
   step "compiling pi.cc with $mpi ($tag)" in_root "mpicxx.$mpi" -O2 -o /tmp/pi /tmp/pi.cc
-  step "removing the compilers ($tag)" in_root apt-get -q purge -y --auto-remove "${build_pkgs[@]}"
+  # Only what an installed package depends on stays: numpy suggests gcc, which would
+  # keep the whole toolchain (and perl, autoconf) under apt's default rules.
+  step "removing the compilers ($tag)" in_root apt-get -q purge -y --auto-remove \
+    -o APT::AutoRemove::SuggestsImportant=false -o APT::AutoRemove::RecommendsImportant=false \
+    "${build_pkgs[@]}"
   step "adding mpiuser ($tag)" in_root useradd --create-home --uid 1000 --shell /bin/bash mpiuser
   # mpiuser's sshd listens on 2222; root's (T9k's workers) on 22.
   printf 'Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\nMatch localuser mpiuser\n  Port 2222\n' \
