@@ -97,9 +97,10 @@ deploy-manifests: venv
 # Runs examples/v2beta1/pi/pi.yaml for real (containers on the real node) on a local
 # cluster with the operator, prints the launcher's log, then stops everything it
 # started. DEMO_ARGS=--kwok: the fast demo on KWOK's fake nodes, which needs no real node:
-# neither root nor Debian's packages.
+# neither root nor Debian's packages. MPI=openmpi (Open MPI 5, the default), openmpi4
+# (Open MPI 4.1) or mpich: pi on that stack's image.
 demo: venv binaries $(if $(findstring --kwok,$(DEMO_ARGS)),,node)
-	@$(BIN)/python -m devcluster.demo $(DEMO_ARGS)
+	@$(BIN)/python -m devcluster.demo $(strip $(if $(MPI),--mpi=$(MPI)) $(DEMO_ARGS))
 
 # Regenerates crd/kubeflow.org_mpijobs.yaml from the models and a local kube-apiserver,
 # and crd/t9k/ from the T9k models.

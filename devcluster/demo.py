@@ -1,6 +1,6 @@
 """``make demo``: an MPIJob from ``examples/`` run to completion on a local control plane.
 
-``python -m devcluster.demo [--kwok] [--example FILE] [--fresh] [--timeout S]``
+``python -m devcluster.demo [--kwok] [--mpi STACK] [--example FILE] [--fresh] [--timeout S]``
 
 1. Reuses the cluster of ``make cluster-up`` (``.cluster/``) when it is running with
    the shape wanted, otherwise starts one in a temporary directory: the ``real``
@@ -9,13 +9,15 @@
 2. Installs the MPIJob CRD of ``crd/``.
 3. Starts the operator (the ``mpi-operator`` command) against the cluster,
    watching one fresh namespace.
-4. Applies the example (``examples/v2beta1/pi/pi.yaml`` by default) with
+4. Applies the example (``examples/v2beta1/pi/pi.yaml`` by default; with ``--mpi``,
+   pi on that stack's image of the real node: ``openmpi`` (Open MPI 5, the default),
+   ``openmpi4`` (Open MPI 4.1) or ``mpich`` (pi-mpich.yaml)) with
    ``kubectl``: on the real node (its nodeSelector and toleration added), or with
    ``--kwok`` with the KWOK annotation that makes its launcher finish after a few
    seconds.
 5. Prints a line whenever the job's state, conditions or children change, then a
    summary of what the operator created and, on the real node, the launcher's log
-   (the value of pi the program computed).
+   (the value of pi the program computed) and the host each rank ran on.
 
 Everything it started (operator, namespace, a fresh cluster) is stopped on the
 way out, including on Ctrl-C. Exit status: 0 when the job Succeeded, 1 otherwise
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import shutil
 import sys
 import tempfile
@@ -46,6 +49,13 @@ from .sample_jobs import on_real_node, with_kwok_behaviour
 Obj = dict[str, Any]
 
 DEFAULT_EXAMPLE = Path("examples/v2beta1/pi/pi.yaml")
+#: The real node's MPI stacks (hack/build-node-images.sh's tags) and their pi example.
+MPI_EXAMPLES = {
+    "openmpi": DEFAULT_EXAMPLE,
+    "openmpi4": DEFAULT_EXAMPLE,
+    "mpich": Path("examples/v2beta1/pi/pi-mpich.yaml"),
+}
+RANK_LINE = re.compile(r"rank (\d+) of (\d+) on (\S+)")
 LAUNCHER_RUNS_FOR = "4s"
 WORKERS_START_AFTER = "1s"
 POLL_INTERVAL = 0.3
@@ -235,13 +245,30 @@ def wait(check: Callable[[], bool], timeout: float, what: str, operator: Operato
         time.sleep(POLL_INTERVAL)
 
 
+def with_mpi(job: Obj, mpi: str) -> Obj:
+    """The job with every container on the real node's image of ``mpi``; MPICH's
+    launcher waits for Ready workers (its mpirun waits forever on an unresolved name)."""
+    for spec in job["spec"]["mpiReplicaSpecs"].values():
+        for container in spec["template"]["spec"]["containers"]:
+            container["image"] = f"mpioperator/mpi-pi:{mpi}"
+    if mpi == "mpich":
+        job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    return job
+
+
 def print_launcher_log(cluster: LocalCluster, namespace: str, name: str, out: TextIO) -> None:
-    """The launcher pod's log, as ``kubectl logs`` shows it (the kubelet serves it)."""
+    """The launcher pod's log, as ``kubectl logs`` shows it (the kubelet serves it), then
+    the host of each rank that printed one."""
     result = cluster.kubectl("logs", "-n", namespace, f"job/{name}-launcher", check=False)
     print(f"The launcher's log (kubectl logs job/{name}-launcher):", file=out)
     text = result.stdout if result.returncode == 0 else result.stderr
     for line in text.rstrip().splitlines():
         print(f"  {line}", file=out)
+    ranks = sorted((int(r), host) for r, _, host in RANK_LINE.findall(text))
+    if ranks:
+        print("Where the ranks ran:", file=out)
+        for rank, host in ranks:
+            print(f"  rank {rank} on {host}", file=out)
 
 
 def run(
@@ -251,6 +278,7 @@ def run(
     out: TextIO,
     launcher_runs_for: str = LAUNCHER_RUNS_FOR,
     kwok: bool = False,
+    mpi: str | None = None,
 ) -> int:
     def say(message: str) -> None:
         print(f"demo: {message}", file=out, flush=True)
@@ -262,7 +290,8 @@ def run(
             start_delay=WORKERS_START_AFTER,
         )
     else:
-        job = on_real_node(load_mpijob(example))
+        job = load_mpijob(example)
+        job = on_real_node(with_mpi(job, mpi) if mpi else job)
     name = job["metadata"]["name"]
     with local_cluster(fresh, say, FULL if kwok else REAL) as cluster:
         crds = cluster.install_crds([repo_root() / "crd" / "kubeflow.org_mpijobs.yaml"])
@@ -341,6 +370,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the fast demo: KWOK's fake nodes (full shape), no containers, no root needed",
     )
+    parser.add_argument(
+        "--mpi",
+        choices=[*MPI_EXAMPLES, "intel"],
+        default=None,
+        help="the real node's MPI stack for pi (default: the example's image, openmpi: Open MPI 5)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for the job to end")
     parser.add_argument(
         "--launcher-runs-for",
@@ -349,9 +384,24 @@ def main(argv: list[str] | None = None) -> int:
         help=f"with --kwok: how long the launcher runs (Go duration; {LAUNCHER_RUNS_FOR})",
     )
     args = parser.parse_args(argv)
-    example = args.example or repo_root() / DEFAULT_EXAMPLE
+    if args.mpi == "intel":
+        print(
+            "demo: error: the real node has no Intel MPI image yet (hack/build-node-images.sh "
+            "builds openmpi, openmpi4 and mpich)",
+            file=sys.stderr,
+        )
+        return 1
+    example = args.example or repo_root() / MPI_EXAMPLES.get(args.mpi, DEFAULT_EXAMPLE)
     try:
-        return run(example, args.fresh, args.timeout, sys.stdout, args.launcher_runs_for, args.kwok)
+        return run(
+            example,
+            args.fresh,
+            args.timeout,
+            sys.stdout,
+            args.launcher_runs_for,
+            args.kwok,
+            args.mpi,
+        )
     except (BinariesMissingError, ClusterError, DemoError, TimeoutError, OSError) as err:
         print(f"demo: error: {err}", file=sys.stderr)
         return 1

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Builds the images of the `real` local cluster shape, only when missing, into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/<key>/ (outside the checkout;
-# <key> changes whenever an input changes: this script, pi.cc, the pause program):
-#   mpi-pi.tar  an OCI archive with two tags, each from `debootstrap --variant=minbase`
+# <key> changes whenever an input changes: this script, pi.cc, sgd.py, the pause program):
+#   mpi-pi.tar  an OCI archive with three tags, each from `debootstrap --variant=minbase`
 #               plus its MPI and openssh-server, user mpiuser (1000), sshd on port 2222 as
-#               in examples/v2beta1/pi/Dockerfile:
-#                 openmpi  bookworm, Open MPI 4.1; /home/mpiuser/pi built with its mpicxx
-#                 mpich    trixie, MPICH 4.2; /home/mpiuser/pi built with its mpicxx. Bookworm's
-#                          MPICH 4.0.2 (ch4:ucx) deadlocks in MPI_Finalize across pods in
-#                          most runs; 4.2 finished every run tried.
+#               in examples/v2beta1/pi/Dockerfile (and the reference's mpi-pi images):
+#                 openmpi   trixie, Open MPI 5.0 (PRRTE launches the ranks); the reference's
+#                           mpi-pi:openmpi is laid out the same way
+#                 openmpi4  bookworm, Open MPI 4.1 (ORTE)
+#                 mpich     trixie, MPICH 4.2. Bookworm's MPICH 4.0.2 (ch4:ucx) deadlocks in
+#                           MPI_Finalize across pods in most runs; 4.2 finished every run tried.
+#               Each has /home/mpiuser/pi built with its own mpicxx. One debootstrap per
+#               suite: the two trixie images start from copies of the same base. The
+#               openmpi tag also has Debian's mpi4py (built with Open MPI) and numpy, and
+#               /home/mpiuser/sgd.py (examples/v2beta1/mpi4py-sgd).
 #               As root, sshd runs on port 22 with Debian's configuration (T9k's workers).
 #               nslookup (bind9-dnsutils) and nc (netcat-openbsd) let the openmpi tag stand
 #               in for busybox:1.36, the T9k launcher's init container image: Debian's
 #               busybox has no `nc -z` and its nslookup ignores the search domains.
 #   pause.tar   the pod sandbox image: hack/tools/pause, a static Go binary
-# The cluster imports them into its containerd as docker.io/mpioperator/mpi-pi:{openmpi,mpich}
+# The cluster imports them into its containerd as docker.io/mpioperator/mpi-pi:{openmpi,openmpi4,mpich}
 # (the names examples/v2beta1/pi uses) and localhost/pause:local.
 #
 # Usage: hack/build-node-images.sh             build what is missing
@@ -24,8 +29,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PI_SRC="$ROOT/examples/v2beta1/pi/pi.cc"
+SGD_SRC="$ROOT/examples/v2beta1/mpi4py-sgd/sgd.py"
 PAUSE_SRC="$ROOT/hack/tools/pause"
-key_hash="$(cat "${BASH_SOURCE[0]}" "$PI_SRC" "$PAUSE_SRC/main.go" "$PAUSE_SRC/go.mod" | sha256sum | cut -c1-12)"
+key_hash="$(cat "${BASH_SOURCE[0]}" "$PI_SRC" "$SGD_SRC" "$PAUSE_SRC/main.go" "$PAUSE_SRC/go.mod" | sha256sum | cut -c1-12)"
 OUT="${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/bookworm-trixie_${key_hash}"
 
 if [[ "${1:-}" == "--print-dir" ]]; then
@@ -67,25 +73,40 @@ step() { # step WHAT CMD...: logs the command's output; on failure prints one li
   "$@" >>"$LOG" 2>&1 || die "$what failed: $(grep -v '^+ ' "$LOG" | grep -m1 -E '^E:|rror' || tail -n1 "$LOG") (full log: $LOG)"
 }
 
-echo "build-node-images: building the MPI images from debootstrap bookworm and trixie ($mirror) and the pause image into $OUT (cold: a few minutes)" >&2
+echo "build-node-images: building the MPI images (openmpi, mpich: trixie; openmpi4: bookworm) from debootstrap ($mirror) and the pause image into $OUT (cold: a few minutes)" >&2
 
-# make_rootfs MPI SUITE PACKAGE...: a Debian SUITE rootfs in $work/rootfs-MPI with the
-# packages, sshd set up for mpiuser and root, and $work/pi-MPI compiled with MPI's mpicxx.
+# base_rootfs SUITE: $work/base-SUITE, a minbase debootstrap of SUITE, made once.
+base_rootfs() {
+  local suite="$1" t0=$SECONDS
+  [[ -d "$work/base-$suite" ]] && return 0
+  step "debootstrap $suite from $mirror" nice -n 10 debootstrap --variant=minbase "$suite" "$work/base-$suite" "$mirror"
+  echo "build-node-images: debootstrap $suite in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
+}
+
+# make_rootfs TAG MPI SUITE PACKAGE...: a copy of SUITE's base rootfs in $work/rootfs-TAG
+# with the packages, sshd set up for mpiuser and root, and $work/pi-TAG compiled with
+# MPI's mpicxx (MPI: Debian's flavour, openmpi or mpich).
 make_rootfs() {
-  local mpi="$1" suite="$2"; shift 2
-  local rootfs="$work/rootfs-$mpi"
+  local tag="$1" mpi="$2" suite="$3"; shift 3
+  local rootfs="$work/rootfs-$tag"
   in_root() { chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive LC_ALL=C PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
-  step "debootstrap $suite from $mirror ($mpi)" nice -n 10 debootstrap --variant=minbase "$suite" "$rootfs" "$mirror"
+  base_rootfs "$suite"
+  local t0=$SECONDS
+  cp -a "$work/base-$suite" "$rootfs"
   mount -t proc proc "$rootfs/proc"
-  step "apt-get update in the $mpi image" in_root apt-get -q update
+  step "apt-get update in the $tag image" in_root apt-get -q update
   # The compilers only build pi, then leave the image.
   local build_pkgs=(g++ "lib$mpi-dev")
-  step "installing $mpi and sshd in the image" in_root apt-get -q install -y --no-install-recommends \
+  step "installing $mpi and sshd in the $tag image" in_root apt-get -q install -y --no-install-recommends \
     openssh-server openssh-client "$@" "${build_pkgs[@]}"
   cp "$PI_SRC" "$rootfs/tmp/pi.cc"
-  step "compiling pi.cc with $mpi" in_root "mpicxx.$mpi" -O2 -o /tmp/pi /tmp/pi.cc
-  step "removing the compilers ($mpi)" in_root apt-get -q purge -y --auto-remove "${build_pkgs[@]}"
-  step "adding mpiuser ($mpi)" in_root useradd --create-home --uid 1000 --shell /bin/bash mpiuser
+  step "compiling pi.cc with $mpi ($tag)" in_root "mpicxx.$mpi" -O2 -o /tmp/pi /tmp/pi.cc
+  # Only what an installed package depends on stays: numpy suggests gcc, which would
+  # keep the whole toolchain (and perl, autoconf) under apt's default rules.
+  step "removing the compilers ($tag)" in_root apt-get -q purge -y --auto-remove \
+    -o APT::AutoRemove::SuggestsImportant=false -o APT::AutoRemove::RecommendsImportant=false \
+    "${build_pkgs[@]}"
+  step "adding mpiuser ($tag)" in_root useradd --create-home --uid 1000 --shell /bin/bash mpiuser
   # mpiuser's sshd listens on 2222; root's (T9k's workers) on 22.
   printf 'Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\nMatch localuser mpiuser\n  Port 2222\n' \
     >>"$rootfs/etc/ssh/ssh_config"
@@ -96,24 +117,29 @@ make_rootfs() {
   # StrictModes sshd refuses its keys ("bad ownership or modes for directory /root/.ssh").
   # The reference's base image turns StrictModes off the same way.
   sed -i 's/^#\?StrictModes .*/StrictModes no/' "$rootfs/etc/ssh/sshd_config"
-  step "generating mpiuser's sshd host key ($mpi)" in_root su mpiuser -c "ssh-keygen -q -t ed25519 -N '' -f /home/mpiuser/.ssh_host_key"
+  step "generating mpiuser's sshd host key ($tag)" in_root su mpiuser -c "ssh-keygen -q -t ed25519 -N '' -f /home/mpiuser/.ssh_host_key"
   printf '%s\n' 'Port 2222' 'HostKey /home/mpiuser/.ssh_host_key' 'PidFile /home/mpiuser/sshd.pid' \
     'AuthorizedKeysFile /home/mpiuser/.ssh/authorized_keys' 'PasswordAuthentication no' \
     'StrictModes no' 'UsePAM no' >"$rootfs/home/mpiuser/.sshd_config"
   in_root chown mpiuser:mpiuser /home/mpiuser/.sshd_config
   # sshd wants its privilege separation directory even when it runs unprivileged.
   mkdir -p "$rootfs/run/sshd"
-  mv "$rootfs/tmp/pi" "$work/pi-$mpi"
+  mv "$rootfs/tmp/pi" "$work/pi-$tag"
   rm -rf "$rootfs/tmp/"* "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin "$rootfs/var/cache/apt/archives/"*.deb
   umount -l "$rootfs/proc"
+  echo "build-node-images: $tag on $suite's base in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
 }
-make_rootfs openmpi bookworm openmpi-bin bind9-dnsutils netcat-openbsd
-make_rootfs mpich trixie mpich
+make_rootfs openmpi openmpi trixie openmpi-bin bind9-dnsutils netcat-openbsd python3-mpi4py python3-numpy
+install -m 0644 -o 1000 -g 1000 "$SGD_SRC" "$work/rootfs-openmpi/home/mpiuser/sgd.py"
+make_rootfs mpich mpich trixie mpich
+rm -rf "$work/base-trixie"
+make_rootfs openmpi4 openmpi bookworm openmpi-bin
+rm -rf "$work/base-bookworm"
 
 # The OCI layout: per MPI, its rootfs as the base layer, then pi in a small layer.
 layout="$work/oci"
 step "umoci init" umoci init --layout "$layout"
-for mpi in openmpi mpich; do
+for mpi in openmpi openmpi4 mpich; do
   step "umoci new ($mpi)" umoci new --image "$layout:base-$mpi"
   step "umoci unpack ($mpi)" umoci unpack --image "$layout:base-$mpi" "$work/bundle-$mpi"
   rm -rf "$work/bundle-$mpi/rootfs"

@@ -141,6 +141,8 @@ def test_demo_runs_pi_for_real_prints_it_and_cleans_up(demos: list[Demo]) -> Non
     assert "The launcher's log (kubectl logs job/pi-launcher):" in out, out
     assert re.search(r"^  pi is approximately 3\.14\d+ \(2 ranks", out, re.M), out
     assert re.search(r"^  rank 1 of 2 on pi-worker-\d", out, re.M), out
+    # Open MPI 5 (the default image) runs each rank on the worker the hostfile gives it.
+    assert "Where the ranks ran:\n  rank 0 on pi-worker-0\n  rank 1 on pi-worker-1\n" in out, out
     assert out.rstrip().endswith("everything the demo started is stopped"), out
     _assert_nothing_left(demo)
 
@@ -204,6 +206,11 @@ def test_make_demo_runs_the_module() -> None:
     ).stdout
     assert "-m devcluster.demo --kwok --fresh" in out
     assert "hack/build-node-images.sh" in out  # the real node's images, built when missing
+    for mpi in ("openmpi", "openmpi4", "mpich"):
+        out = subprocess.run(
+            ["make", "-n", "demo", f"MPI={mpi}"], cwd=ROOT, capture_output=True, text=True
+        ).stdout
+        assert f"-m devcluster.demo --mpi={mpi}" in out
 
 
 def test_kwok_behaviour_is_added_to_a_copy() -> None:

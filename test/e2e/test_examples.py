@@ -42,6 +42,7 @@ EXPECTED = {
     "horovod/horovod-elastic.yaml",
     "deepspeed/deepspeed.yaml",
     "nccl-tests/nccl-tests.yaml",
+    "mpi4py-sgd/sgd.yaml",
 }
 # Every example folder builds its image; pi's MPICH and Intel MPI images have their own.
 DOCKERFILES = {
@@ -52,6 +53,7 @@ DOCKERFILES = {
     "horovod/Dockerfile",
     "deepspeed/Dockerfile",
     "nccl-tests/Dockerfile",
+    "mpi4py-sgd/Dockerfile",
 }
 
 
@@ -155,6 +157,7 @@ def _launcher_command(path: Path) -> list[str]:
         ("horovod/horovod-elastic.yaml", ["/home/mpiuser/train.py"]),
         ("deepspeed/deepspeed.yaml", ["/home/mpiuser/train.py"]),
         ("nccl-tests/nccl-tests.yaml", ["/opt/nccl-tests/all_reduce_perf"]),
+        ("mpi4py-sgd/sgd.yaml", ["/home/mpiuser/sgd.py"]),
     ],
 )
 def test_framework_examples_run_what_their_dockerfile_builds(
@@ -198,6 +201,6 @@ def test_elastic_horovod_discovers_hosts_with_the_operators_script() -> None:
 
 
 def test_framework_programs_compile() -> None:
-    for program in ("horovod/train.py", "deepspeed/train.py"):
+    for program in ("horovod/train.py", "deepspeed/train.py", "mpi4py-sgd/sgd.py"):
         compile((EXAMPLES / program).read_text(), program, "exec")
     json.loads((EXAMPLES / "deepspeed" / "ds_config.json").read_text())

@@ -1,12 +1,16 @@
 """MPI programs run for real: the operator's MPIJobs on the ``real`` shape's node, whose
-containers come from the image of ``hack/build-node-images.sh`` (examples/v2beta1/pi's
-program, built with Open MPI and with MPICH). Each test checks what the launcher printed,
-which only a run that went through everything shows: the SSH key Secret mounted with
-working modes, sshd in the workers, the hostfile's names resolved by CoreDNS from the
-headless Service, and mpirun reaching every worker."""
+containers come from the images of ``hack/build-node-images.sh`` (examples/v2beta1/pi's
+program, built with Open MPI 5 (the default ``openmpi`` tag), Open MPI 4.1 (``openmpi4``)
+and MPICH). Each test checks what the launcher printed, which only a run that went
+through everything shows: the SSH key Secret mounted with working modes, sshd in the
+workers, the hostfile's names resolved by CoreDNS from the headless Service, mpirun
+reaching every worker, and each rank on the host the hostfile gives it
+(placement_support)."""
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import os
 import re
 import signal
@@ -17,6 +21,7 @@ from typing import Any
 
 import pytest
 from examples_support import EXAMPLES, apply, docs, items, start_operator, wait_for_condition
+from placement_support import assert_placement, kubeflow_hosts
 
 from devcluster import LocalCluster
 from devcluster.crds import crds_installed
@@ -179,37 +184,76 @@ def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
     log = _launcher_log(real_cluster, real_ns, name)
     assert PI_RESULT.search(log), log
     assert log.count("rank started on") == 2, log
+    assert_placement(
+        real_cluster, real_ns, name, log, hosts=[f"{name}-worker-{i}" for i in (0, 1)], slots=1
+    )
     launcher_job = real_cluster.request(
         "GET", f"/apis/batch/v1/namespaces/{real_ns}/jobs/{name}-launcher"
     )[1]
     assert launcher_job["metadata"]["labels"]["training.kubeflow.org/restart-attempt"] == "1"
 
 
+def _as_root(job: Obj) -> Obj:
+    """The job with every container as root, as the reference's root specs run: sshd on
+    port 22 with Debian's configuration, the SSH Secret in /root/.ssh, mpirun allowed
+    to run as root."""
+    job["spec"]["sshAuthMountPath"] = "/root/.ssh"
+    for role, spec in job["spec"]["mpiReplicaSpecs"].items():
+        (container,) = spec["template"]["spec"]["containers"]
+        container["securityContext"] = {"runAsUser": 0}
+        if role == "Worker":
+            if "readinessProbe" in container:
+                container["readinessProbe"]["tcpSocket"]["port"] = 22
+            container.pop("command", None)
+            container["args"] = ["/usr/sbin/sshd", "-De"]
+        else:
+            container["env"] = [
+                {"name": "OMPI_ALLOW_RUN_AS_ROOT", "value": "1"},
+                {"name": "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "value": "1"},
+            ]
+    return job
+
+
+def _with_image(job: Obj, image: str) -> Obj:
+    for spec in job["spec"]["mpiReplicaSpecs"].values():
+        for container in spec["template"]["spec"]["containers"]:
+            container["image"] = image
+    return job
+
+
 @pytest.mark.parametrize(
-    ("example", "implementation"),
-    [("pi.yaml", "Open MPI"), ("pi-mpich.yaml", "MPICH")],
+    ("stack", "root"),
+    [
+        ("openmpi", False),
+        ("openmpi", True),
+        ("openmpi4", False),
+        ("openmpi4", True),
+        ("mpich", False),
+        ("mpich", True),
+    ],
 )
 def test_pi_example_computes_pi_across_two_workers(
     real_cluster: LocalCluster,
     real_ns: str,
     operator: OperatorProcess,
-    example: str,
-    implementation: str,
+    stack: str,
+    root: bool,
 ) -> None:
-    job = load_mpijob(EXAMPLES / "pi" / example)
-    name = job["metadata"]["name"]
-    if implementation == "MPICH":
+    """pi.yaml (Open MPI 5 by default; Open MPI 4.1 with the openmpi4 image) and
+    pi-mpich.yaml, as mpiuser and as root: one rank on each worker, as the hostfile says."""
+    example = "pi-mpich.yaml" if stack == "mpich" else "pi.yaml"
+    job = _with_image(load_mpijob(EXAMPLES / "pi" / example), f"mpioperator/mpi-pi:{stack}")
+    if root:
+        job = _as_root(job)
+    name = job["metadata"]["name"] = f"pi-{stack}{'-root' if root else ''}"
+    if stack == "mpich":
         # MPICH's mpirun (hydra) waits forever when a worker's name does not resolve
-        # yet, where Open MPI's fails and the launcher Job retries: the example's
-        # workers carry a readiness probe on sshd's port for this policy.
+        # yet, where Open MPI's fails and the launcher Job retries.
         job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
     _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
     assert PI_RESULT.search(log), log
-    # Both ranks ran, one on each worker, named as the hostfile names them.
-    for rank in (0, 1):
-        assert re.search(rf"rank {rank} of 2 on {name}-worker-\d", log), log
-    hosts = set(re.findall(rf"rank \d of 2 on ({name}-worker-\d)", log))
-    assert hosts == {f"{name}-worker-0", f"{name}-worker-1"}, log
+    hosts, slots = kubeflow_hosts(job)
+    assert_placement(real_cluster, real_ns, name, log, hosts=hosts, slots=slots)
 
 
 def test_run_launcher_as_worker_puts_a_rank_on_the_launcher(
@@ -222,8 +266,47 @@ def test_run_launcher_as_worker_puts_a_rank_on_the_launcher(
     launcher["args"] = ["-n", "3", "/home/mpiuser/pi"]
     _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
     assert re.search(r"pi is approximately 3\.14\d+ \(3 ranks", log), log
-    hosts = set(re.findall(r"rank \d of 3 on (\S+)", log))
-    assert hosts == {"pi-law-launcher", "pi-law-worker-0", "pi-law-worker-1"}, log
+    hosts, slots = kubeflow_hosts(job)
+    assert hosts == ["pi-law-launcher", "pi-law-worker-0", "pi-law-worker-1"], hosts
+    assert_placement(real_cluster, real_ns, "pi-law", log, hosts=hosts, slots=slots)
+
+
+def _sgd_module() -> Any:
+    """examples/v2beta1/mpi4py-sgd/sgd.py, imported (numpy only; mpi4py only in main)."""
+    path = EXAMPLES / "mpi4py-sgd" / "sgd.py"
+    spec = importlib.util.spec_from_file_location("sgd_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_mpi4py_sgd_example_trains_as_one_process_would(
+    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
+) -> None:
+    """Data-parallel gradient descent over two workers' ranks (Open MPI 5): the loss
+    falls every epoch, and the final weights equal a single process's on all the rows."""
+    job = load_mpijob(EXAMPLES / "mpi4py-sgd" / "sgd.yaml")
+    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
+    hosts, slots = kubeflow_hosts(job)
+    assert_placement(real_cluster, real_ns, "mpi4py-sgd", log, hosts=hosts, slots=slots)
+    losses = [float(v) for v in re.findall(r"^epoch \d+ loss (\S+)$", log, re.M)]
+    sgd = _sgd_module()
+    assert len(losses) == sgd.EPOCHS, log
+    assert all(b < a for a, b in itertools.pairwise(losses)), losses
+    assert losses[-1] < 0.5 * losses[0], losses
+    weights = re.search(r"^weights ((?:\S+ ?)+)$", log, re.M)
+    assert weights, log
+    x, y = sgd.dataset()
+    single, single_losses = sgd.train(x, y, len(y))
+    ran = [float(v) for v in weights[1].split()]
+    assert max(abs(a - b) for a, b in zip(ran, single, strict=True)) < 1e-9, (ran, single)
+    # The log prints the losses to 6 decimals.
+    assert max(abs(a - b) for a, b in zip(losses, single_losses, strict=True)) <= 5e-7
+    checksum = re.search(r"weights checksum (\S+) \(2 ranks\)", log)
+    assert checksum and abs(float(checksum[1]) - sgd.checksum(single)) < 1e-8, log
+    spread = re.search(r"largest weight difference between ranks (\S+)", log)
+    assert spread and float(spread[1]) < 1e-12, log
 
 
 def _ready_since(pod: Obj) -> str:
@@ -245,6 +328,8 @@ def test_wait_for_workers_ready_creates_the_launcher_after_sshd_is_ready(
     worker["readinessProbe"] = {"tcpSocket": {"port": 2222}, "initialDelaySeconds": 3}
     _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
     assert PI_RESULT.search(log), log
+    hosts, slots = kubeflow_hosts(job)
+    assert_placement(real_cluster, real_ns, "pi-wait", log, hosts=hosts, slots=slots)
     launcher = _launcher_pod(real_cluster, real_ns, "pi-wait")
     created = launcher["metadata"]["creationTimestamp"]
     for i in (0, 1):
@@ -261,13 +346,25 @@ def t9k_crd(real_cluster: LocalCluster) -> Iterator[None]:
         yield
 
 
+@pytest.mark.parametrize("stack", ["openmpi", "openmpi4"])
 def test_t9k_generated_mpirun_line_runs_the_program(
-    real_cluster: LocalCluster, real_ns: str, t9k_crd: None, operator: OperatorProcess
+    real_cluster: LocalCluster,
+    real_ns: str,
+    t9k_crd: None,
+    operator: OperatorProcess,
+    stack: str,
 ) -> None:
+    """The line runs on Open MPI 5 and 4.1. Its hostfile is an explicit --hostfile, which
+    both read. Its `--mca orte_*` names mean something only to Open MPI 4 (ORTE): under
+    Open MPI 5 they reach the ranks' environment only, so only 4.1 tags the output. (Open
+    MPI 5 still reaches the workers by the hostfile's full names: PRRTE's ssh launcher
+    uses a host's name as the hostfile gives it.)"""
     (job,) = docs(T9K_PI)
     # Debian's Open MPI lives under /usr; orte_tag_output shows that the mca reached mpirun.
     job["spec"]["mpiHome"] = "/usr"
     job["spec"]["mca"]["orte_tag_output"] = "1"
+    template = job["spec"]["worker"]["template"]
+    template["spec"]["containers"][0]["image"] = f"mpioperator/mpi-pi:{stack}"
     apply(real_cluster, real_ns, on_real_node(job))
     path = f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{real_ns}/mpijobs/pi-t9k"
 
@@ -295,8 +392,10 @@ def test_t9k_generated_mpirun_line_runs_the_program(
     assert command[: len(expected)] == expected, command
     assert command[-4:] == ["--allow-run-as-root", "-np", "2", "/home/mpiuser/pi"], command
     log = _launcher_log(real_cluster, real_ns, "pi-t9k")
-    assert re.search(r"\[1,0\]<stdout>:pi is approximately 3\.14\d+ \(2 ranks", log), log
-    assert re.search(r"\[1,1\]<stdout>:rank 1 of 2 on pi-t9k-worker-\d", log), log
+    tag = r"\[1,0\]<stdout>:" if stack == "openmpi4" else "^"
+    assert re.search(tag + r"pi is approximately 3\.14\d+ \(2 ranks", log, re.M), log
+    workers = ["pi-t9k-worker-0", "pi-t9k-worker-1"]
+    assert_placement(real_cluster, real_ns, "pi-t9k", log, hosts=workers, slots=1)
 
 
 #: The PIDs, inside a worker's container, of the processes of an MPI rank (the wrapper's
@@ -375,5 +474,6 @@ def test_restart_failed_replaces_only_the_killed_worker_and_runs_pi_again(
     log = _launcher_log(real_cluster, real_ns, name)
     assert PI_RESULT.search(log), log
     assert log.count("rank started on") == 2, log
+    assert_placement(real_cluster, real_ns, name, log, hosts=[healthy, killed], slots=1)
     events = real_cluster.kubectl("get", "events", "-n", real_ns).stdout
     assert "MPIJobRestartingFailed" in events, events

@@ -52,6 +52,19 @@ def _implementation_env(implementation: str, slots: int) -> list[Obj]:
             {"name": "OMPI_MCA_orte_default_hostfile", "value": _HOSTFILE_PATH},
             {"name": "OMPI_MCA_plm_rsh_args", "value": _SSH_RETRY_ARGS},
             {"name": "OMPI_MCA_orte_set_default_slots", "value": str(slots)},
+            # The same four for Open MPI 5, whose mpirun is PRRTE's prterun: it reads
+            # them only under PRRTE's names. Its own translation of OMPI_MCA_orte_* and
+            # OMPI_MCA_plm_rsh_* (PRRTE 3.0.3 on) runs only for `--personality ompi`,
+            # not when mpirun starts it with PRTE_MCA_schizo_proxy=ompi, so without these
+            # every rank runs on the launcher (a bug fix; the reference sets only the above).
+            {"name": "PRTE_MCA_prte_keep_fqdn_hostnames", "value": "true"},
+            {"name": "PRTE_MCA_prte_default_hostfile", "value": _HOSTFILE_PATH},
+            {"name": "PRTE_MCA_plm_ssh_args", "value": _SSH_RETRY_ARGS},
+            {"name": "PRTE_MCA_prte_set_default_slots", "value": str(slots)},
+            # ORTE resolved a hostfile name to tell whether it is the launcher's own
+            # (runLauncherAsWorker); PRRTE compares names only unless told to resolve, and
+            # the launcher's full name is not its host name: it would ssh to itself.
+            {"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"},
         ]
     if implementation == MPIImplementation.INTEL:
         return [

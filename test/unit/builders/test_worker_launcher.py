@@ -46,6 +46,12 @@ OMPI_ENV = [
     {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/mpi/hostfile"},
     {"name": "OMPI_MCA_plm_rsh_args", "value": "-o ConnectionAttempts=10"},
     {"name": "OMPI_MCA_orte_set_default_slots", "value": "1"},
+    # Open MPI 5 (PRRTE) reads only these.
+    {"name": "PRTE_MCA_prte_keep_fqdn_hostnames", "value": "true"},
+    {"name": "PRTE_MCA_prte_default_hostfile", "value": "/etc/mpi/hostfile"},
+    {"name": "PRTE_MCA_plm_ssh_args", "value": "-o ConnectionAttempts=10"},
+    {"name": "PRTE_MCA_prte_set_default_slots", "value": "1"},
+    {"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"},
     {"name": "NVIDIA_VISIBLE_DEVICES"},
     {"name": "NVIDIA_DRIVER_CAPABILITIES"},
 ]
@@ -231,7 +237,9 @@ def _launcher_as_worker() -> dict[str, Any]:
     want = default_launcher()
     template = want["spec"]["template"]
     template["metadata"]["labels"]["training.kubeflow.org/replica-index"] = "0"
-    env = [*OMPI_ENV[:4], {"name": "OMPI_MCA_orte_set_default_slots", "value": "2"}]
+    slots = {"name": "OMPI_MCA_orte_set_default_slots", "value": "2"}
+    prte_slots = {"name": "PRTE_MCA_prte_set_default_slots", "value": "2"}
+    env = [*OMPI_ENV[:4], slots, *OMPI_ENV[5:8], prte_slots, OMPI_ENV[9]]
     template["spec"]["containers"][0]["env"] = env
     return want
 
