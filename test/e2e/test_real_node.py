@@ -135,17 +135,17 @@ def _container_pid(cluster: LocalCluster, pod: Obj) -> int:
     raise AssertionError(f"no containerd task {container_id} in:\n{tasks}")
 
 
-def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
-    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
-) -> None:
+def _killable_pi(name: str, action: str) -> Obj:
+    """The pi job whose ranks wait before computing, with one restart by ``action`` on a
+    worker killed (exit 137)."""
     job = load_mpijob(EXAMPLES / "pi" / "pi-failure-policy.yaml")
-    name = job["metadata"]["name"] = "pi-killed"
+    job["metadata"]["name"] = name
     job["spec"]["runPolicy"]["failurePolicy"] = {
         "maxRestarts": 1,
         "rules": [
             {
                 "name": "worker-killed",
-                "action": "RestartJob",
+                "action": action,
                 "targetReplicaTypes": ["Worker"],
                 "onExitCodes": {"containerName": "mpi-worker", "operator": "In", "values": [137]},
             }
@@ -153,7 +153,14 @@ def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
     }
     launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     launcher["args"] = ["-n", "2", "sh", "-c", RANK_WRAPPER]
-    apply(real_cluster, real_ns, on_real_node(job))
+    return job
+
+
+def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
+    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
+) -> None:
+    name = "pi-killed"
+    apply(real_cluster, real_ns, on_real_node(_killable_pi(name, "RestartJob")))
     worker_path = f"/api/v1/namespaces/{real_ns}/pods/{name}-worker-1"
 
     def both_ranks_started() -> bool:
@@ -419,22 +426,8 @@ def _uid(cluster: LocalCluster, ns: str, pod: str) -> str | None:
 def test_restart_failed_replaces_only_the_killed_worker_and_runs_pi_again(
     real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
 ) -> None:
-    job = load_mpijob(EXAMPLES / "pi" / "pi-failure-policy.yaml")
-    name = job["metadata"]["name"] = "pi-replace"
-    job["spec"]["runPolicy"]["failurePolicy"] = {
-        "maxRestarts": 1,
-        "rules": [
-            {
-                "name": "worker-killed",
-                "action": "RestartFailed",
-                "targetReplicaTypes": ["Worker"],
-                "onExitCodes": {"containerName": "mpi-worker", "operator": "In", "values": [137]},
-            }
-        ],
-    }
-    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-    launcher["args"] = ["-n", "2", "sh", "-c", RANK_WRAPPER]
-    apply(real_cluster, real_ns, on_real_node(job))
+    name = "pi-replace"
+    apply(real_cluster, real_ns, on_real_node(_killable_pi(name, "RestartFailed")))
     healthy, killed = f"{name}-worker-0", f"{name}-worker-1"
 
     def both_ranks_started() -> bool:

@@ -18,7 +18,14 @@ from devcluster.polling import eventually
 from mpi_operator.client import KubeClient, Resource
 
 REFUSE_LABEL = "test.mpi-operator.dev/refuse-status"
+REFUSED_MESSAGE = "status writes are refused by the test"
 _ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+
+
+def refusal_objects(name: str, resource: Resource, namespace: str) -> list[dict[str, Any]]:
+    """The policy and its binding, refusing ``resource``'s status writes in ``namespace``
+    while an object carries :data:`REFUSE_LABEL`."""
+    return [_policy(name, resource), _binding(name, namespace)]
 
 
 def _policy(name: str, resource: Resource) -> dict[str, Any]:
@@ -44,7 +51,7 @@ def _policy(name: str, resource: Resource) -> dict[str, Any]:
                         "!has(object.metadata.labels) || "
                         f"!('{REFUSE_LABEL}' in object.metadata.labels)"
                     ),
-                    "message": "status writes are refused by the test",
+                    "message": REFUSED_MESSAGE,
                     "reason": "Forbidden",
                 }
             ],
@@ -93,8 +100,8 @@ async def status_refusal(
     (``probe``, an object of ``resource`` nobody else writes, is refused a status
     write); the policy goes on exit, whatever happened."""
     name = f"refuse-status-{namespace}"
-    await asyncio.to_thread(api_cluster.apply, _policy(name, resource))
-    await asyncio.to_thread(api_cluster.apply, _binding(name, namespace))
+    for obj in refusal_objects(name, resource, namespace):
+        await asyncio.to_thread(api_cluster.apply, obj)
     refusal = StatusRefusal(kube, resource, namespace)
     try:
         probe = {**probe, "metadata": {**probe["metadata"], "labels": {REFUSE_LABEL: "true"}}}

@@ -21,14 +21,16 @@ from typing import Any
 import pytest
 import yaml
 from harness import record_pod_deletes
+from refusals import REFUSE_LABEL, REFUSED_MESSAGE, refusal_objects
 from t9k_harness import StartT9k, T9kCluster, t9k_job
 
 from devcluster.polling import eventually
 from devcluster.testing import OperatorProcess, wait_until
 from mpi_operator.client import PODS, ApiError, KubeClient
+from mpi_operator.controller.t9k.context import T9K_MPIJOBS
 
-REFUSE = "test.mpi-operator/refuse-status"
-REFUSED_BY = "status writes refused by the test policy"
+REFUSE = REFUSE_LABEL
+REFUSED_BY = REFUSED_MESSAGE
 ALL = {"job-launcher", "job-worker-0", "job-worker-1"}
 #: How long the status writes stay refused after the worker failed.
 HOLD = 15.0
@@ -37,47 +39,7 @@ LEASE_FLAGS = ("--lease-duration=4", "--renew-deadline=3", "--retry-period=0.5")
 
 
 def _policy(name: str, namespace: str) -> str:
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": ["batch.tensorstack.dev"],
-                        "apiVersions": ["*"],
-                        "operations": ["UPDATE"],
-                        "resources": ["mpijobs/status"],
-                    }
-                ]
-            },
-            "validations": [
-                {
-                    "expression": (
-                        f"!has(object.metadata.labels) || !('{REFUSE}' in object.metadata.labels)"
-                        f" || object.metadata.labels['{REFUSE}'] != 'true'"
-                    ),
-                    "message": REFUSED_BY,
-                    "reason": "Forbidden",
-                }
-            ],
-        },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name},
-        "spec": {
-            "policyName": name,
-            "validationActions": ["Deny"],
-            "matchResources": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
-            },
-        },
-    }
-    return yaml.safe_dump_all([policy, binding])
+    return yaml.safe_dump_all(refusal_objects(name, T9K_MPIJOBS, namespace))
 
 
 @pytest.fixture
