@@ -23,7 +23,7 @@ from controller_harness import Cluster, StartOperator, mpijob
 from refusals import StatusRefusal, status_refusal
 
 from devcluster.polling import eventually
-from mpi_operator.client import MPIJOBS
+from mpi_operator.client import MPIJOBS, PODS
 
 Obj = dict[str, Any]
 FAIL_ON_42 = {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}
@@ -183,3 +183,29 @@ async def test_an_operator_stopped_before_the_write_leaves_the_decision_to_the_n
     await _hold(ledger, REFUSED_FOR / 2)
     await refusal.allow("job")
     await _ends_as_decided(ledger, reason)
+
+
+async def test_a_worker_that_failed_first_is_named_when_the_launcher_job_finished_too(
+    cluster: Cluster, start_operator: StartOperator
+) -> None:
+    """A worker is OOMKilled, mpirun exits a moment later and its Job fails at once; the
+    operator's first look sees both (it was stopped meanwhile): the worker is the
+    culprit, not the launcher."""
+    first = await _running_job(cluster, start_operator, {})
+    await first.stop(drain_seconds=0)
+    worker = (await cluster.wait_workers(2))[1]
+    oom = {**_terminated(137, "OOMKilled")}
+    oom["state"]["terminated"]["finishedAt"] = "2026-01-01T00:00:01Z"
+    await cluster.set_pod_status(worker, phase="Failed", containerStatuses=[oom])
+    launcher_pod = next(
+        p for p in await cluster.list(PODS) if p["metadata"]["name"].startswith("job-launcher")
+    )
+    exited = _terminated(1)
+    exited["state"]["terminated"]["finishedAt"] = "2026-01-01T00:00:03Z"
+    await cluster.set_pod_status(launcher_pod, phase="Failed", containerStatuses=[exited])
+    await cluster.finish_launcher(succeeded=False, reason="BackoffLimitExceeded")
+    await start_operator()
+    await cluster.wait_condition("Failed", within=30)
+    failure = (await cluster.job())["status"]["lastFailure"]
+    assert failure["pod"] == worker["metadata"]["name"], failure
+    assert failure["reason"] == "OOMKilled", failure

@@ -1,0 +1,142 @@
+"""RestartFailed against RestartJob on KWOK, 1,000 workers each, at the same client QPS.
+
+One worker of a running job fails. RestartJob deletes every worker pod and the launcher
+and creates them all again; RestartFailed replaces only the failed worker and the
+launcher. The test measures, for each, the operator's API writes (from kube-apiserver's
+audit log, Lease renewals left out) and the time from the failure to the new attempt's
+launcher Job, and asserts that RestartFailed takes at most a few dozen writes and under
+a tenth of RestartJob's time, with the other workers' pods (their uids) kept.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chaos_support import Operators, api, create_mpijob, list_items, report, scale, wait_leading
+
+from devcluster import LocalCluster
+from devcluster.components import fake_node
+from devcluster.sample_jobs import pi_mpijob
+from devcluster.testing import wait_until
+
+Obj = dict[str, Any]
+WORKERS = scale(1_000, 1_000)
+QPS = 100
+ACCOUNT = "restarter"
+WRITES = {"create", "update", "patch", "delete", "deletecollection"}
+ATTEMPT = "training.kubeflow.org/restart-attempt"
+FAILED = {
+    "phase": "Failed",
+    "containerStatuses": [
+        {
+            "name": "worker",
+            "image": "x",
+            "imageID": "",
+            "ready": False,
+            "restartCount": 0,
+            "state": {"terminated": {"exitCode": 1, "reason": "Error"}},
+        }
+    ],
+}
+
+
+def _workers(cluster: LocalCluster, ns: str, job: str) -> dict[str, str]:
+    selector = f"training.kubeflow.org/job-name={job},training.kubeflow.org/job-role=worker"
+    pods = list_items(cluster, f"/api/v1/namespaces/{ns}/pods", selector)
+    return {
+        p["metadata"]["name"]: p["metadata"]["uid"]
+        for p in pods
+        if not p["metadata"].get("deletionTimestamp")
+    }
+
+
+def _running(cluster: LocalCluster, ns: str, job: str) -> bool:
+    obj = api(cluster, "GET", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{job}")
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Running" and c["status"] == "True" for c in conditions)
+
+
+def _new_launcher(cluster: LocalCluster, ns: str, job: str) -> bool:
+    status, launcher = cluster.request("GET", f"/apis/batch/v1/namespaces/{ns}/jobs/{job}-launcher")
+    return status == 200 and (launcher["metadata"].get("labels") or {}).get(ATTEMPT) == "1"
+
+
+def _restart(cluster: LocalCluster, ns: str, job: str, action: str, user: str) -> Obj:
+    """Runs a job to Running, fails one worker, and measures the restart."""
+    policy = {"maxRestarts": 1, "rules": [{"name": "any", "action": action}]}
+    obj = pi_mpijob(job, workers=WORKERS, launcher_exit=None)
+    obj["spec"]["runPolicy"] = {**obj["spec"].get("runPolicy", {}), "failurePolicy": policy}
+    create_mpijob(cluster, ns, obj)
+    wait_until(lambda: _running(cluster, ns, job), 300, f"{job} Running", 0.5)
+    before = _workers(cluster, ns, job)
+    assert len(before) == WORKERS
+    audit_start = cluster.audit_offset()
+    failed_at = datetime.now().astimezone()
+    started = time.monotonic()
+    api(
+        cluster,
+        "PATCH",
+        f"/api/v1/namespaces/{ns}/pods/{job}-worker-0/status",
+        {"status": FAILED},
+        content_type="application/merge-patch+json",
+    )
+    wait_until(lambda: _new_launcher(cluster, ns, job), 600, f"{job}'s new launcher", 0.1)
+    seconds = time.monotonic() - started
+    events = [
+        e
+        for e in cluster.audit_events(audit_start, user=user)
+        if e.get("verb") in WRITES
+        and (e.get("objectRef") or {}).get("resource") != "leases"
+        and datetime.fromisoformat(e["requestReceivedTimestamp"]) >= failed_at
+    ]
+    after = _workers(cluster, ns, job)
+    kept = sum(1 for name, uid in before.items() if after.get(name) == uid)
+    api(cluster, "DELETE", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{job}")
+    return {"seconds": seconds, "writes": len(events), "kept": kept}
+
+
+@pytest.fixture
+def room(full_cluster: LocalCluster, full_namespace: str) -> Iterator[None]:
+    """Fake nodes of the test's own: the cluster's four take 250 pods each."""
+    names = [f"{full_namespace}-{i}"[:63] for i in range(4)]
+    for name in names:
+        full_cluster.ensure(fake_node(name))
+    try:
+        yield
+    finally:
+        for name in names:
+            full_cluster.request("DELETE", f"/api/v1/nodes/{name}")
+
+
+def test_chaos_restart_failed_replaces_one_worker_of_a_thousand_for_a_few_writes(
+    full_cluster: LocalCluster,
+    full_namespace: str,
+    operators: Operators,
+    tmp_path: Path,
+    room: None,
+) -> None:
+    ns = full_namespace
+    full_cluster.cluster_admin_service_account(ns, ACCOUNT)
+    kubeconfig = full_cluster.token_kubeconfig(ns, ACCOUNT, tmp_path / "restarter.kubeconfig")
+    user = f"system:serviceaccount:{ns}:{ACCOUNT}"
+    proc = operators.start(ns, kubeconfig=kubeconfig, qps=QPS, burst=2 * QPS)
+    wait_leading(proc)
+    whole = _restart(full_cluster, ns, "whole", "RestartJob", user)
+    failed = _restart(full_cluster, ns, "failed", "RestartFailed", user)
+    report(
+        restart_job_seconds=round(whole["seconds"], 2),
+        restart_job_writes=whole["writes"],
+        restart_failed_seconds=round(failed["seconds"], 2),
+        restart_failed_writes=failed["writes"],
+        workers=WORKERS,
+        qps=QPS,
+    )
+    assert whole["kept"] == 0, whole
+    assert failed["kept"] == WORKERS - 1, failed
+    assert failed["writes"] <= 40, failed
+    assert failed["seconds"] < whole["seconds"] / 10, (whole, failed)
