@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from chaos_support import list_items
 from examples_support import VolcanoStandIn
@@ -29,8 +30,9 @@ from rbac_support import (
     workers_gone,
 )
 
+from devcluster import LocalCluster
 from devcluster.sample_jobs import pi_mpijob
-from mpi_operator.api.scheduling import GangScheduling
+from mpi_operator.api.scheduling import GangKind, GangScheduling
 from mpi_operator.builders.kubeflow.config import new_config_map
 from mpi_operator.builders.kubeflow.launcher import new_launcher_job
 from mpi_operator.builders.kubeflow.podgroup import new_pod_group
@@ -189,18 +191,42 @@ def clash(run: Run) -> Drive:
     return drive
 
 
+Obj = dict[str, Any]
+
+
+def _minimum(gang: GangScheduling, group: Obj) -> Obj:
+    """The object holding the PodGroup's minimum and its key."""
+    if gang.kind is GangKind.WORKLOAD_API:
+        return dict(group["spec"]["schedulingPolicy"]["gang"])
+    return {"minMember": group["spec"]["minMember"]}
+
+
+def _set_minimum(gang: GangScheduling, group: Obj, value: int) -> None:
+    if gang.kind is GangKind.WORKLOAD_API:
+        group["spec"]["schedulingPolicy"]["gang"]["minCount"] = value
+    else:
+        group["spec"]["minMember"] = value
+
+
+def _binder(c: LocalCluster, ns: str, gang: GangScheduling) -> Callable[[], None]:
+    """Who places the gang's pods: stand-ins, or the real kube-scheduler (Workload API)."""
+    if gang.kind is GangKind.VOLCANO:
+        return VolcanoStandIn(c, ns)
+    if gang.kind is GangKind.WORKLOAD_API:
+        return lambda: None
+    return Binder(c, ns, COSCHEDULER)
+
+
 def _gang(run: Run, gang: GangScheduling, plural_path: str, prefix: str) -> Drive:
     c, ns = run.cluster, run.namespace(prefix)
     create(c, mpijob_path(ns), pi_mpijob("gang", workers=2))
     obj = create(c, mpijob_path(ns), pi_mpijob("drift", workers=1, launcher_exit=None))
     group = new_pod_group(parsed(obj), gang, {})
-    want = group["spec"]["minMember"]
-    group["spec"]["minMember"] = 99
+    want = _minimum(gang, group)
+    _set_minimum(gang, group, 99)
     groups = plural_path.format(ns=ns)
     create(c, groups, group)
-    binder: Callable[[], None] = (
-        VolcanoStandIn(c, ns) if gang.scheduler_name == "volcano" else Binder(c, ns, COSCHEDULER)
-    )
+    binder = _binder(c, ns, gang)
 
     def drive() -> None:
         def gang_done() -> bool:
@@ -212,7 +238,7 @@ def _gang(run: Run, gang: GangScheduling, plural_path: str, prefix: str) -> Driv
 
         def repaired() -> bool:
             pg = get(c, f"{groups}/drift")
-            return pg is not None and pg["spec"]["minMember"] == want
+            return pg is not None and _minimum(gang, pg) == want
 
         run.wait(repaired, "the drifted PodGroup repaired")
 
@@ -237,6 +263,15 @@ def coscheduling(run: Run) -> Drive:
     )
 
 
+def workload(run: Run) -> Drive:
+    return _gang(
+        run,
+        GangScheduling.workload_api(),
+        "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups",
+        "rbac-workload",
+    )
+
+
 Scenario = Callable[[Run], Drive]
 #: The children the ``adopt`` scenario finds drifted and updates.
 CHILDREN = ("services", "configmaps", "secrets")
@@ -246,6 +281,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], list[Scenario]]] = {
     "plain": ((), [pi, suspend, adopt, clash, restart, ttl]),
     "volcano": (("--gang-scheduling=volcano",), [volcano]),
     "coscheduling": ((f"--gang-scheduling={COSCHEDULER}",), [coscheduling]),
+    "workload": (("--gang-scheduling=workload-api",), [workload]),
 }
 
 
@@ -256,6 +292,8 @@ def scenario_for(t: Triple) -> tuple[str, Scenario]:
         return "volcano", volcano
     if group == "scheduling.x-k8s.io":
         return "coscheduling", coscheduling
+    if group == "scheduling.k8s.io" and resource == "podgroups":
+        return "workload", workload
     if resource == "events" and verb == "patch":
         return "plain", clash
     if resource == "jobs" and verb == "delete":

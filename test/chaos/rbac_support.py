@@ -58,6 +58,7 @@ SHORT_REMOVALS: list[Triple] = [
     ("", "events", "patch"),
     ("scheduling.volcano.sh", "podgroups", "delete"),
     ("scheduling.x-k8s.io", "podgroups", "update"),
+    ("scheduling.k8s.io", "podgroups", "create"),
     ("scheduling.k8s.io", "priorityclasses", "list"),
     ("coordination.k8s.io", "leases", "create"),
 ]

@@ -42,6 +42,8 @@ The job suite (one namespace per scenario):
   the cache could use (and which a retry from the cache replaces), are not granted;
 * ``coscheduling`` (``--gang-scheduling=scheduler-plugins-scheduler``): the same
   with the scheduler-plugins PodGroups (scheduling.x-k8s.io).
+* ``workload`` (``--gang-scheduling=workload-api``): the same with the Kubernetes
+  Workload API's PodGroups (scheduling.k8s.io), placed by the real kube-scheduler.
 
 And one more case, on its own: an admission webhook makes the PodGroup of a gang
 job just before the operator's own create goes through, so that it answers
@@ -123,6 +125,7 @@ def rbac(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rbac]:
         nodes=2,
         audit_groups=[SERVICE_ACCOUNTS],
         admission_plugins=["OwnerReferencesPermissionEnforcement"],
+        workload_api=True,
     )
     with started(cluster):
         objects = rbac_objects()
