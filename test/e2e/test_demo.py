@@ -205,12 +205,13 @@ def test_make_demo_runs_the_module() -> None:
         check=True,
     ).stdout
     assert "-m devcluster.demo --kwok --fresh" in out
-    assert "hack/build-node-images.sh" in out  # the real node's images, built when missing
+    assert "hack/build-node-images.sh" not in out  # KWOK's demo needs no real node
     for mpi in ("openmpi", "openmpi4", "mpich"):
         out = subprocess.run(
             ["make", "-n", "demo", f"MPI={mpi}"], cwd=ROOT, capture_output=True, text=True
         ).stdout
         assert f"-m devcluster.demo --mpi={mpi}" in out
+        assert "hack/build-node-images.sh" in out  # the real node's images, when missing
 
 
 def test_kwok_behaviour_is_added_to_a_copy() -> None:
