@@ -220,12 +220,16 @@ def _binder(c: LocalCluster, ns: str, gang: GangScheduling) -> Callable[[], None
 def _gang(run: Run, gang: GangScheduling, plural_path: str, prefix: str) -> Drive:
     c, ns = run.cluster, run.namespace(prefix)
     create(c, mpijob_path(ns), pi_mpijob("gang", workers=2))
-    obj = create(c, mpijob_path(ns), pi_mpijob("drift", workers=1, launcher_exit=None))
-    group = new_pod_group(parsed(obj), gang, {})
-    want = _minimum(gang, group)
-    _set_minimum(gang, group, 99)
     groups = plural_path.format(ns=ns)
-    create(c, groups, group)
+    # A drifted PodGroup is repaired (update), except the Workload API's: set at creation.
+    drift = gang.kind is not GangKind.WORKLOAD_API
+    want: Obj = {}
+    if drift:
+        obj = create(c, mpijob_path(ns), pi_mpijob("drift", workers=1, launcher_exit=None))
+        group = new_pod_group(parsed(obj), gang, {})
+        want = _minimum(gang, group)
+        _set_minimum(gang, group, 99)
+        create(c, groups, group)
     binder = _binder(c, ns, gang)
 
     def drive() -> None:
@@ -234,13 +238,21 @@ def _gang(run: Run, gang: GangScheduling, plural_path: str, prefix: str) -> Driv
             return succeeded(run, ns, "gang")()
 
         run.wait(gang_done, "the gang job Succeeded")
-        run.wait(lambda: get(c, f"{groups}/gang") is None, "the finished job's PodGroup deleted")
+
+        def group_deleted() -> bool:
+            # A Workload API PodGroup may wait for its pods (the launcher's stays): the
+            # operator's delete is what counts here.
+            pg = get(c, f"{groups}/gang")
+            return pg is None or bool(pg["metadata"].get("deletionTimestamp"))
+
+        run.wait(group_deleted, "the finished job's PodGroup deleted")
 
         def repaired() -> bool:
             pg = get(c, f"{groups}/drift")
             return pg is not None and _minimum(gang, pg) == want
 
-        run.wait(repaired, "the drifted PodGroup repaired")
+        if drift:
+            run.wait(repaired, "the drifted PodGroup repaired")
 
     return drive
 

@@ -58,9 +58,12 @@ kustomize.component: mpi-operator
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
-- apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io", "scheduling.k8s.io"]
+- apiGroups: ["scheduling.volcano.sh", "scheduling.x-k8s.io"]
   resources: ["podgroups"]
   verbs: ["list", "watch", "create", "update", "delete"]
+- apiGroups: ["scheduling.k8s.io"]
+  resources: ["podgroups"]
+  verbs: ["list", "watch", "create", "delete"]
 {{- end -}}
 
 {{- define "mpi-operator.priorityClassRules" -}}

@@ -363,5 +363,6 @@ def pod_group_specs_equal(gang: GangScheduling, a: Mapping[str, Any], b: Mapping
     if gang.kind is GangKind.VOLCANO:
         return _volcano_specs_equal(spec_a, spec_b)
     if gang.kind is GangKind.WORKLOAD_API:
-        return _json_equal(spec_a.get("schedulingPolicy"), spec_b.get("schedulingPolicy"))
+        # Set at creation and never updated: the operator's role has no update on them.
+        return True
     return _scheduler_plugins_specs_equal(spec_a, spec_b)
