@@ -6,6 +6,7 @@ import base64
 import contextlib
 import json
 import os
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -165,6 +166,31 @@ def leaks(text: str, material: set[str]) -> list[str]:
         out.append("PRIVATE KEY")
     out.extend(m for m in material if m in text)
     return out
+
+
+class Sampler:
+    """Calls :meth:`sample` every ``interval`` seconds in a thread while in its ``with``."""
+
+    interval = 0.2
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Any:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> None:
+        raise NotImplementedError
 
 
 class Operators:

@@ -17,7 +17,6 @@ by kube-scheduler and KWOK; the point is the operator's cost of making them.
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 import urllib.parse
 from datetime import datetime
@@ -28,6 +27,7 @@ import orjson
 from chaos_support import (
     LEASE_DURATION,
     Operators,
+    Sampler,
     api,
     create_mpijob,
     leading,
@@ -82,33 +82,25 @@ def _rss_kib(pid: int, key: str) -> int:
     raise AssertionError(f"no {key} in /proc/{pid}/status")
 
 
-class Responsiveness:
+class Responsiveness(Sampler):
     """Polls the operator's /healthz every 50 ms in a thread; keeps each answer's time."""
 
+    interval = 0.05
+
     def __init__(self, proc: OperatorProcess) -> None:
+        super().__init__()
         self.proc = proc
         self.seconds: list[float] = []
         self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> Responsiveness:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            started = time.monotonic()
-            try:
-                status, _ = self.proc.healthz()
-            except OSError:
-                status = 0
-            self.seconds.append(time.monotonic() - started)
-            self.failures += status != 200
+    def sample(self) -> None:
+        started = time.monotonic()
+        try:
+            status, _ = self.proc.healthz()
+        except OSError:
+            status = 0
+        self.seconds.append(time.monotonic() - started)
+        self.failures += status != 200
 
     def quantile(self, q: float) -> float:
         ordered = sorted(self.seconds)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 import random
 import string
-import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -38,6 +37,7 @@ from chaos_support import (
     FULL,
     LEASE_DURATION,
     Operators,
+    Sampler,
     api,
     condition,
     create_mpijob,
@@ -89,37 +89,27 @@ def _pod_count(cluster: LocalCluster, ns: str) -> int:
     return len(page["items"]) + int(page["metadata"].get("remainingItemCount") or 0)
 
 
-class LeaseWatch:
+class LeaseWatch(Sampler):
     """Samples the operator's Lease in a thread; keeps every renewTime it saw."""
 
     def __init__(self, cluster: LocalCluster, ns: str) -> None:
+        super().__init__()
         self.cluster, self.path = (
             cluster,
             (f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/mpi-operator"),
         )
         self.renewals: list[datetime] = []
         self.holders: set[str] = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> LeaseWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            status, lease = self.cluster.request("GET", self.path)
-            if status != 200:
-                continue
-            spec = lease["spec"]
-            self.holders.add(spec.get("holderIdentity", ""))
-            renewed = datetime.fromisoformat(spec["renewTime"].replace("Z", "+00:00"))
-            if not self.renewals or renewed != self.renewals[-1]:
-                self.renewals.append(renewed)
+    def sample(self) -> None:
+        status, lease = self.cluster.request("GET", self.path)
+        if status != 200:
+            return
+        spec = lease["spec"]
+        self.holders.add(spec.get("holderIdentity", ""))
+        renewed = datetime.fromisoformat(spec["renewTime"].replace("Z", "+00:00"))
+        if not self.renewals or renewed != self.renewals[-1]:
+            self.renewals.append(renewed)
 
     def longest_gap(self) -> float:
         gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(self.renewals)]
