@@ -213,6 +213,7 @@ class RealNode:
             with contextlib.suppress(ClusterError):
                 _ip("link", "del", node.bridge)
         _remove_log_links(node.pod_logs_dir)
+        _remove_kubelet_chains()
         if self._kube_proxy is not None:  # its KUBE-* chains in the host's iptables
             with contextlib.suppress(OSError, subprocess.SubprocessError):
                 subprocess.run(
@@ -297,12 +298,14 @@ def _unmount_under(root: Path) -> None:
             libc.umount2(point.encode(), _MNT_DETACH)
 
 
-def _cgroup_hierarchies() -> list[Path]:
-    """The mounted cgroup v1 hierarchies (the kubelet's cgroupfs driver uses them)."""
+def _cgroup_hierarchies(unified: bool = False) -> list[Path]:
+    """The mounted cgroup v1 hierarchies (the kubelet's cgroupfs driver uses them), and
+    with ``unified`` the cgroup v2 tree beside them, where the kubelet makes its root too."""
+    kinds = ("cgroup", "cgroup2") if unified else ("cgroup",)
     found = []
     for line in Path("/proc/self/mounts").read_text().splitlines():
         fields = line.split()
-        if fields[2] == "cgroup" and fields[1].startswith(str(CGROUP_MOUNTS) + "/"):
+        if fields[2] in kinds and fields[1].startswith(str(CGROUP_MOUNTS) + "/"):
             found.append(Path(fields[1]))
     return found
 
@@ -323,7 +326,7 @@ def _make_cgroup_root(root: str) -> None:
 
 def _remove_cgroup_root(root: str) -> None:
     """Removes the node's cgroup tree, deepest first (its tasks are gone by now)."""
-    for hierarchy in _cgroup_hierarchies():
+    for hierarchy in _cgroup_hierarchies(unified=True):
         top = hierarchy / root.strip("/")
         if not top.is_dir():
             continue
@@ -331,6 +334,29 @@ def _remove_cgroup_root(root: str) -> None:
         for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
             with contextlib.suppress(OSError):
                 d.rmdir()
+
+
+#: The iptables chains the kubelet makes (table, chain, the built-in chains jumping to it).
+KUBELET_CHAINS = (
+    ("filter", "KUBE-FIREWALL", ("INPUT", "OUTPUT")),
+    ("filter", "KUBE-KUBELET-CANARY", ()),
+    ("nat", "KUBE-KUBELET-CANARY", ()),
+    ("mangle", "KUBE-KUBELET-CANARY", ()),
+)
+
+
+def _remove_kubelet_chains() -> None:
+    """The kubelet's own chains, which kube-proxy's cleanup leaves (absent ones are no
+    error)."""
+    for table, chain, callers in KUBELET_CHAINS:
+        commands = [
+            *(["-t", table, "-D", caller, "-j", chain] for caller in callers),
+            ["-t", table, "-F", chain],
+            ["-t", table, "-X", chain],
+        ]
+        for args in commands:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                subprocess.run(["iptables", *args], capture_output=True, timeout=30)
 
 
 def _remove_log_links(pod_logs_dir: Path) -> None:
