@@ -170,7 +170,9 @@ def test_chaos_the_largest_template_on_500_workers_costs_the_operator_little(
         assert big_workers() == WORKERS
         assert leading(proc)
     peak_rss_mib = _rss_kib(proc.pid, "VmHWM") / 1024
-    lag_within, lag_samples = _lag_within(proc.metrics(), "0.1")
+    metrics = proc.metrics()
+    lag_within, lag_samples = _lag_within(metrics, "0.1")
+    lag_within_1s, _ = _lag_within(metrics, "1.0")
     # The API server's own times (to the second): this process's polling of a busy API
     # server lags behind (4.6 s observed for a pod made in the job's second).
     small = api(full_cluster, "GET", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/s")
@@ -194,6 +196,7 @@ def test_chaos_the_largest_template_on_500_workers_costs_the_operator_little(
         healthz_max_ms=round(1000 * max(health.seconds), 1),
         healthz_failures=health.failures,
         loop_lag_within_100ms=round(lag_within, 4),
+        loop_lag_within_1s=round(lag_within_1s, 4),
         loop_lag_samples=lag_samples,
         rss_before_mib=round(rss_before / 1024, 1),
         peak_rss_mib=round(peak_rss_mib, 1),
@@ -206,8 +209,11 @@ def test_chaos_the_largest_template_on_500_workers_costs_the_operator_little(
     # before the fix a 252-pod batch held the loop for seconds (the Lease lapsed).
     assert health.quantile(0.99) < 0.25, sorted(health.seconds)[-10:]
     assert max(health.seconds) < 2.0, sorted(health.seconds)[-10:]
-    # The operator's own event-loop lag (its histogram): p99 under 100 ms.
-    assert lag_within >= 0.99, (lag_within, lag_samples)
+    # The operator's own event-loop lag (its histogram, a sample every 250 ms): nearly all
+    # under 100 ms and none past 1 s. Before the fix one batch held the loop for 6.4 s.
+    # With about 80 samples on two shared cores one slow sample is 1.3 %, so not p99.
+    assert lag_within >= 0.95, (lag_within, lag_samples)
+    assert lag_within_1s == 1.0, (lag_within_1s, lag_samples)
     assert peak_rss_mib < RSS_LIMIT_MIB
     # What the fan-out itself cost (before the fix: 172 MiB, deep copies held by a batch).
     assert peak_rss_mib - rss_before / 1024 < RSS_LIMIT_MIB / 2
