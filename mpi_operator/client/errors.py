@@ -31,6 +31,13 @@ class ApiError(Exception):
         super().__init__(f"{status} {self.reason}: {self.message}")
 
 
+class RetrySoonError(Exception):
+    """A failure that goes away by itself once something outside the operator changes
+    (a CRD installed): the key is retried at most :attr:`retry_cap` seconds apart."""
+
+    retry_cap: float = 30.0
+
+
 # Anything a request can fail with: an answer from the server or no answer.
 REQUEST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *NETWORK_ERRORS)
 

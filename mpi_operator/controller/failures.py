@@ -66,7 +66,8 @@ class SyncFailures:
     def get(self, key: str) -> Failure | None:
         return self._failures.get(key)
 
-    def forget(self, key: str) -> None:
+    def clear(self, key: str) -> None:
+        """The key's sync succeeded, or its MPIJob is gone: its record ends."""
         self._failures.pop(key, None)
 
     def failed(self, key: str, err: BaseException) -> None:
@@ -87,7 +88,7 @@ class SyncFailures:
         if not persistent or not self._due(failure, now):
             return
         if not self._report(key, message):
-            self.forget(key)  # the MPIJob is gone
+            self.clear(key)  # the MPIJob is gone
             return
         if failure.reported_at is None:
             log.warning("sync keeps failing; reported on the MPIJob", mpijob=key, error=message)

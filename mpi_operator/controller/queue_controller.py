@@ -9,8 +9,9 @@ connects its event handlers to :meth:`enqueue` and :meth:`enqueue_batched`.
 
 Each sync runs in its own request flow (:meth:`scoped_sync`), so that the API
 client's throttle gives every job being synced its turn (see
-:class:`~mpi_operator.client.ratelimit.FairTokenBucket`). The pod creation
-expectations live here, fed by the pods informer and dropped with their MPIJob.
+:class:`~mpi_operator.client.ratelimit.FairTokenBucket`). What is kept per MPIJob
+between syncs lives in one :class:`~.core.state.JobState`, forgotten in one place
+(:meth:`QueueController._job_gone`) once the MPIJob is gone.
 """
 
 from __future__ import annotations
@@ -37,12 +38,11 @@ from mpi_operator.client import (
 from mpi_operator.client.events import truncate_message
 from mpi_operator.client.ratelimit import request_flow
 from mpi_operator.client.undecodable import UndecodableReporter
-from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
-from mpi_operator.controller.core.own_writes import OwnWrites
-from mpi_operator.controller.failures import SYNC_FAILED, SyncFailures
+from mpi_operator.controller.core.state import JobState
+from mpi_operator.controller.failures import SYNC_FAILED
 from mpi_operator.controller.handlers import ChildHandlers, JobHandlers, PodObserver
 from mpi_operator.controller.options import ControllerOptions
-from mpi_operator.controller.runner import SyncRunner
+from mpi_operator.controller.runner import Finish, SyncRunner
 
 log = structlog.get_logger(__name__)
 
@@ -86,12 +86,14 @@ class QueueController:
         client: KubeClient,
         options: ControllerOptions,
         *,
+        reference: Callable[[dict[str, Any]], dict[str, Any]],
         recorder: EventRecorder | None = None,
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
-        """A ``recorder`` passed in is shared: it is started if needed but left running
-        on stop, for its owner to stop."""
+        """``reference`` gives a cached MPIJob its apiVersion and kind (for events). A
+        ``recorder`` passed in is shared: it is started if needed but left running on
+        stop, for its owner to stop."""
         self.queue_name = queue_name
         self.client = client
         self.options = options
@@ -106,27 +108,46 @@ class QueueController:
             on_undecodable=UndecodableReporter(self.recorder, self.registry),
         )
         self.queue = new_work_queue(queue_name, options, self.clock, self.registry)
-        self.expectations = CreationExpectations(self.clock)
-        self.deletions = DeletionExpectations()
-        self.own_writes = OwnWrites()
+        self.state = JobState(self.clock, self._report_failing)
+        self.reference = reference
 
     def scoped_sync(
-        self, sync: Callable[[str], Awaitable[None]]
-    ) -> Callable[[str], Awaitable[None]]:
-        """``sync`` with its API requests in the key's own flow of the client's throttle;
-        once the MPIJob is gone, its expectations go too (a sync that was running when
-        it was deleted may have raised them after the delete event dropped them)."""
+        self, sync: Callable[[str], Awaitable[Finish | None]]
+    ) -> Callable[[str], Awaitable[Finish | None]]:
+        """``sync`` and its finish with their API requests in the key's own flow of the
+        client's throttle; once the MPIJob is gone, what was kept for it goes too (a
+        sync that was running when it was deleted may have kept some after the delete
+        event forgot it)."""
+        flow = f"{self.queue_name}/{{}}"
 
-        async def run(key: str) -> None:
+        async def run(key: str) -> Finish | None:
             try:
-                with request_flow(f"{self.queue_name}/{key}"):
-                    await sync(key)
+                with request_flow(flow.format(key)):
+                    finish = await sync(key)
             finally:
-                namespace, _, name = key.partition("/")
-                if self.informers["mpijobs"].lister.get(namespace, name) is None:
-                    self._drop_job(key)
+                self._forget_if_gone(key)
+            if finish is None:
+                return None
+
+            async def finish_in_flow() -> None:
+                try:
+                    with request_flow(flow.format(key)):
+                        await finish()
+                finally:
+                    self._forget_if_gone(key)
+
+            return finish_in_flow
 
         return run
+
+    def _forget_if_gone(self, key: str) -> None:
+        if self.informers["mpijobs"].lister.get(*split_key(key)) is None:
+            self._job_gone(key)
+
+    def _job_gone(self, key: str) -> None:
+        """The one place the MPIJob ``key``'s kept state is forgotten: on its delete
+        event, and after a sync (or its finish) that found it gone."""
+        self.state.forget(key)
 
     def enqueue(self, key: str) -> None:
         # Deviation: upstream enqueues every event rate limited (a 10/s bucket shared by all
@@ -144,47 +165,23 @@ class QueueController:
         (workers starting, cleanup) at once; fewer syncs, fewer status writes."""
         self.queue.add_after(key, self.options.child_event_batch_seconds)
 
-    def sync_failures(self, reference: Callable[[dict[str, Any]], dict[str, Any]]) -> SyncFailures:
-        """The record of this controller's failing syncs, which reports persistent ones as
-        Warning events on the MPIJob; ``reference`` gives the cached MPIJob its
-        apiVersion and kind."""
-        lister = self.informers["mpijobs"].lister
-
-        def report(key: str, message: str) -> bool:
-            job = lister.get(*split_key(key))
-            if job is None:
-                return False
-            self.recorder.event(reference(job), WARNING, SYNC_FAILED, truncate_message(message))
-            return True
-
-        return SyncFailures(report, self.clock)
-
-    def _job_deleted(self, key: str) -> None:
-        """A deleted MPIJob's creation and deletion expectations, sync-failure record,
-        per-job metric series and write spacing go with it."""
-        self._drop_job(key)
-        if self.runner.failures is not None:
-            self.runner.failures.forget(key)
-
-    def _drop_job(self, key: str) -> None:
-        """Everything kept for the MPIJob ``key`` but its sync-failure record."""
-        self.expectations.forget(key)
-        self.deletions.forget(key)
-        self.own_writes.forget(key)
-        self.forget_job_state(key)
-
-    def forget_job_state(self, key: str) -> None:
-        """Drops what the controller keeps for the MPIJob ``key`` besides its
-        expectations: metric series, spacing of its writes (nothing by default)."""
+    def _report_failing(self, key: str, message: str) -> bool:
+        """Puts a persistent sync failure on the MPIJob as a Warning event; False when
+        the MPIJob is gone."""
+        job = self.informers["mpijobs"].lister.get(*split_key(key))
+        if job is None:
+            return False
+        self.recorder.event(self.reference(job), WARNING, SYNC_FAILED, truncate_message(message))
+        return True
 
     def connect_handlers(self, children: ChildHandlers, ignore: tuple[str, ...] = ()) -> None:
         """MPIJob changes are enqueued at once, children's changes batched; the
         informers named in ``ignore`` feed listers only."""
-        jobs = JobHandlers(self.enqueue, self._job_deleted)
+        jobs = JobHandlers(self.enqueue, self._job_gone)
         self.informers["mpijobs"].add_event_handler(
             EventHandler(on_add=jobs.on_add, on_update=jobs.on_update, on_delete=jobs.on_delete)
         )
-        pods = PodObserver(*children.owner, self.expectations)
+        pods = PodObserver(*children.owner, self.state.creations)
         self.informers["pods"].add_event_handler(
             EventHandler(on_add=pods.on_add, on_delete=pods.on_delete)
         )

@@ -3,16 +3,20 @@
 The loop of client-go's sample-controller: a key is handled by one worker at a
 time (the queue guarantees it), a failed sync is retried with per-key
 exponential backoff (``add_rate_limited``) and a successful one clears that
-backoff (``forget``). Shared by the Kubeflow and the T9k controllers.
+backoff (``forget``). Shared by the Kubeflow and the T9k controllers, it knows
+nothing of either.
 
-A sync may hand off its tail, the status write that ends it
-(:mod:`mpi_operator.controller.core.tail`): the worker then takes the next key while
-the tail runs, at most one tail per worker, and the key is done, forgotten or
-requeued once its tail is.
+A sync may return its finish (:data:`Finish`): the status write that ends it and
+the child writes that follow the written decision. The worker then takes the next
+key while the finish runs, at most one finish per worker, and the key is done,
+forgotten or requeued once its finish is. When fifty new jobs arrive at once, a
+worker that waited for each job's status write would start the next job's creates
+one round trip later, fifty times over.
 
 While the API server cannot be reached, a key's backoff stops growing at
-:data:`UNAVAILABLE_RETRY_CAP`, so every job catches up within that long of the
-server coming back, even if no informer event arrives for it.
+:data:`UNAVAILABLE_RETRY_CAP` (and at its own cap for a
+:class:`~mpi_operator.client.errors.RetrySoonError`), so every job catches up soon
+after the server (or the missing CRD) is back, even if no informer event arrives.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ import structlog
 from prometheus_client import Histogram
 
 from mpi_operator.client import RateLimitingQueue
-from mpi_operator.client.errors import NETWORK_ERRORS, ApiError, is_server_unavailable
-from mpi_operator.controller.core import tail
-from mpi_operator.controller.core.missing_crd import RETRY_CAP as MISSING_CRD_RETRY_CAP
-from mpi_operator.controller.core.missing_crd import MissingCRDError
+from mpi_operator.client.errors import (
+    NETWORK_ERRORS,
+    ApiError,
+    RetrySoonError,
+    is_server_unavailable,
+)
 from mpi_operator.controller.failures import SyncFailures
 
 log = structlog.get_logger(__name__)
@@ -37,13 +43,18 @@ log = structlog.get_logger(__name__)
 #: Longest wait before retrying a key whose sync failed because the server was away.
 UNAVAILABLE_RETRY_CAP = 10.0
 
+#: What a sync leaves to run once it has returned (its status write, then the child
+#: writes the written decision asks for); raising from it fails the sync.
+Finish = Callable[[], Awaitable[None]]
+Sync = Callable[[str], Awaitable[Finish | None]]
+
 
 class SyncRunner:
     def __init__(
         self,
         name: str,
         queue: RateLimitingQueue[str],
-        sync: Callable[[str], Awaitable[None]],
+        sync: Sync,
         duration: Histogram,
         failures: SyncFailures | None = None,
     ) -> None:
@@ -53,14 +64,13 @@ class SyncRunner:
         self._duration = duration
         self.failures = failures
         self._workers: list[asyncio.Task[None]] = []
-        self._tails: set[asyncio.Task[None]] = set()
-        # At most one tail per worker in flight: a worker whose last tail is still
-        # running waits for it before taking another key's. One slot until start()
-        # sizes it to the workers (tests drive process_next_work_item without start).
-        self._tail_slots = asyncio.Semaphore(1)
+        self._finishes: set[asyncio.Task[None]] = set()
+        # At most one finish per worker in flight: a worker whose last finish is still
+        # running waits for it before taking another key's. start() sizes it.
+        self._finish_slots = asyncio.Semaphore(1)
 
     def start(self, threadiness: int) -> None:
-        self._tail_slots = asyncio.Semaphore(max(threadiness, 1))
+        self._finish_slots = asyncio.Semaphore(max(threadiness, 1))
         for i in range(max(threadiness, 1)):
             task = asyncio.create_task(self._run_worker(), name=f"{self.name}-worker-{i}")
             self._workers.append(task)
@@ -70,9 +80,9 @@ class SyncRunner:
         return len(self._workers)
 
     @property
-    def tails_in_flight(self) -> int:
-        """Keys whose sync has returned and whose tail still runs."""
-        return len(self._tails)
+    def finishes_in_flight(self) -> int:
+        """Keys whose sync has returned and whose finish still runs."""
+        return len(self._finishes)
 
     async def _run_worker(self) -> None:
         while await self.process_next_work_item():
@@ -84,51 +94,51 @@ class SyncRunner:
             return False
         started = time.perf_counter()
         error: Exception | None = None
+        finish: Finish | None = None
         try:
-            with self._done_if_cancelled(key), tail.collecting() as tails:
-                await self._sync(key)
+            with self._done_if_cancelled(key):
+                finish = await self._sync(key)
         except Exception as err:
             error = err
-        if error is None and tails:
+        if error is None and finish is not None:
             # Deviation: a client-go worker finishes the whole sync before its next Get;
-            # ours takes the next key while this one's tail (its status write) runs, the
-            # key still processing until the tail is done (see core.tail). The tail is
-            # a task of its own from here on, so stop() sees it even if this worker is
-            # cancelled while it waits for the tail's slot.
+            # ours takes the next key while this one's finish (its status write) runs,
+            # the key still processing until the finish is done. The finish is a task
+            # of its own from here on, so stop() sees it even if this worker is
+            # cancelled while it waits for the finish's slot.
             slot = asyncio.Event()
-            task = asyncio.create_task(self._finish_tails(key, started, tails, slot))
-            self._tails.add(task)
-            task.add_done_callback(self._tails.discard)
+            task = asyncio.create_task(self._run_finish(key, started, finish, slot))
+            self._finishes.add(task)
+            task.add_done_callback(self._finishes.discard)
             await slot.wait()
         else:
-            self._finish(key, started, error)
+            self._done(key, started, error)
         return True
 
-    async def _finish_tails(
-        self, key: str, started: float, tails: list[tail.HandedOff], slot: asyncio.Event
+    async def _run_finish(
+        self, key: str, started: float, finish: Finish, slot: asyncio.Event
     ) -> None:
         error: Exception | None = None
         try:
-            with self._done_if_cancelled(key, tails=True):
-                async with self._tail_slots:
+            with self._done_if_cancelled(key, finishing=True):
+                async with self._finish_slots:
                     slot.set()
-                    for handed in tails:
-                        await tail.run(handed)
+                    await finish()
         except Exception as err:
             error = err
         finally:
             slot.set()
-        self._finish(key, started, error)
+        self._done(key, started, error)
 
     @contextlib.contextmanager
-    def _done_if_cancelled(self, key: str, *, tails: bool = False) -> Iterator[None]:
-        """A cancelled worker or tail still marks its key done, so that stop() leaves no
-        key processing. A cancelled tail is logged: its status write is left to the
-        key's next sync (this process's or the next leader's)."""
+    def _done_if_cancelled(self, key: str, *, finishing: bool = False) -> Iterator[None]:
+        """A cancelled worker or finish still marks its key done, so that stop() leaves
+        no key processing. A cancelled finish is logged: its status write is left to
+        the key's next sync (this process's or the next leader's)."""
         try:
             yield
         except asyncio.CancelledError:
-            if tails:
+            if finishing:
                 log.warning(
                     "status write cancelled; the next sync of the key writes it",
                     controller=self.name,
@@ -137,7 +147,7 @@ class SyncRunner:
             self.queue.done(key)
             raise
 
-    def _finish(self, key: str, started: float, error: Exception | None) -> None:
+    def _done(self, key: str, started: float, error: Exception | None) -> None:
         """Forgets the key's backoff after a success, or requeues it with backoff after
         a failure; the key is done either way."""
         result = "success"
@@ -145,7 +155,7 @@ class SyncRunner:
             if error is None:
                 self.queue.forget(key)
                 if self.failures is not None:
-                    self.failures.forget(key)
+                    self.failures.clear(key)
             else:
                 result = "error"
                 self._report_failure(key, error)
@@ -161,7 +171,7 @@ class SyncRunner:
         self._requeue_failed(key, err)
         if self.failures is not None:
             self.failures.failed(key, err)
-        expected = isinstance(err, (ApiError, MissingCRDError, *NETWORK_ERRORS))
+        expected = isinstance(err, (ApiError, RetrySoonError, *NETWORK_ERRORS))
         (log.warning if expected else log.error)(
             "sync failed; retrying",
             controller=self.name,
@@ -175,8 +185,8 @@ class SyncRunner:
     def _requeue_failed(self, key: str, err: Exception) -> None:
         if is_server_unavailable(err):
             cap = UNAVAILABLE_RETRY_CAP
-        elif isinstance(err, MissingCRDError):
-            cap = MISSING_CRD_RETRY_CAP
+        elif isinstance(err, RetrySoonError):
+            cap = err.retry_cap
         else:
             self.queue.add_rate_limited(key)
             return
@@ -187,10 +197,10 @@ class SyncRunner:
         self.queue.add_after(key, min(delay, cap))
 
     async def stop(self, drain_seconds: float) -> None:
-        """Lets in-flight syncs and their tails finish (up to ``drain_seconds``), then
-        cancels the rest. The workers end first, so no tail begins after the tails are
-        counted: each one is awaited, and one cut off by the deadline is cancelled and
-        logged, never left running past stop()."""
+        """Lets in-flight syncs and their finishes end (up to ``drain_seconds``), then
+        cancels the rest. The workers end first, so no finish begins after the finishes
+        are counted: each one is awaited, and one cut off by the deadline is cancelled
+        and logged, never left running past stop()."""
         self.queue.shut_down()
         if not self._workers:
             return
@@ -200,7 +210,7 @@ class SyncRunner:
         for task in pending:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
-        running = set(self._tails)
+        running = set(self._finishes)
         if running:
             _, late = await asyncio.wait(running, timeout=max(deadline - loop.time(), 0.0))
             for task in late:

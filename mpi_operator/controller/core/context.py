@@ -1,6 +1,6 @@
 """What a sync of either kind needs: the API client, the recorder, the clock, the SSH
-key generator, the pod creation expectations and whether pod collections may be
-deleted. Each kind's context adds its listers and settings."""
+key generator, the per-job state and whether pod collections may be deleted. Each
+kind's context adds its listers and settings."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from typing import Generic, TypeVar
 from mpi_operator.api.object_model import Obj
 from mpi_operator.builders.ssh import SSHKeyPair, generate_ssh_key_pair
 from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, split_key
-from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
-from mpi_operator.controller.core.own_writes import OwnWrites
+from mpi_operator.controller.core.state import JobState
 
 #: Seconds after a refused delete of the pods collection before it is tried again;
 #: meanwhile pods are deleted one by one (:mod:`.pod_collection`).
@@ -36,28 +35,24 @@ class CoreContext:
     client: KubeClient
     recorder: EventRecorder
     clock: Clock
-    expectations: CreationExpectations
-    """Pods created but not yet seen by the informer (the controller's, fed by its
-    pod informer)."""
-    keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
-    requeue: Callable[[str], None] | None = None
+    state: JobState
+    """What the controller keeps per MPIJob between syncs (expectations, own writes,
+    progress spacing, failing syncs)."""
+    requeue: Callable[[str], None]
     """Gives a key another turn, behind the keys that have not had theirs (a sync that
     left pods to create or delete for later)."""
-    continuing: Callable[[str], bool] | None = None
-    """Whether the key's turn is a continuation of its last (None: every turn is one)."""
+    requeue_after: Callable[[str, float], None]
+    """Syncs the key again after that many seconds (a deadline, a deferred write)."""
+    continuing: Callable[[str], bool]
+    """Whether the key's turn is a continuation of its last."""
+    keygen: Callable[[], SSHKeyPair] = field(default=generate_ssh_key_pair)
     collection_deletes: CollectionDeletes = field(default_factory=CollectionDeletes)
     """Whether the API server refused a delete of the pods collection lately."""
-    deletions: DeletionExpectations = field(default_factory=DeletionExpectations)
-    """Pods whose delete of their collection was sent, not yet gone from the cache (the
-    controller's, dropped with their MPIJob)."""
-    own_writes: OwnWrites = field(default_factory=OwnWrites)
-    """MPIJobs and their ConfigMaps as our writes returned them, until the cache has seen
-    the writes."""
 
     def in_flight(self, key: str, names: Iterable[str]) -> set[str]:
         """The pods of ``key`` created by an earlier sync that the cache (``names``)
         does not show yet."""
-        return self.expectations.unobserved(key, names)
+        return self.state.creations.unobserved(key, names)
 
 
 C = TypeVar("C", bound=CoreContext)

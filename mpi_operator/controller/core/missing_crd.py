@@ -10,14 +10,16 @@ the job can proceed once the CRD exists.
 from __future__ import annotations
 
 from mpi_operator.client import Resource
-from mpi_operator.client.errors import ApiError, is_not_served
+from mpi_operator.client.errors import ApiError, RetrySoonError, is_not_served
 
 #: Longest wait before retrying a job whose child's CRD was missing.
 RETRY_CAP = 30.0
 
 
-class MissingCRDError(Exception):
+class MissingCRDError(RetrySoonError):
     """The CRD of a child the job needs is not installed."""
+
+    retry_cap = RETRY_CAP
 
 
 def crd_name(resource: Resource) -> str:

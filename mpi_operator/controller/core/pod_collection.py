@@ -65,7 +65,7 @@ async def delete_pod_collection(
         return
     now = ctx.clock.monotonic()
     cached = members()
-    sent = ctx.deletions.pending(owner.key, now)
+    sent = ctx.state.deletions.pending(owner.key, now)
     if sent:
         # Deleted by an earlier sync whose deletes the cache does not show yet.
         gone = {_name(pod) for pod in cached if _uid(pod) in sent}
@@ -75,13 +75,15 @@ async def delete_pod_collection(
     if len(names) >= COLLECTION_FROM and await _delete_collection(ctx, owner, collection, cached):
         # It also took the pods created for the owner that the cache has yet to show:
         # none is in flight any more (the owner's syncs never overlap, so no create is).
-        ctx.expectations.forget(owner.key)
+        ctx.state.creations.clear(owner.key)
     else:
         names = await delete_pods(ctx, owner.key, collection.namespace, names)
     # Kept for the deletes one by one too: a pod deleted here that turns Failed while
     # it terminates is not a failure for the failure policy to judge.
     doomed = set(names)
-    ctx.deletions.expect(owner.key, (_uid(pod) for pod in cached if _name(pod) in doomed), now)
+    ctx.state.deletions.expect(
+        owner.key, (_uid(pod) for pod in cached if _name(pod) in doomed), now
+    )
 
 
 def _name(pod: Obj) -> str:

@@ -57,12 +57,8 @@ async def create_pods(
 
     pending = [(name, partial(create, build)) for name, build in pods]
     return await create_slow_start(
-        ctx.expectations, owner.key, pending, ctx.requeue, continuing=_continuing(ctx, owner.key)
+        ctx.state.creations, owner.key, pending, ctx.requeue, continuing=ctx.continuing(owner.key)
     )
-
-
-def _continuing(ctx: CoreContext, key: str) -> bool:
-    return ctx.continuing is None or ctx.continuing(key)
 
 
 def deletes_now(ctx: CoreContext, key: str, count: int) -> int:
@@ -72,7 +68,7 @@ def deletes_now(ctx: CoreContext, key: str, count: int) -> int:
     :data:`~.slowstart.FIRST_TURN`)."""
     if count <= MAX_DELETES_PER_SYNC:
         return count
-    return MAX_DELETES_PER_SYNC if _continuing(ctx, key) else FIRST_TURN
+    return MAX_DELETES_PER_SYNC if ctx.continuing(key) else FIRST_TURN
 
 
 async def delete_pods(
@@ -85,7 +81,7 @@ async def delete_pods(
     goes on with the rest."""
     now = names[: deletes_now(ctx, key, len(names))]
     await run_all(*(delete(ctx, PODS, namespace, name) for name in now))
-    if len(names) > len(now) and ctx.requeue is not None:
+    if len(names) > len(now):
         # Deviation: the Job controller waits for the pods' delete events to sync again.
         ctx.requeue(key)
     return now

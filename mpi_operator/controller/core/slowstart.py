@@ -10,7 +10,7 @@ not had their turn (:meth:`~mpi_operator.client.workqueue.WorkQueue.add_continua
 so a 20,000-worker job takes turns with the others instead of holding a worker (and
 the client's budget) for minutes, and a new job does not wait for its 500-pod syncs.
 
-Each name is expected (:class:`~mpi_operator.controller.core.expectations.CreationExpectations`)
+Each name is expected (:class:`~mpi_operator.controller.core.state.CreationExpectations`)
 before its create is sent, as client-go raises ControllerExpectations before the calls,
 so that the informer's add event, which may come before the response, is not missed.
 A create that fails lowers the expectation again.
@@ -27,8 +27,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from mpi_operator.api.object_model import Obj
-from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.core.parallel import first_error
+from mpi_operator.controller.core.state import CreationExpectations
 
 #: The Job controller's MaxPodCreateDeletePerSync.
 MAX_CREATES_PER_SYNC = 500

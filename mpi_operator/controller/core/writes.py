@@ -37,6 +37,6 @@ async def write_status(
     if new_status != (owner.obj.get("status") or {}):
         body = {**owner.obj, "status": new_status}
         written = await ctx.client.replace_status(resource, owner.namespace, owner.name, body)
-        ctx.own_writes.wrote(owner.key, owner.obj, written)
+        ctx.state.own_writes.wrote(owner.key, owner.obj, written)
     for event in events:
         ctx.recorder.event(owner.ref, event.type, event.reason, event.message)

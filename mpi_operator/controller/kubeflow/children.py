@@ -37,8 +37,8 @@ from mpi_operator.client.kubeapi import (
     ApiError,
 )
 from mpi_operator.controller.core.missing_crd import raise_if_not_served
-from mpi_operator.controller.core.own_writes import CONFIG_MAP
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete, ensure_controlled
+from mpi_operator.controller.core.state import CONFIG_MAP
 from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext
 from mpi_operator.controller.kubeflow.workers import worker_pods
 
@@ -77,7 +77,7 @@ async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     replicas, running = worker_replicas(job), running_workers(ctx, job)
     desired = new_config_map(job, replicas, running, ctx.options.cluster_domain)
     key = owner.key
-    current = ctx.own_writes.latest(
+    current = ctx.state.own_writes.latest(
         key, cached(ctx.listers.configmaps, job, desired["metadata"]["name"]), CONFIG_MAP
     )
     if current is None:
@@ -86,15 +86,15 @@ async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     data = current.get("data") or {}
     if data != desired["data"]:
         progress = len(running) < replicas and _more_hosts_only(data, desired["data"])
-        if progress and ctx.progress.defer("configmap", key, ctx.requeue_after, replicas):
+        if progress and ctx.state.progress.defer("configmap", key, ctx.requeue_after, replicas):
             return current
         updated = {**current, "data": desired["data"]}
         result: Obj = await ctx.client.replace(
             CONFIGMAPS, job.namespace, current["metadata"]["name"], updated
         )
-        ctx.own_writes.wrote(key, current, result, CONFIG_MAP)
+        ctx.state.own_writes.wrote(key, current, result, CONFIG_MAP)
         if progress:
-            ctx.progress.wrote("configmap", key, replicas)
+            ctx.state.progress.wrote("configmap", key, replicas)
         return result
     return current
 

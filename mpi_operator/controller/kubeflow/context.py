@@ -6,8 +6,7 @@ controller builds from its informers and tests build from seeded caches.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
@@ -24,7 +23,6 @@ from mpi_operator.builders.kubeflow.common import WORKER
 from mpi_operator.client import Lister
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.owner import Owner, reference
-from mpi_operator.controller.core.progress import ProgressWrites
 from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
 
@@ -51,13 +49,6 @@ class SyncContext(CoreContext):
     listers: Listers
     options: ControllerOptions
     metrics: ControllerMetrics
-    # Syncs the key again after that many seconds (a TTL running out); None in tests.
-    requeue_after: Callable[[str, float], None] | None = None
-    #: Spaces out progress-only writes (hostfile, replica counts) while a job fans out.
-    progress: ProgressWrites = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.progress = ProgressWrites(self.clock)
 
 
 #: Our worker pods by "<namespace>/<job-name label>": a job's workers, without scanning

@@ -44,8 +44,9 @@ class MPIJobController(QueueController):
     def __init__(
         self, client: KubeClient, options: ControllerOptions, **wiring: Unpack[Wiring]
     ) -> None:
-        super().__init__(QUEUE_NAME, client, options, **wiring)
+        super().__init__(QUEUE_NAME, client, options, reference=job_reference, **wiring)
         self.metrics = ControllerMetrics.create(self.registry)
+        self.state.also_forget(lambda key: self.metrics.forget_job(*split_key(key)))
         self.informers = self._informers()
         self.syncer = MPIJobSyncer(
             SyncContext(
@@ -55,9 +56,7 @@ class MPIJobController(QueueController):
                 clock=self.clock,
                 options=options,
                 metrics=self.metrics,
-                expectations=self.expectations,
-                deletions=self.deletions,
-                own_writes=self.own_writes,
+                state=self.state,
                 requeue=self.continue_later,
                 continuing=self.queue.continuing,
                 requeue_after=self.queue.add_after,
@@ -68,7 +67,7 @@ class MPIJobController(QueueController):
             self.queue,
             self.scoped_sync(self.syncer.sync),
             self.metrics.reconcile_duration,
-            self.sync_failures(job_reference),
+            self.state.failures,
         )
         self.connect_handlers(
             ChildHandlers(
@@ -80,11 +79,6 @@ class MPIJobController(QueueController):
             ),
             ignore=("priority_classes",),
         )
-
-    def forget_job_state(self, key: str) -> None:
-        namespace, name = split_key(key)
-        self.metrics.forget_job(namespace, name)
-        self.syncer.ctx.progress.forget(key)
 
     def _informers(self) -> dict[str, SharedInformer]:
         f = self.factory

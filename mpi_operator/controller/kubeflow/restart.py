@@ -104,7 +104,7 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
         # Foreground: the Job stays, and a new one waits, until its pods are gone.
         deletes.append(delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
     await run_all(*deletes)
-    if len(live) > len(now) and ctx.requeue is not None:
+    if len(live) > len(now):
         ctx.requeue(key)
     return bool(stale) or stale_launcher
 
@@ -152,7 +152,7 @@ async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[s
         return_exceptions=True,
     )
     sent = (uid for (_, uid), result in zip(pods, results, strict=True) if result is None)
-    ctx.deletions.expect(key, sent, ctx.clock.monotonic())
+    ctx.state.deletions.expect(key, sent, ctx.clock.monotonic())
     error = first_error(results)
     if error is not None:
         raise error

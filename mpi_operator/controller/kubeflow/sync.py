@@ -30,13 +30,12 @@ from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.builders.kubeflow.worker import worker_replicas
 from mpi_operator.client import MPIJOBS
 from mpi_operator.client.kubeapi import ApiError
-from mpi_operator.controller.core import tail
 from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import is_job_finished
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
-from mpi_operator.controller.core.progress import TRANSIENT
+from mpi_operator.controller.core.state import TRANSIENT
 from mpi_operator.controller.core.writes import dump_status, write_status
 from mpi_operator.controller.kubeflow import children, ttl
 from mpi_operator.controller.kubeflow import launcher as launchers
@@ -49,6 +48,7 @@ from mpi_operator.controller.kubeflow.conditions import (
 )
 from mpi_operator.controller.kubeflow.context import SyncContext, job_reference, owner_of
 from mpi_operator.controller.kubeflow.next_status import Children, Facts, StatusUpdate, next_status
+from mpi_operator.controller.runner import Finish
 
 log = structlog.get_logger(__name__)
 
@@ -61,29 +61,30 @@ class _Rejected(Exception):
 
 
 class MPIJobSyncer(Syncer[SyncContext]):
-    async def sync(self, key: str) -> None:
-        shared = self.ctx.own_writes.latest(key, cached(self.ctx.listers.mpijobs, key))
+    async def sync(self, key: str) -> Finish | None:
+        """Reads, ensures the children, decides the status; returns the finish (the
+        status write, then what the written decision asks of the children), if any."""
+        shared = self.ctx.state.own_writes.latest(key, cached(self.ctx.listers.mpijobs, key))
         if shared is None:
             log.debug("mpijob deleted", mpijob=key)
-            self.ctx.progress.forget(key)
-            return
+            return None
         job = self._parse(shared, key)
         if job is None:
-            return
+            return None
         managed_by = job.spec.run_policy.managed_by
         if managed_by is not None and managed_by != ManagedBy.KUBEFLOW:
             log.debug(
                 "skipping mpijob managed by another controller", mpijob=key, managed_by=managed_by
             )
-            return
+            return None
         if (shared.get("metadata") or {}).get("deletionTimestamp"):
-            return
+            return None
         # Ours: the size limits (worker cap, ConfigMap size), before anything is written.
         errors = validate_defaulted(job) + limit_errors(job, self.ctx.options.cluster_domain)
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
-            return
-        await self._sync_valid(owner_of(shared), job)
+            return None
+        return await self._sync_valid(owner_of(shared), job)
 
     def _parse(self, shared: Obj, key: str) -> MPIJob | None:
         try:
@@ -92,18 +93,16 @@ class MPIJobSyncer(Syncer[SyncContext]):
             report_invalid(self.ctx.recorder, job_reference(shared), key, str(err))
             return None
 
-    async def _sync_valid(self, owner: Owner, job: MPIJob) -> None:
+    async def _sync_valid(self, owner: Owner, job: MPIJob) -> Finish | None:
         ctx = self.ctx
         now = ctx.clock.now()
         status = job.status
         if status is not None and is_finished(status) and status.completion_time is not None:
-            await self._apply(owner, job, next_status(job, Facts(finished=True), now))
-            return
+            return await self._apply(owner, job, next_status(job, Facts(finished=True), now))
         policy = job.spec.run_policy.failure_policy
         if policy is not None and await restarts.clear_stale(ctx, job):
             # A restart is under way: nothing new until the last attempt's children are gone.
-            await self._apply(owner, job, next_status(job, Facts(clearing=True), now))
-            return
+            return await self._apply(owner, job, next_status(job, Facts(clearing=True), now))
         launcher = launchers.get_launcher(ctx, owner, job)
         bystanders: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
@@ -113,8 +112,9 @@ class MPIJobSyncer(Syncer[SyncContext]):
         try:
             launcher, workers = await self._create_children(owner, job, launcher)
         except _Rejected as rejected:
-            await self._apply(owner, job, next_status(job, Facts(rejected=str(rejected)), now))
-            return
+            return await self._apply(
+                owner, job, next_status(job, Facts(rejected=str(rejected)), now)
+            )
         if launcher is not None:
             launcher = await self._sync_launcher_suspension(owner, job, launcher, workers)
         if is_suspended(job):
@@ -126,11 +126,11 @@ class MPIJobSyncer(Syncer[SyncContext]):
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
         deleted: frozenset[str] = frozenset()
         if job.spec.run_policy.failure_policy is not None:
-            deleted = ctx.deletions.pending(owner.key, ctx.clock.monotonic())
+            deleted = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
         found = Children(launcher, launcher_pods, workers, deleted, bystanders)
         update = next_status(job, Facts(children=found), now)
         self._requeue_at_deadline(job, update.requeue_after)
-        await self._apply(owner, job, update)
+        return await self._apply(owner, job, update)
 
     async def _create_children(
         self, owner: Owner, job: MPIJob, launcher: Obj | None
@@ -166,7 +166,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
             raise _Rejected(err.message) from err
         return launcher, workers
 
-    async def _apply(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
+    async def _apply(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> Finish | None:
         """Decide, write, then act: the one status write first, then the child writes
         that follow the decision (ignored pods deleted, the launcher stopped, the workers
         cleaned up, an earlier attempt cleared). A write that fails leaves the evidence
@@ -177,9 +177,9 @@ class MPIJobSyncer(Syncer[SyncContext]):
             # A job finished on an earlier sync: its status is written already.
             await self._act(owner, job, update)
             await ttl.collect(self.ctx, job)
-            return
+            return None
         job.status = update.status
-        await tail.finish(lambda: self._write_status_then_act(owner, job, update))
+        return lambda: self._write_status_then_act(owner, job, update)
 
     async def _write_status_then_act(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
         if not await self._write_status(owner, job, update):
@@ -208,7 +208,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         return await launchers.sync_suspension(self.ctx, owner, job, launcher, hold_resume=hold)
 
     def _requeue_at_deadline(self, job: MPIJob, seconds: float | None) -> None:
-        if seconds is not None and seconds > 0 and self.ctx.requeue_after is not None:
+        if seconds is not None and seconds > 0:
             self.ctx.requeue_after(f"{job.namespace}/{job.name}", seconds)
 
     async def _clean_up_workers(self, owner: Owner, job: MPIJob) -> None:
@@ -238,7 +238,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
             and not is_suspended(job)
             and _launcher_between_pods(old_status, new_status)
         )
-        requeue, progress_writes = self.ctx.requeue_after, self.ctx.progress
+        requeue, progress_writes = self.ctx.requeue_after, self.ctx.state.progress
         if progress and progress_writes.defer("status", owner.key, requeue, workers):
             return False
         if between and progress_writes.defer("launcher", owner.key, requeue, TRANSIENT):

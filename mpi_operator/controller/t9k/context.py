@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
@@ -22,7 +21,6 @@ from mpi_operator.client import Lister, Resource
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.on_demand import OnDemandCache
 from mpi_operator.controller.core.owner import Owner, reference
-from mpi_operator.controller.core.progress import ProgressWrites
 
 T9K_MPIJOBS = Resource(GROUP, VERSION, PLURAL, KIND)
 T9K_POD_GROUPS = Resource(SCHEDULER_GROUP, SCHEDULER_VERSION, "podgroups", "PodGroup")
@@ -52,13 +50,6 @@ class Listers:
 class SyncContext(CoreContext):
     listers: Listers
     options: T9kOptions
-    #: Syncs the key again after that many seconds (a deferred write); None in tests.
-    requeue_after: Callable[[str, float], None] | None = None
-    #: Spaces out the status writes that only report a fan-out's progress.
-    progress: ProgressWrites = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.progress = ProgressWrites(self.clock)
 
 
 def job_reference(shared: Obj) -> Obj:

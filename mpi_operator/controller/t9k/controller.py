@@ -76,7 +76,7 @@ class T9kMPIJobController(QueueController):
         **wiring: Unpack[Wiring],
     ) -> None:
         """``options.gang`` does not apply (T9k jobs choose their scheduler themselves)."""
-        super().__init__(QUEUE_NAME, client, options, **wiring)
+        super().__init__(QUEUE_NAME, client, options, reference=job_reference, **wiring)
         self.reconcile_duration = Histogram(
             "mpi_operator_t9k_reconcile_duration_seconds",
             "Time taken by one sync of a T9k MPIJob, by result",
@@ -100,9 +100,7 @@ class T9kMPIJobController(QueueController):
                 recorder=self.recorder,
                 clock=self.clock,
                 options=t9k_options or T9kOptions(),
-                expectations=self.expectations,
-                deletions=self.deletions,
-                own_writes=self.own_writes,
+                state=self.state,
                 requeue=self.continue_later,
                 continuing=self.queue.continuing,
                 requeue_after=self.queue.add_after,
@@ -113,14 +111,11 @@ class T9kMPIJobController(QueueController):
             self.queue,
             self.scoped_sync(self.syncer.sync),
             self.reconcile_duration,
-            self.sync_failures(job_reference),
+            self.state.failures,
         )
         self.connect_handlers(
             ChildHandlers(API_VERSION, KIND, i["mpijobs"].lister, self.enqueue_batched)
         )
-
-    def forget_job_state(self, key: str) -> None:
-        self.syncer.ctx.progress.forget(key)
 
     def _informers(
         self, client: KubeClient, options: ControllerOptions

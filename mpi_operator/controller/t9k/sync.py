@@ -37,7 +37,6 @@ from mpi_operator.builders.t9k.pods import (
     pod_run_mode,
     run_mode,
 )
-from mpi_operator.controller.core import tail
 from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import (
@@ -49,6 +48,7 @@ from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.pods import delete_pods
 from mpi_operator.controller.core.writes import dump_status, write_status
+from mpi_operator.controller.runner import Finish
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import (
     T9K_MPIJOBS,
@@ -73,22 +73,22 @@ _UNFINISHED_POD_PHASES = ("Pending", "Running", "Unknown", "")
 
 
 class T9kMPIJobSyncer(Syncer[SyncContext]):
-    async def sync(self, key: str) -> None:
-        shared = self.ctx.own_writes.latest(key, cached(self.ctx.listers.mpijobs, key))
+    async def sync(self, key: str) -> Finish | None:
+        shared = self.ctx.state.own_writes.latest(key, cached(self.ctx.listers.mpijobs, key))
         if shared is None or (shared.get("metadata") or {}).get("deletionTimestamp"):
-            return
+            return None
         try:
             job = set_defaults(parse(shared))
         except InvalidObjectError as err:
             report_invalid(self.ctx.recorder, job_reference(shared), key, str(err))
-            return
+            return None
         errors = validate_defaulted(job)
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
-            return
-        await self._sync_valid(owner_of(shared), job)
+            return None
+        return await self._sync_valid(owner_of(shared), job)
 
-    async def _sync_valid(self, owner: Owner, job: MPIJob) -> None:
+    async def _sync_valid(self, owner: Owner, job: MPIJob) -> Finish:
         ctx = self.ctx
         finished = job.status is not None and job.status.phase in TERMINAL_PHASES
         pods = children.job_pods(ctx, owner)
@@ -108,8 +108,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
                 pods.update(await self._create_missing_pods(owner, job, pods))
         update = next_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
         if not update.finished:
-            await tail.finish(partial(self._write_status, owner, job, update))
-            return
+            return partial(self._write_status, owner, job, update)
 
         async def write_then_clean_up() -> None:
             # Decide, write, then act: the pods that show the job ended are deleted only
@@ -120,24 +119,24 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             await self._clean_up_workers(owner, job, pods)
             await self._stop_waiting_launcher(job, pods, update)
 
-        await tail.finish(write_then_clean_up)
+        return write_then_clean_up
 
     async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
         """The one status write of the sync; a write that only reports a fan-out's
-        progress waits (:mod:`~mpi_operator.controller.core.progress`)."""
+        progress waits (:mod:`~mpi_operator.controller.core.state`)."""
         ctx = self.ctx
         new_status = dump_status(update.status)
         old_status = owner.obj.get("status") or {}
         changed = new_status != old_status
         progress = changed and not update.events and progress_only(old_status, new_status)
         workers = job.worker_replicas
-        if progress and ctx.progress.defer("status", owner.key, ctx.requeue_after, workers):
+        if progress and ctx.state.progress.defer("status", owner.key, ctx.requeue_after, workers):
             return
         await write_status(ctx, owner, T9K_MPIJOBS, new_status, update.events)
         if progress:
-            ctx.progress.wrote("status", owner.key, workers)
+            ctx.state.progress.wrote("status", owner.key, workers)
         elif changed:
-            ctx.progress.reset(owner.key)
+            ctx.state.progress.reset(owner.key)
 
     async def _create_missing_pods(
         self, owner: Owner, job: MPIJob, pods: dict[str, Obj]

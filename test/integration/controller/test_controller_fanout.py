@@ -77,7 +77,7 @@ async def test_a_worker_deleted_right_after_its_creation_is_created_again(
         await cluster.kube.delete(cluster.resource, cluster.ns, "job")
 
         async def forgotten() -> bool:
-            return controller.expectations.keys() == []
+            return controller.state.creations.keys() == []
 
         await eventually(forgotten, within=20, what="the deleted job's expectations dropped")
     finally:

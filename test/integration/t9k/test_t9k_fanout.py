@@ -65,7 +65,7 @@ async def test_a_t9k_worker_deleted_right_after_its_creation_is_created_again(
         await eventually(recreated, within=20, what="job-worker-1 created again")
         await t9k.kube.delete(t9k.resource, t9k.ns, "job")
         await eventually(
-            lambda: controller.expectations.keys() == [], 20, what="expectations dropped"
+            lambda: controller.state.creations.keys() == [], 20, what="expectations dropped"
         )
     finally:
         deleter.cancel()

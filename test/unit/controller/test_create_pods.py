@@ -11,9 +11,9 @@ import pytest
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import CoreContext
-from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.pods import create_pods
+from mpi_operator.controller.core.state import JobState
 
 Obj = dict[str, Any]
 
@@ -78,7 +78,10 @@ async def test_created_pods_are_kept_slim(
         client=client,  # type: ignore[arg-type]
         recorder=None,  # type: ignore[arg-type]
         clock=clock,
-        expectations=CreationExpectations(clock),
+        state=JobState(clock, lambda key, message: False),
+        requeue=lambda key: None,
+        requeue_after=lambda key, seconds: None,
+        continuing=lambda key: True,
     )
     names = ["pi-worker-0", "pi-worker-1"]
     pods = [(name, lambda name=name: full_pod(name)) for name in names]
@@ -100,7 +103,10 @@ async def test_a_pod_created_without_a_status_counts_as_pending() -> None:
         client=client,  # type: ignore[arg-type]
         recorder=None,  # type: ignore[arg-type]
         clock=clock,
-        expectations=CreationExpectations(clock),
+        state=JobState(clock, lambda key, message: False),
+        requeue=lambda key: None,
+        requeue_after=lambda key, seconds: None,
+        continuing=lambda key: True,
     )
     bare = {"metadata": {"name": "pi-worker-0", "labels": {"a": "b"}}, "spec": {}}
     made = await create_pods(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mpi_operator.client.clock import FakeClock
-from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
+from mpi_operator.controller.core.state import CreationExpectations, DeletionExpectations
 
 
 def test_created_names_stay_pending_until_cached() -> None:
@@ -26,7 +26,7 @@ def test_jobs_are_kept_apart() -> None:
     exp = CreationExpectations(FakeClock())
     exp.expect("ns/a", ["a-worker-0"])
     assert exp.unobserved("ns/b", []) == set()
-    exp.forget("ns/a")
+    exp.clear("ns/a")
     assert exp.unobserved("ns/a", []) == set()
 
 
@@ -51,7 +51,7 @@ def test_sent_deletes_are_pending_per_job_until_they_age_out() -> None:
     assert deletions.pending("ns/a", now=300) == {"u1", "u2"}
     assert deletions.pending("ns/b", now=300) == {"u3"}
     assert deletions.pending("ns/a", now=301) == set()
-    deletions.forget("ns/b")
+    deletions.clear("ns/b")
     assert deletions.pending("ns/b", now=301) == set()
 
 

@@ -92,7 +92,7 @@ def test_a_lasting_error_is_reported_again_only_after_report_every() -> None:
 def test_success_and_deletion_forget_the_key() -> None:
     failures, reports, _ = tracker()
     failures.failed(KEY, FORBIDDEN)
-    failures.forget(KEY)
+    failures.clear(KEY)
     for _ in range(REPEATS - 1):
         failures.failed(KEY, FORBIDDEN)
     assert reports.sent == [], "the count started again"

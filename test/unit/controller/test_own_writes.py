@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpi_operator.controller.core.own_writes import CONFIG_MAP, OwnWrites
+from mpi_operator.controller.core.state import CONFIG_MAP, OwnWrites
 
 KEY = "ns/pi"
 
@@ -68,7 +68,7 @@ def test_jobs_are_kept_apart_and_forgotten_one_by_one() -> None:
     writes = OwnWrites()
     writes.wrote("ns/a", job("1"), job("2", "a"))
     writes.wrote("ns/b", job("1"), job("2", "b"))
-    writes.forget("ns/a")
+    writes.clear("ns/a")
     assert writes.latest("ns/a", job("1", "cached"))["status"] == {"marker": "cached"}  # type: ignore[index]
     assert writes.latest("ns/b", job("1", "cached"))["status"] == {"marker": "b"}  # type: ignore[index]
 
@@ -83,7 +83,7 @@ def test_a_jobs_status_and_config_map_are_kept_apart_and_forgotten_together() ->
     assert got is not None and got["status"] == {"marker": "configmap"}
     assert writes.latest(KEY, job("7", "cached"), CONFIG_MAP) == job("7", "cached")
     assert len(writes) == 1  # the ConfigMap's went; the status's stays
-    writes.forget(KEY)
+    writes.clear(KEY)
     assert len(writes) == 0
 
 

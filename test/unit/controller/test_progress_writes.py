@@ -7,7 +7,7 @@ import pytest
 
 from mpi_operator.builders.kubeflow.common import DISCOVER_HOSTS_SCRIPT_NAME, HOSTFILE_NAME
 from mpi_operator.client.clock import FakeClock
-from mpi_operator.controller.core.progress import ProgressWrites
+from mpi_operator.controller.core.state import ProgressWrites
 from mpi_operator.controller.kubeflow.children import _more_hosts_only
 from mpi_operator.controller.kubeflow.sync import _counts_only
 
@@ -87,12 +87,6 @@ def test_a_deferred_write_requeues_the_key_for_when_it_may_go() -> None:
     requeued: list[tuple[str, float]] = []
     assert writes.defer("status", KEY, lambda k, s: requeued.append((k, s))) is True
     assert requeued == [(KEY, pytest.approx(60.0))]
-
-
-def test_without_a_requeue_nothing_is_deferred() -> None:
-    writes = ProgressWrites(FakeClock())
-    writes.wrote("status", KEY)
-    assert [writes.defer("status", KEY, None) for _ in range(3)] == [False] * 3
 
 
 def script(*hosts: str) -> dict[str, str]:

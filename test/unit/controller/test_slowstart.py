@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from mpi_operator.client.clock import FakeClock
-from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.core.slowstart import (
     INITIAL_BATCH,
     MAX_CREATES_PER_SYNC,
@@ -17,6 +16,7 @@ from mpi_operator.controller.core.slowstart import (
     batch_sizes,
     create_slow_start,
 )
+from mpi_operator.controller.core.state import CreationExpectations
 
 Obj = dict[str, Any]
 

@@ -126,7 +126,7 @@ class SyncWorld:
     def job_deleted(self) -> None:
         """What the MPIJob informer's delete event makes the controller do (the job
         stays in the cache here: a later sync sees it as created again)."""
-        self.controller._job_deleted(self.key)
+        self.controller._job_gone(self.key)
 
     def remove(self, kind: str, name: str) -> None:
         namespace = self.key.split("/")[0]
@@ -181,7 +181,9 @@ class SyncWorld:
     # -- syncing -----------------------------------------------------------
     async def sync(self) -> None:
         """One sync of the key, as a worker runs it; raises what the sync raises."""
-        await self.controller.syncer.sync(self.key)
+        finish = await self.controller.syncer.sync(self.key)
+        if finish is not None:
+            await finish()
 
     async def sync_error(self) -> BaseException:
         """One sync that must fail; returns its error."""
@@ -274,7 +276,7 @@ class SyncWorld:
 
     def in_flight(self) -> set[str]:
         """Pod names whose creation is expected but not yet seen in the cache."""
-        return set(self.controller.expectations.unobserved(self.key, self.names("Pod")))
+        return set(self.controller.state.creations.unobserved(self.key, self.names("Pod")))
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
         value = self.controller.registry.get_sample_value(name, labels or {})
@@ -292,8 +294,7 @@ def _world(
     ctx = controller.syncer.ctx
     ctx.keygen = lambda: _KEYS
     ctx.requeue = world.requeued.append
-    if hasattr(ctx, "requeue_after"):
-        ctx.requeue_after = lambda key, seconds: world.requeued_after.append((key, seconds))
+    ctx.requeue_after = lambda key, seconds: world.requeued_after.append((key, seconds))
     world.add(job)
     return world
 

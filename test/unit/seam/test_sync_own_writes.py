@@ -82,16 +82,16 @@ async def test_once_the_cache_has_moved_on_it_is_read_again() -> None:
     await start_all(world)
     assert stale_rv_of_last_status_write(world) == "7"
     # Kept now: what this write returned, in place of the cache's "7".
-    kept = world.controller.own_writes.latest(world.key, world.cached("MPIJob", "pi"))
+    kept = world.controller.state.own_writes.latest(world.key, world.cached("MPIJob", "pi"))
     assert kept["metadata"]["resourceVersion"] == "3"
 
 
 async def test_the_delete_event_drops_what_was_kept() -> None:
     world = new_job()
     await world.sync()
-    assert len(world.controller.own_writes) == 1
+    assert len(world.controller.state.own_writes) == 1
     world.job_deleted()
-    assert len(world.controller.own_writes) == 0
+    assert len(world.controller.state.own_writes) == 0
 
 
 async def test_a_sync_that_finds_the_job_gone_drops_what_was_kept() -> None:
@@ -99,7 +99,7 @@ async def test_a_sync_that_finds_the_job_gone_drops_what_was_kept() -> None:
     await world.sync()
     world.remove("MPIJob", "pi")
     await world.sync()
-    assert len(world.controller.own_writes) == 0
+    assert len(world.controller.state.own_writes) == 0
 
 
 def versioned_config_maps(world: SyncWorld, first: int) -> None:
