@@ -1,16 +1,13 @@
 """The reconcile kit both MPIJob controllers (Kubeflow and T9k) are built on.
 
-* :mod:`.context`: what a sync needs (API client, recorder, clock, creation
-  expectations), which each kind extends with its listers and settings;
-* :mod:`.owner`: the MPIJob a sync works for (:class:`~.owner.Owner`, built once per
-  sync), the ownership check and create-or-adopt of its children;
-* :mod:`.pods`: pod creation in slow-start batches under creation expectations;
-* :mod:`.objects`: accessors of pods, batch Jobs and conditions;
-* :mod:`.writes`: the status write and the events that go with it;
-* :mod:`.progress`: spacing of progress-only writes while a job fans out;
-* :mod:`.pod_cache`: the slim pods the informers keep;
-* :mod:`.on_demand`: a child kind's cache started by the first sync that needs it
-  (its CRD is optional).
-
-The two kinds keep their own syncers, state machines and builders.
+* :mod:`.context`: what a sync needs (API client, recorder, clock, per-job state),
+  which each kind extends with its listers and settings;
+* :mod:`.state`: what is kept per MPIJob between syncs, forgotten in one place;
+* :mod:`.owner`: the MPIJob a sync works for, the ownership check, create-or-adopt
+  and delete of its children, concurrent calls;
+* :mod:`.pods`: pod creation in slow-start batches, pod deletion, the slim pods the
+  informers keep; :mod:`.pod_collection`: deleting a job's pods as one collection;
+* :mod:`.objects`: accessors of pods, batch Jobs, conditions and times;
+* :mod:`.writes`: the status write, its events, and the answer to an invalid MPIJob;
+* :mod:`.crds`: child kinds whose CRD may be missing, and their on-demand caches.
 """

@@ -60,7 +60,7 @@ async def delete_pod_collection(
     matches (called only when there is a pod to delete).
 
     Pods whose delete an earlier sync sent are not deleted again while the
-    cache still shows them (:class:`~.expectations.DeletionExpectations`)."""
+    cache still shows them (:class:`~.state.DeletionExpectations`)."""
     if not names:
         return
     now = ctx.clock.monotonic()

@@ -36,7 +36,7 @@ from mpi_operator.client.kubeapi import (
     POD_GROUPS_WORKLOAD_API,
     ApiError,
 )
-from mpi_operator.controller.core.missing_crd import raise_if_not_served
+from mpi_operator.controller.core.crds import raise_if_not_served
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete, ensure_controlled
 from mpi_operator.controller.core.state import CONFIG_MAP
 from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext

@@ -20,7 +20,7 @@ from mpi_operator.client import (
     split_key,
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
-from mpi_operator.controller.core.pod_cache import slim_pod
+from mpi_operator.controller.core.pods import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 from mpi_operator.controller.kubeflow.context import (

@@ -29,8 +29,7 @@ from mpi_operator.api.v2beta1 import (
 from mpi_operator.builders.kubeflow.common import launcher_name
 from mpi_operator.client import JOBS, PODS, WARNING, is_controlled_by
 from mpi_operator.controller.core.objects import is_terminating, pod_phase
-from mpi_operator.controller.core.owner import delete
-from mpi_operator.controller.core.parallel import first_error, run_all
+from mpi_operator.controller.core.owner import delete, first_error, run_all
 from mpi_operator.controller.core.pods import deletes_now
 from mpi_operator.controller.core.writes import Event
 from mpi_operator.controller.kubeflow.conditions import TRUE, get_condition
@@ -141,7 +140,7 @@ def judge(
 async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[str, str]]) -> None:
     """Deletes the pods (name, uid) whose failure a rule ignores: the workers are
     recreated by the next sync, a launcher pod by the Job controller. The uids of the
-    pods whose delete was sent are kept (:class:`~.expectations.DeletionExpectations`)
+    pods whose delete was sent are kept (deletion expectations of the job state)
     so that a sync before the cache shows the deletes does not judge, report and delete
     them again; a delete that failed keeps its pod in judgement for the retry."""
     if not pods:

@@ -31,12 +31,10 @@ from mpi_operator.builders.kubeflow.worker import worker_replicas
 from mpi_operator.client import MPIJOBS
 from mpi_operator.client.kubeapi import ApiError
 from mpi_operator.controller.core.context import Syncer, cached
-from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import is_job_finished
-from mpi_operator.controller.core.owner import Owner
-from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.owner import Owner, run_all
 from mpi_operator.controller.core.state import TRANSIENT
-from mpi_operator.controller.core.writes import dump_status, write_status
+from mpi_operator.controller.core.writes import dump_status, report_invalid, write_status
 from mpi_operator.controller.kubeflow import children, ttl
 from mpi_operator.controller.kubeflow import launcher as launchers
 from mpi_operator.controller.kubeflow import restart as restarts

@@ -2,7 +2,7 @@
 
 Missing pods are created concurrently in growing batches (8, 16, 32, ...) that
 stop at the first error, at most 500 per sync, as the Job controller's slow start
-does from a first batch of 1 (:mod:`~mpi_operator.controller.core.slowstart`); the
+does from a first batch of 1 (:mod:`~mpi_operator.controller.core.pods`); the
 reference operator creates them one call at a time, all in one sync. Pods to remove are
 deleted all at once, at most 500 in one sync, as the Job controller deletes them, and a
 finished job's workers in one delete of their collection

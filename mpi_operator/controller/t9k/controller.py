@@ -24,8 +24,8 @@ from mpi_operator.client import (
     SharedInformer,
     is_not_found,
 )
-from mpi_operator.controller.core.on_demand import OnDemandCache
-from mpi_operator.controller.core.pod_cache import slim_pod
+from mpi_operator.controller.core.crds import OnDemandCache
+from mpi_operator.controller.core.pods import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import QueueController, Wiring

@@ -38,16 +38,14 @@ from mpi_operator.builders.t9k.pods import (
     run_mode,
 )
 from mpi_operator.controller.core.context import Syncer, cached
-from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import (
     format_time,
     is_terminating,
     pod_phase,
 )
-from mpi_operator.controller.core.owner import Owner
-from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.owner import Owner, run_all
 from mpi_operator.controller.core.pods import delete_pods
-from mpi_operator.controller.core.writes import dump_status, write_status
+from mpi_operator.controller.core.writes import dump_status, report_invalid, write_status
 from mpi_operator.controller.runner import Finish
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import (
@@ -142,7 +140,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         self, owner: Owner, job: MPIJob, pods: dict[str, Obj]
     ) -> dict[str, Obj]:
         """Slow-start creation of the pods not in the cache nor in flight, as the
-        Kubeflow workers' (:mod:`~mpi_operator.controller.core.slowstart`)."""
+        Kubeflow workers' (:mod:`~mpi_operator.controller.core.pods`)."""
         ctx = self.ctx
         in_flight = ctx.in_flight(owner.key, pods)
         missing = [(t, i, n) for t, i, n in slots(job) if n not in pods and n not in in_flight]

@@ -1,5 +1,5 @@
 """Pods a sync created are kept, until the sync ends, in the form the cache keeps
-(:func:`~mpi_operator.controller.core.pod_cache.slim_pod`), not as the API returned them."""
+(:func:`~mpi_operator.controller.core.pods.slim_pod`), not as the API returned them."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.errors import ApiError
 from mpi_operator.client.workqueue import RateLimitingQueue
-from mpi_operator.controller.core.missing_crd import RETRY_CAP, MissingCRDError
+from mpi_operator.controller.core.crds import RETRY_CAP, MissingCRDError
 from mpi_operator.controller.failures import (
     PERSISTENT_AFTER,
     REPEATS,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mpi_operator.client.clock import FakeClock
-from mpi_operator.controller.core.slowstart import (
+from mpi_operator.controller.core.pods import (
     INITIAL_BATCH,
     MAX_CREATES_PER_SYNC,
     PendingPod,

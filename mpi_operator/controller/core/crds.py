@@ -1,0 +1,79 @@
+"""A child kind the API server does not serve: the message names the CRD to install.
+
+Without it the log says ``404 Not Found: 404 page not found``, which names nothing.
+The sync fails and is retried (at most :data:`RETRY_CAP` apart, so the job goes on
+soon after the CRD is installed), and the failure becomes a ``SyncFailed`` Warning
+event on the MPIJob (:mod:`~mpi_operator.controller.failures`). No condition is set:
+the job can proceed once the CRD exists.
+"""
+
+from __future__ import annotations
+
+from mpi_operator.client import KubeClient, Lister, Resource, SharedInformer
+from mpi_operator.client.errors import ApiError, RetrySoonError, is_not_served
+from mpi_operator.controller.core.owner import SyncError
+
+#: Longest wait before retrying a job whose child's CRD was missing.
+RETRY_CAP = 30.0
+
+
+class MissingCRDError(RetrySoonError):
+    """The CRD of a child the job needs is not installed."""
+
+    retry_cap = RETRY_CAP
+
+
+def crd_name(resource: Resource) -> str:
+    return f"{resource.plural}.{resource.group}"
+
+
+def missing_crd(resource: Resource, needed_for: str, err: ApiError) -> MissingCRDError:
+    return MissingCRDError(
+        f'the CRD "{crd_name(resource)}" ({resource.api_version} {resource.kind}) is not '
+        f"installed; install it to use {needed_for} (the API server answered: "
+        f"{err.status} {err.message.strip()})"
+    )
+
+
+def raise_if_not_served(err: ApiError, resource: Resource, needed_for: str) -> None:
+    """Raises :class:`MissingCRDError` when ``err`` says ``resource`` is not served."""
+    if is_not_served(err):
+        raise missing_crd(resource, needed_for, err) from None
+
+
+# ------------------------ on demand ------------------------
+#
+# The cache of a child kind whose CRD may be installed after the operator started (the
+# t9k scheduler's PodGroup): its informer is not started with the others, whose initial
+# sync would wait forever for a kind that is not served, but the first time a sync needs
+# it, once one LIST shows the kind served. From then on the sync reads the cache, as for
+# every other child; until then a job that needs the kind fails its sync with
+# :class:`MissingCRDError`, naming the CRD, and is retried.
+
+
+#: How long a sync waits for the cache's first LIST before it is retried.
+SYNC_TIMEOUT = 30.0
+
+
+class OnDemandCache:
+    def __init__(
+        self, informer: SharedInformer, needed_for: str, sync_timeout: float = SYNC_TIMEOUT
+    ) -> None:
+        self.informer = informer
+        self.needed_for = needed_for
+        self.sync_timeout = sync_timeout
+
+    async def lister(self, client: KubeClient, namespace: str) -> Lister:
+        """The cache's lister once it has synced; starts it on first use."""
+        informer = self.informer
+        if informer.has_synced():
+            return informer.lister
+        try:
+            await client.list(informer.resource, namespace, limit=1, undecodable_items=True)
+        except ApiError as err:
+            raise_if_not_served(err, informer.resource, self.needed_for)
+            raise
+        informer.start()
+        if not await informer.wait_for_sync(self.sync_timeout):
+            raise SyncError(f"the cache of {informer.resource} has not synced yet")
+        return informer.lister
