@@ -3,7 +3,7 @@
 Without it the log says ``404 Not Found: 404 page not found``, which names nothing.
 The sync fails and is retried (at most :data:`RETRY_CAP` apart, so the job goes on
 soon after the CRD is installed), and the failure becomes a ``SyncFailed`` Warning
-event on the MPIJob (:mod:`~mpi_operator.controller.failures`). No condition is set:
+event on the MPIJob (:mod:`~mpi_operator.controller.runner`). No condition is set:
 the job can proceed once the CRD exists.
 """
 

@@ -1,10 +1,11 @@
-"""Accessors of the objects both kinds read: pods, batch Jobs and conditions (pure)."""
+"""Accessors of the objects both kinds read: metadata, pods, batch Jobs, conditions and
+times (pure)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Protocol, TypeVar
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
 
 from mpi_operator.api.object_model import Obj
 
@@ -12,13 +13,30 @@ TRUE = "True"
 FALSE = "False"
 
 
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
 def format_time(t: datetime) -> str:
     """RFC 3339 with second precision, as metav1.Time serialises."""
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return t.strftime(TIME_FORMAT)
+
+
+def parse_time(stamp: str | None) -> float | None:
+    """A metav1.Time (UTC, second precision) as epoch seconds; None when unset or bad."""
+    try:
+        return datetime.strptime(stamp or "", TIME_FORMAT).replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+def meta(obj: Obj | None) -> dict[str, Any]:
+    """The object's metadata (empty when it has none)."""
+    found: dict[str, Any] = (obj or {}).get("metadata") or {}
+    return found
 
 
 def labels_of(obj: Obj) -> dict[str, str]:
-    labels: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+    labels: dict[str, str] = meta(obj).get("labels") or {}
     return labels
 
 

@@ -21,20 +21,19 @@ from mpi_operator.client import (
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
 from mpi_operator.controller.core.pods import slim_pod
-from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 from mpi_operator.controller.kubeflow.context import (
     OPERATOR_SELECTOR,
     WORKERS_INDEX,
+    ControllerMetrics,
     Listers,
     SyncContext,
     job_reference,
     workers_index,
 )
-from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
 from mpi_operator.controller.kubeflow.sync import MPIJobSyncer
 from mpi_operator.controller.options import ControllerOptions
-from mpi_operator.controller.queue_controller import QueueController, Wiring
+from mpi_operator.controller.queue_controller import ChildHandlers, QueueController, Wiring
 from mpi_operator.controller.runner import SyncRunner
 
 QUEUE_NAME = "mpijob"

@@ -1,9 +1,10 @@
-"""The MPIJob status computed from its launcher Job and worker pods (pure).
+"""The one author of a Kubeflow MPIJob's status: a pure function from the job, what
+the sync found (its children, or why it stopped before looking at them) and the
+time, to the new status, its events and the child writes that go with it
+(:func:`next_status`), including the workers' Ready timeout.
 
-Mirrors the reference operator's status update, with one deliberate
-difference: the Running, Succeeded and Evicted events are reported when the
-condition changes, not again on every sync (the reference re-emits them and
-relies on Event aggregation, which costs an API write per sync).
+The sync gathers the facts, calls :func:`next_status` once, writes the status once,
+and then performs the child writes the written decision asks for.
 """
 
 from __future__ import annotations
@@ -13,217 +14,270 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from mpi_operator.api.object_model import Obj
-from mpi_operator.api.v2beta1 import ConditionType, JobStatus, MPIJob, ReplicaStatus, ReplicaType
+from mpi_operator.api.v2beta1 import (
+    CleanPodPolicy,
+    ConditionType,
+    FailurePolicyAction,
+    JobStatus,
+    MPIJob,
+    ReplicaType,
+)
 from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.client.events import NORMAL, WARNING, truncate_message
 from mpi_operator.controller.core.objects import (
     format_time,
-    is_job_failed,
+    is_job_past_deadline,
     is_job_succeeded,
-    job_condition,
-    pod_phase,
+    parse_time,
 )
 from mpi_operator.controller.core.writes import Event
 from mpi_operator.controller.kubeflow.conditions import (
-    EVICTED_REASON,
-    FAILED_REASON,
-    FALSE,
-    RESUMED_REASON,
-    RUNNING_REASON,
-    SUCCEEDED_REASON,
-    SUSPENDED_REASON,
+    CREATED_REASON,
     TRUE,
     get_condition,
+    has_true_condition,
     is_finished,
+    refresh_state,
+    replica_status,
     update_conditions,
+    update_status,
 )
-from mpi_operator.controller.kubeflow.culprit import culprit
+from mpi_operator.controller.kubeflow.policy import Decision, judge
 
-BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
-POD_FAILED_REASON = "PodFailed"
+#: The reason of the Failed condition when the API server rejects a pod template.
+INVALID_POD_TEMPLATE = "InvalidPodTemplate"
+
+
+@dataclass(frozen=True, slots=True)
+class Children:
+    """The children the sync created or found: the launcher Job (if any), its pods, and
+    the worker pods. ``deleted``: uids of pods an earlier sync deleted whose deletion the
+    cache does not show yet (a failure ignored there is not judged again). ``bystanders``:
+    the worker pods of a job whose launcher Job finished: judged (the culprit, the
+    failure policy), not counted, as the reference counts no workers then."""
+
+    launcher: Obj | None
+    launcher_pods: Sequence[Obj]
+    workers: Sequence[Obj]
+    deleted: frozenset[str] = frozenset()
+    bystanders: Sequence[Obj] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the sync found. Exactly one of these describes a sync:
+
+    * ``finished``: the job finished on an earlier sync (it has a completionTime);
+    * ``clearing``: a restart is under way, an earlier attempt's children are going;
+    * ``rejected``: the API server rejected a pod template as Invalid (its message);
+    * ``children``: the children as they are after this sync created or fixed them.
+    """
+
+    finished: bool = False
+    clearing: bool = False
+    rejected: str | None = None
+    children: Children | None = None
 
 
 @dataclass(slots=True)
-class StatusOutcome:
-    """What a status update found, beyond the status itself."""
+class StatusUpdate:
+    """The new status and its events, the metrics' facts, and the child writes that go
+    with it: ``ignored`` pods to delete, the launcher to stop and the workers to clean up
+    before the status write, and (``restart``) the earlier attempt to clear after it.
+    ``write`` is False only for a finished job whose pods stay: nothing is written."""
 
+    status: JobStatus
     events: list[Event] = field(default_factory=list)
+    created: bool = False
     succeeded: bool = False
     failed: bool = False
+    write: bool = True
+    stop_launcher: bool = False
+    clean_up: bool = False
+    ignored: list[tuple[str, str]] = field(default_factory=list)
+    restart: bool = False
+    requeue_after: float | None = None
 
 
-def replica_status(status: JobStatus, replica_type: ReplicaType) -> ReplicaStatus:
-    """Resets the replica's status to zero counts and returns it."""
-    statuses = dict(status.replica_statuses or {})
-    fresh = ReplicaStatus()
-    statuses[replica_type.value] = fresh
-    status.replica_statuses = statuses
-    return fresh
+def cleans_up(job: MPIJob) -> bool:
+    """Whether ``cleanPodPolicy`` deletes the workers of a finished job."""
+    return job.spec.run_policy.clean_pod_policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING)
 
 
-def _failed_reason_and_message(
-    job: MPIJob, launcher: Obj, launcher_pods: Sequence[Obj]
-) -> tuple[str, str]:
-    condition = job_condition(launcher, "Failed") or {}
-    reason = str(condition.get("reason") or "") or FAILED_REASON
-    message = str(condition.get("message") or "") or f"MPIJob {job.namespace}/{job.name} has failed"
-    if reason == BACKOFF_LIMIT_EXCEEDED:
-        failed = [p for p in launcher_pods if pod_phase(p) == "Failed"]
-        if failed:
-            # The newest failed pod explains why the launcher gave up.
-            last = max(failed, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
-            pod_status = last.get("status") or {}
-            reason += "/" + str(pod_status.get("reason") or "")
-            message = truncate_message(message + ": " + str(pod_status.get("message") or ""))
-    return reason, message
+def next_status(job: MPIJob, facts: Facts, now: datetime) -> StatusUpdate:
+    """The job's new status (``job`` is not changed)."""
+    status = job.status.model_copy(deep=True) if job.status is not None else JobStatus()
+    view = job.model_copy(update={"status": status})
+    update = StatusUpdate(status=status)
+    if facts.finished:
+        update.stop_launcher = True
+        _finish(view, update)
+        update.write = update.clean_up
+    else:
+        _open(view, update, now)
+        if facts.rejected is not None:
+            # Deviation from the reference (it retries forever): fail fast.
+            message = (
+                f"MPIJob {job.namespace}/{job.name} has failed: "
+                f"the API server rejected its pod template: {facts.rejected}"
+            )
+            _fail(view, update, INVALID_POD_TEMPLATE, message, now)
+        elif facts.children is not None:
+            _from_children(view, update, facts.children, now)
+    refresh_state(status)
+    return update
 
 
-def _name_the_culprit(job: MPIJob, out: StatusOutcome, pods: Sequence[Obj], now: datetime) -> None:
-    """Ours: the reference's Failed condition and event stay as they are; the pod that
-    failed first goes to ``status.lastFailure``, and, for a job with a failure policy
-    (an opt-in), to a PodFailed Warning event."""
-    found = culprit(pods)
-    if found is None or job.status is None:
-        return
-    job.status.last_failure = found.status(format_time(now))
-    if job.spec.run_policy.failure_policy is not None:
-        out.events.append(Event(WARNING, POD_FAILED_REASON, found.message))
-
-
-def _sync_suspension(status: JobStatus, out: StatusOutcome, suspended: bool, now: datetime) -> None:
-    if suspended:
-        if update_conditions(
-            status, ConditionType.SUSPENDED, TRUE, SUSPENDED_REASON, "MPIJob suspended", now
-        ):
-            out.events.append(Event(NORMAL, "MPIJobSuspended", "MPIJob suspended"))
-    elif get_condition(status, ConditionType.SUSPENDED) is not None and update_conditions(
-        status, ConditionType.SUSPENDED, FALSE, RESUMED_REASON, "MPIJob resumed", now
-    ):
-        out.events.append(Event(NORMAL, "MPIJobResumed", "MPIJob resumed"))
+def _open(job: MPIJob, update: StatusUpdate, now: datetime) -> None:
+    """Created on the first sync; startTime once the job is not suspended."""
+    status = update.status
+    if not status.conditions:
+        message = f"MPIJob {job.namespace}/{job.name} is created."
+        update_conditions(status, ConditionType.CREATED, TRUE, CREATED_REASON, message, now)
+        update.events.append(Event(NORMAL, CREATED_REASON, message))
+        update.created = True
+    if status.start_time is None and not is_suspended(job):
         status.start_time = format_time(now)
 
 
-def _launcher_status(
-    job: MPIJob,
-    out: StatusOutcome,
-    launcher: Obj,
-    launcher_pods: Sequence[Obj],
-    now: datetime,
-) -> int:
-    """Counts the launcher and applies its success or failure; returns its running pods."""
+def _finish(job: MPIJob, update: StatusUpdate) -> None:
+    """A finished job: the launcher stops; cleanPodPolicy deletes the workers, whose
+    replica status is then reset."""
+    update.stop_launcher = True
+    if cleans_up(job):
+        update.clean_up = True
+        replica_status(update.status, ReplicaType.WORKER)
+
+
+def _fail(job: MPIJob, update: StatusUpdate, reason: str, message: str, now: datetime) -> None:
+    """Fails the job for a reason of the sync's own (not a failed launcher)."""
+    status = update.status
+    message = truncate_message(message)
+    if status.completion_time is None:
+        status.completion_time = format_time(now)
+    if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
+        update.events.append(Event(WARNING, reason, message))
+    update.failed = True
+    _finish(job, update)
+
+
+def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: datetime) -> None:
+    if is_suspended(job):
+        # The workers of a suspended job are deleted; their counts start afresh.
+        replica_status(update.status, ReplicaType.WORKER)
+    not_ready = not_ready_message(job, children.workers, now)
+    if not_ready is not None:
+        _fail(job, update, NOT_READY_REASON, not_ready, now)
+        return
+    update.requeue_after = ready_seconds_left(job, now)
+    launcher, launcher_pods, workers = children.launcher, children.launcher_pods, children.workers
+    policy = job.spec.run_policy.failure_policy
+    # A launcher that succeeded after a retry leaves failed pods: not a failure. One
+    # past activeDeadlineSeconds ends the job whatever its pods say, as without a policy.
+    settled = launcher is not None and (
+        is_job_succeeded(launcher) or is_job_past_deadline(launcher)
+    )
+    bystanders = children.bystanders
+    if policy is not None and not is_suspended(job) and not settled:
+        judged = [*workers, *bystanders]
+        judgement = judge(policy, job, launcher_pods, judged, children.deleted)
+        update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.decision.ignored]
+        update.events += judgement.events
+        launcher_pods = judgement.launcher_pods
+        kept = {id(w) for w in judgement.workers}
+        workers = [w for w in workers if id(w) in kept]
+        bystanders = [w for w in bystanders if id(w) in kept]
+        if judgement.decision.action is not None:
+            _act(job, update, judgement.decision, now)
+            return
+    outcome = update_status(job, launcher, launcher_pods, workers, now, bystanders)
+    update.events += outcome.events
+    update.succeeded, update.failed = outcome.succeeded, outcome.failed
+    if is_finished(update.status):
+        # Deviation: the reference cleans up on the sync after the one that finished
+        # the job, and writes the status again; we stop the launcher and clean up
+        # before the one write, so nothing runs on a finished job.
+        _finish(job, update)
+
+
+def _act(job: MPIJob, update: StatusUpdate, decision: Decision, now: datetime) -> None:
+    """The failure policy restarts the job (the old children go after the status write,
+    so a failed write leaves them for the retry) or fails it."""
+    update.events += mark(update.status, decision, now)
+    if decision.action == FailurePolicyAction.FAIL_JOB:
+        update.failed = True
+        _finish(job, update)
+    else:
+        update.restart = True
+
+
+def mark(status: JobStatus, decision: Decision, now: datetime) -> list[Event]:
+    """Writes a restart or a failure by the policy into ``status``; returns its events."""
+    assert decision.culprit is not None
+    stamp = format_time(now)
+    status.last_failure = decision.culprit.status(stamp)
+    message = truncate_message(decision.message)
+    if decision.action in (FailurePolicyAction.RESTART_JOB, FailurePolicyAction.RESTART_FAILED):
+        status.restart_count = (status.restart_count or 0) + 1
+        condition = ConditionType.RESTARTING
+    else:
+        condition = ConditionType.FAILED
+        if status.completion_time is None:
+            status.completion_time = stamp
+    if not update_conditions(status, condition, TRUE, decision.reason, message, now):
+        # Restarting again before the job ran: same status and reason, a new message.
+        current = get_condition(status, condition)
+        assert current is not None
+        current.message, current.last_update_time = message, stamp
+    return [Event(WARNING, decision.reason, message)]
+
+
+# ------------------------ ready timeout ------------------------
+#
+# ``runPolicy.workersReadyTimeoutSeconds`` (ours): a job whose workers are not all Ready
+# that long after it started, resumed or restarted, and that has not run since, fails
+# (reason ``WorkersNotReady``) naming the workers that were not Ready. The decision is
+# pure; the clock comes in as ``now``.
+
+
+NOT_READY_REASON = "WorkersNotReady"
+_NAMED = 10
+
+
+def ready_seconds_left(job: MPIJob, now: datetime) -> float | None:
+    """Until the workers' time to be Ready is over; None when no timeout applies."""
+    timeout = job.spec.run_policy.workers_ready_timeout_seconds
     status = job.status
-    assert status is not None
-    running_launchers = sum(1 for p in launcher_pods if pod_phase(p) == "Running")
-    launcher_status = replica_status(status, ReplicaType.LAUNCHER)
-    failed_launchers = int((launcher.get("status") or {}).get("failed") or 0)
-    if failed_launchers:  # zero counts stay unset, as Go's omitempty leaves them out
-        launcher_status.failed = failed_launchers
-    if is_job_succeeded(launcher):
-        launcher_status.succeeded = 1
-        message = f"MPIJob {job.namespace}/{job.name} successfully completed."
-        if status.completion_time is None:
-            status.completion_time = (launcher.get("status") or {}).get("completionTime")
-        if update_conditions(status, ConditionType.SUCCEEDED, TRUE, SUCCEEDED_REASON, message, now):
-            out.events.append(Event(NORMAL, SUCCEEDED_REASON, message))
-            out.succeeded = True
-    elif is_job_failed(launcher):
-        reason, message = _failed_reason_and_message(job, launcher, launcher_pods)
-        if status.completion_time is None:
-            status.completion_time = format_time(now)
-        if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
-            out.events.append(Event(WARNING, reason, message))
-            out.failed = True
-    elif running_launchers:
-        launcher_status.active = running_launchers
-    return running_launchers
+    if timeout is None or status is None or is_suspended(job):
+        return None
+    if has_true_condition(status, ConditionType.RUNNING):
+        return None
+    if has_true_condition(status, ConditionType.SUSPENDED):
+        # Resumed in this sync: its startTime is reset below, the clock starts then.
+        return None
+    stamps = [parse_time(status.start_time)]
+    restarting = get_condition(status, ConditionType.RESTARTING)
+    if restarting is not None and restarting.status == "True":
+        stamps.append(parse_time(restarting.last_update_time))
+    known = [s for s in stamps if s is not None]
+    if not known:
+        return None
+    return max(known) + timeout - now.timestamp()
 
 
-def _worker_status(
-    status: JobStatus, out: StatusOutcome, workers: Sequence[Obj], now: datetime
-) -> int:
-    """Counts the workers and fails the job when any was evicted; returns those running."""
-    worker_status = replica_status(status, ReplicaType.WORKER)
-    running = failed = succeeded = evicted = 0
-    # Counted in locals, set once: this runs over every worker on every sync.
-    for pod in workers:
-        phase = pod_phase(pod)
-        if phase == "Running":
-            running += 1
-        elif phase == "Failed":
-            failed += 1
-            if (pod.get("status") or {}).get("reason") == "Evicted":
-                evicted += 1
-        elif phase == "Succeeded":
-            succeeded += 1
-    # A count stays unset (not 0) when no worker is in that phase, as before.
-    if failed:
-        worker_status.failed = failed
-    if succeeded:
-        worker_status.succeeded = succeeded
-    if running:
-        worker_status.active = running
-    if evicted:
-        message = f"{evicted}/{len(workers)} workers are evicted"
-        if status.completion_time is None:
-            # Deviation: the reference leaves it unset, so the job never reads as done.
-            status.completion_time = format_time(now)
-        if update_conditions(status, ConditionType.FAILED, TRUE, EVICTED_REASON, message, now):
-            out.events.append(Event(WARNING, EVICTED_REASON, message))
-            out.failed = True
-    return running
+def _ready(pod: Obj) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _sync_running(
-    status: JobStatus,
-    out: StatusOutcome,
-    key: str,
-    suspended: bool,
-    all_running: bool,
-    now: datetime,
-) -> None:
-    if suspended:
-        message = f"MPIJob {key} is suspended."
-        update_conditions(status, ConditionType.RUNNING, FALSE, SUSPENDED_REASON, message, now)
-    elif is_finished(status):
-        if get_condition(status, ConditionType.RUNNING) is None:
-            # A consumer measuring run time still finds a Running condition,
-            # stamped with the completion time, when the job never ran visibly.
-            stamp = status.completion_time or format_time(now)
-            message = f"MPIJob {key} is finished but Running condition was never set."
-            condition = update_conditions(
-                status, ConditionType.RUNNING, FALSE, RUNNING_REASON, message, now
-            )
-            if condition:
-                running_condition = get_condition(status, ConditionType.RUNNING)
-                assert running_condition is not None
-                running_condition.last_update_time = stamp
-                running_condition.last_transition_time = stamp
-    elif all_running:
-        message = f"MPIJob {key} is running."
-        if update_conditions(status, ConditionType.RUNNING, TRUE, RUNNING_REASON, message, now):
-            out.events.append(Event(NORMAL, "MPIJobRunning", f"MPIJob {key} is running"))
-
-
-def update_status(
-    job: MPIJob,
-    launcher: Obj | None,
-    launcher_pods: Sequence[Obj],
-    workers: Sequence[Obj],
-    now: datetime,
-    bystanders: Sequence[Obj] = (),
-) -> StatusOutcome:
-    """Brings ``job.status`` up to date in place and reports the events to emit.
-    ``bystanders``: worker pods that are not counted but may be the culprit."""
-    out = StatusOutcome()
-    status = job.status = job.status or JobStatus()
-    suspended = is_suspended(job)
-    _sync_suspension(status, out, suspended, now)
-    running_launchers = 0
-    if launcher is not None:
-        running_launchers = _launcher_status(job, out, launcher, launcher_pods, now)
-    running = _worker_status(status, out, workers, now)
-    if out.failed:
-        _name_the_culprit(job, out, [*workers, *bystanders, *launcher_pods], now)
-    all_running = launcher is not None and running_launchers >= 1 and running == len(workers)
-    _sync_running(status, out, f"{job.namespace}/{job.name}", suspended, all_running, now)
-    return out
+def not_ready_message(job: MPIJob, workers: Sequence[Obj], now: datetime) -> str | None:
+    """The Failed condition's message once the timeout is over with workers not Ready."""
+    left = ready_seconds_left(job, now)
+    if left is None or left > 0:
+        return None
+    names = [str(w["metadata"].get("name")) for w in workers if not _ready(w)]
+    if not names:
+        return None
+    listed = ", ".join(names[:_NAMED]) + (", ..." if len(names) > _NAMED else "")
+    timeout = job.spec.run_policy.workers_ready_timeout_seconds
+    return f"{len(names)}/{len(workers)} workers were not Ready within {timeout}s: {listed}"

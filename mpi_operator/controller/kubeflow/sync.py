@@ -8,8 +8,6 @@ succeeded, so a failed write followed by a retry does not report twice.
 
 from __future__ import annotations
 
-import time
-
 import structlog
 
 from mpi_operator.api.field_errors import InvalidObjectError, aggregate
@@ -31,21 +29,38 @@ from mpi_operator.builders.kubeflow.worker import worker_replicas
 from mpi_operator.client import MPIJOBS
 from mpi_operator.client.kubeapi import ApiError
 from mpi_operator.controller.core.context import Syncer, cached
-from mpi_operator.controller.core.objects import is_job_finished
+from mpi_operator.controller.core.objects import is_job_finished, parse_time
 from mpi_operator.controller.core.owner import Owner, run_all
 from mpi_operator.controller.core.state import TRANSIENT
 from mpi_operator.controller.core.writes import dump_status, report_invalid, write_status
-from mpi_operator.controller.kubeflow import children, ttl
-from mpi_operator.controller.kubeflow import launcher as launchers
-from mpi_operator.controller.kubeflow import restart as restarts
-from mpi_operator.controller.kubeflow import workers as worker_pods
+from mpi_operator.controller.kubeflow.children import (
+    create_launcher,
+    delete_pod_group,
+    ensure_config_map,
+    ensure_pod_group,
+    ensure_service,
+    ensure_ssh_secret,
+    get_launcher,
+    stop_launcher,
+    sync_suspension,
+)
 from mpi_operator.controller.kubeflow.conditions import (
     has_true_condition,
     is_finished,
     is_succeeded,
 )
 from mpi_operator.controller.kubeflow.context import SyncContext, job_reference, owner_of
-from mpi_operator.controller.kubeflow.next_status import Children, Facts, StatusUpdate, next_status
+from mpi_operator.controller.kubeflow.policy import replaces_failed_only
+from mpi_operator.controller.kubeflow.status import Children, Facts, StatusUpdate, next_status
+from mpi_operator.controller.kubeflow.workers import (
+    clear_stale,
+    collect_finished,
+    count_ready,
+    delete_workers,
+    ensure_workers,
+    recreate_ignored,
+    worker_pods,
+)
 from mpi_operator.controller.runner import Finish
 
 log = structlog.get_logger(__name__)
@@ -98,15 +113,15 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if status is not None and is_finished(status) and status.completion_time is not None:
             return await self._apply(owner, job, next_status(job, Facts(finished=True), now))
         policy = job.spec.run_policy.failure_policy
-        if policy is not None and await restarts.clear_stale(ctx, job):
+        if policy is not None and await clear_stale(ctx, job):
             # A restart is under way: nothing new until the last attempt's children are gone.
             return await self._apply(owner, job, next_status(job, Facts(clearing=True), now))
-        launcher = launchers.get_launcher(ctx, owner, job)
+        launcher = get_launcher(ctx, owner, job)
         bystanders: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
             # Deviation: the reference judges no worker once its launcher finished; a
             # worker that failed first (an OOM that made mpirun exit) is still the culprit.
-            bystanders = [w for w in worker_pods.worker_pods(ctx, job) if owner.controls(w)]
+            bystanders = [w for w in worker_pods(ctx, job) if owner.controls(w)]
         try:
             launcher, workers = await self._create_children(owner, job, launcher)
         except _Rejected as rejected:
@@ -142,22 +157,20 @@ class MPIJobSyncer(Syncer[SyncContext]):
             return launcher, workers
         # Deviation: the reference creates these three one after another.
         await run_all(
-            children.ensure_service(ctx, owner, job),
-            children.ensure_config_map(ctx, owner, job),
-            children.ensure_ssh_secret(ctx, owner, job),
+            ensure_service(ctx, owner, job),
+            ensure_config_map(ctx, owner, job),
+            ensure_ssh_secret(ctx, owner, job),
         )
         try:
             if not is_suspended(job):
                 if ctx.options.gang is not None:
-                    await children.ensure_pod_group(ctx, owner, job)
-                workers = await worker_pods.ensure_workers(ctx, owner, job)
+                    await ensure_pod_group(ctx, owner, job)
+                workers = await ensure_workers(ctx, owner, job)
             at_startup = job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
             # A RestartFailed restart's mpirun needs every host: it waits for them all.
-            at_startup = at_startup and not restarts.replaces_failed_only(job)
-            if launcher is None and (
-                at_startup or worker_pods.count_ready(workers) == len(workers)
-            ):
-                launcher = await launchers.create_launcher(ctx, owner, job)
+            at_startup = at_startup and not replaces_failed_only(job)
+            if launcher is None and (at_startup or count_ready(workers) == len(workers)):
+                launcher = await create_launcher(ctx, owner, job)
         except ApiError as err:
             if err.status != INVALID:
                 raise
@@ -174,7 +187,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if not update.write:
             # A job finished on an earlier sync: its status is written already.
             await self._act(owner, job, update)
-            await ttl.collect(self.ctx, job)
+            await collect_finished(self.ctx, job)
             return None
         job.status = update.status
         return lambda: self._write_status_then_act(owner, job, update)
@@ -184,17 +197,17 @@ class MPIJobSyncer(Syncer[SyncContext]):
             return
         await self._act(owner, job, update)
         if is_finished(update.status):
-            await ttl.collect(self.ctx, job)
+            await collect_finished(self.ctx, job)
 
     async def _act(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
         """The child writes a written decision asks for."""
-        await restarts.recreate_ignored(self.ctx, job, update.ignored)
+        await recreate_ignored(self.ctx, job, update.ignored)
         if update.stop_launcher:
-            await launchers.stop_launcher(self.ctx, job)
+            await stop_launcher(self.ctx, job)
         if update.clean_up:
             await self._clean_up_workers(owner, job)
         if update.restart:
-            await restarts.clear_stale(self.ctx, job)
+            await clear_stale(self.ctx, job)
 
     async def _sync_launcher_suspension(
         self, owner: Owner, job: MPIJob, launcher: Obj, workers: list[Obj]
@@ -202,16 +215,16 @@ class MPIJobSyncer(Syncer[SyncContext]):
         # Deviation (upstream #615, a bug fix): with WaitForWorkersReady a resumed
         # launcher waits for its workers to be Ready again, as at creation.
         waiting = job.spec.launcher_creation_policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
-        hold = waiting and worker_pods.count_ready(workers) < len(workers)
-        return await launchers.sync_suspension(self.ctx, owner, job, launcher, hold_resume=hold)
+        hold = waiting and count_ready(workers) < len(workers)
+        return await sync_suspension(self.ctx, owner, job, launcher, hold_resume=hold)
 
     def _requeue_at_deadline(self, job: MPIJob, seconds: float | None) -> None:
         if seconds is not None and seconds > 0:
             self.ctx.requeue_after(f"{job.namespace}/{job.name}", seconds)
 
     async def _clean_up_workers(self, owner: Owner, job: MPIJob) -> None:
-        await worker_pods.delete_workers(self.ctx, owner, job)
-        await children.delete_pod_group(self.ctx, owner, job)
+        await delete_workers(self.ctx, owner, job)
+        await delete_pod_group(self.ctx, owner, job)
 
     async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> bool:
         """Writes (or skips, when unchanged) the new status; False when a progress write
@@ -261,13 +274,11 @@ class MPIJobSyncer(Syncer[SyncContext]):
         status = job.status
         if status is None or not status.start_time or not status.completion_time:
             return
-        try:
-            start = time.strptime(status.start_time, "%Y-%m-%dT%H:%M:%SZ")
-            end = time.strptime(status.completion_time, "%Y-%m-%dT%H:%M:%SZ")
-        except ValueError:
+        start, end = parse_time(status.start_time), parse_time(status.completion_time)
+        if start is None or end is None:
             return
         result = "succeeded" if is_succeeded(status) else "failed"
-        seconds = max(time.mktime(end) - time.mktime(start), 0.0)
+        seconds = max(end - start, 0.0)
         self.ctx.metrics.job_duration.labels(result).observe(seconds)
 
 

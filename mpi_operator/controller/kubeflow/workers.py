@@ -1,18 +1,23 @@
-"""Worker pods: create the missing ones, remove the surplus, clean up at the end.
+"""Worker pods, all their writes: create the missing ones, remove the surplus, clean
+up at the end, clear an earlier attempt after a restart, delete ignored failures, and
+delete a finished job whose TTL is over.
 
-Missing pods are created concurrently in growing batches (8, 16, 32, ...) that
-stop at the first error, at most 500 per sync, as the Job controller's slow start
-does from a first batch of 1 (:mod:`~mpi_operator.controller.core.pods`); the
-reference operator creates them one call at a time, all in one sync. Pods to remove are
-deleted all at once, at most 500 in one sync, as the Job controller deletes them, and a
+Missing pods are created concurrently in growing batches (8, 16, 32, ...) that stop
+at the first error, at most 500 per sync, as the Job controller's slow start does
+(:mod:`~mpi_operator.controller.core.pods`); the reference operator creates them one
+call at a time. Pods to remove are deleted all at once, at most 500 in one sync, and a
 finished job's workers in one delete of their collection
-(:mod:`~mpi_operator.controller.core.pod_collection`); the reference again goes one call
-at a time.
+(:mod:`~mpi_operator.controller.core.pod_collection`).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
 from functools import partial
+
+import structlog
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
@@ -20,20 +25,32 @@ from mpi_operator.api.v2beta1 import (
     CleanPodPolicy,
     MPIJob,
     ReplicaType,
+    TTLPolicy,
 )
-from mpi_operator.builders.kubeflow.common import worker_name, worker_names
+from mpi_operator.builders.kubeflow.common import launcher_name, worker_name, worker_names
 from mpi_operator.builders.kubeflow.worker import new_worker
-from mpi_operator.controller.core.objects import is_terminating, pod_phase
-from mpi_operator.controller.core.owner import Owner, resource_exists
+from mpi_operator.client import JOBS, MPIJOBS, PODS, Resource, is_controlled_by, is_not_found
+from mpi_operator.client.kubeapi import ApiError
+from mpi_operator.controller.core.objects import (
+    is_job_finished,
+    is_job_suspended,
+    is_terminating,
+    parse_time,
+    pod_phase,
+)
+from mpi_operator.controller.core.owner import Owner, delete, first_error, resource_exists, run_all
 from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
-from mpi_operator.controller.core.pods import create_pods, delete_pods
+from mpi_operator.controller.core.pods import create_pods, delete_pods, deletes_now
 from mpi_operator.controller.kubeflow.context import (
     NO_KIND,
     WORKERS_INDEX,
     SyncContext,
+    attempt_of,
+    restart_attempt,
     with_restart_attempt,
     worker_selector,
 )
+from mpi_operator.controller.kubeflow.policy import replaces_failed_only, restarting
 
 FAILED_REASON = "MPIJobFailed"
 #: What cleanPodPolicy Running deletes: pods that have not finished (Pending, Running).
@@ -156,3 +173,148 @@ def count_ready(pods: list[Obj]) -> int:
                 ready += 1
                 break
     return ready
+
+
+# ------------------------ restart ------------------------
+#
+# The failure policy at work (ours): restart the gang, fail the job, or recreate a pod.
+#
+# A restart is written to the status first (``restartCount`` up by one, a Restarting
+# condition, ``lastFailure``); the children of earlier attempts are then deleted on this
+# sync and on every later one until they are gone: every worker pod and the launcher Job
+# (its pods with it) for RestartJob; for RestartFailed only the workers that ended and
+# the launcher Job, while the healthy workers keep running. Only then are new ones
+# created, labelled with the attempt; after a RestartFailed the new launcher waits for
+# every worker to be Ready, whatever ``launcherCreationPolicy`` says. The Service,
+# ConfigMap, Secret and PodGroup stay, and ``runPolicy.suspend`` is not touched, so Kueue
+# keeps the job admitted. Pods a restart replaced are never judged again.
+
+
+log = structlog.get_logger(__name__)
+
+
+def _stale(job: MPIJob, pod: Obj, attempt: int, failed_only: bool) -> bool:
+    if attempt_of(pod) >= attempt or not is_controlled_by(pod, job.uid):
+        return False
+    return not failed_only or pod_phase(pod) in ("Failed", "Succeeded")
+
+
+async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
+    """Deletes the children of earlier attempts a restart replaces, and says whether any
+    is left: every worker pod and the launcher Job (RestartJob), or only the workers
+    that ended and the launcher Job (RestartFailed). Nothing once the job runs again
+    (Running ends the Restarting condition): a RestartFailed restart's healthy workers
+    carry an earlier attempt's label for good."""
+    attempt = restart_attempt(job)
+    if attempt == 0 or restarting(job) is None:
+        return False
+    failed_only = replaces_failed_only(job)
+    stale = [p for p in worker_pods(ctx, job) if _stale(job, p, attempt, failed_only)]
+    live = [p["metadata"]["name"] for p in stale if not is_terminating(p)]
+    key = f"{job.namespace}/{job.name}"
+    now = live[: deletes_now(ctx, key, len(live))]  # the rest are the next sync's
+    deletes = [delete(ctx, PODS, job.namespace, name, None) for name in now]
+    launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
+    stale_launcher = (
+        launcher is not None
+        and is_controlled_by(launcher, job.uid)
+        and attempt_of(launcher) < attempt
+    )
+    if launcher is not None and stale_launcher and not is_terminating(launcher):
+        # Foreground: the Job stays, and a new one waits, until its pods are gone.
+        deletes.append(delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
+    await run_all(*deletes)
+    if len(live) > len(now):
+        ctx.requeue(key)
+    return bool(stale) or stale_launcher
+
+
+async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[str, str]]) -> None:
+    """Deletes the pods (name, uid) whose failure a rule ignores: the workers are
+    recreated by the next sync, a launcher pod by the Job controller. The uids of the
+    pods whose delete was sent are kept (deletion expectations of the job state)
+    so that a sync before the cache shows the deletes does not judge, report and delete
+    them again; a delete that failed keeps its pod in judgement for the retry."""
+    if not pods:
+        return
+    key = f"{job.namespace}/{job.name}"
+    results = await asyncio.gather(
+        *(delete(ctx, PODS, job.namespace, name, None) for name, _ in pods),
+        return_exceptions=True,
+    )
+    sent = (uid for (_, uid), result in zip(pods, results, strict=True) if result is None)
+    ctx.state.deletions.expect(key, sent, ctx.clock.monotonic())
+    error = first_error(results)
+    if error is not None:
+        raise error
+
+
+# ------------------------ ttl ------------------------
+#
+# ``runPolicy.ttlSecondsAfterFinishedPolicy: MPIJob`` (ours): the finished MPIJob is
+# deleted ``ttlSecondsAfterFinished`` after its ``completionTime``, and the garbage
+# collector deletes its children with it. Unset or ``Launcher``, the TTL keeps the
+# reference's meaning: only the launcher Job's own ``ttlSecondsAfterFinished``.
+#
+# One case of the latter is ours to carry out: a launcher Job the operator suspended to
+# stop it (the job failed by its failure policy, its workers-ready timeout, an evicted
+# worker) never finishes, so the TTL-after-finished controller never deletes it; the
+# operator deletes it at the same time, counted from the MPIJob's ``completionTime``.
+
+
+log = structlog.get_logger(__name__)
+
+
+def _due_in(job: MPIJob, now: datetime) -> float | None:
+    """Seconds until ``completionTime`` + ``ttlSecondsAfterFinished``; None without both."""
+    ttl = job.spec.run_policy.ttl_seconds_after_finished
+    status = job.status
+    if ttl is None or status is None or not status.completion_time:
+        return None
+    done = parse_time(status.completion_time)
+    if done is None:
+        return None
+    return done + ttl - now.timestamp()
+
+
+async def collect_finished(ctx: SyncContext, job: MPIJob) -> None:
+    """Deletes the finished job (or the launcher Job it stopped) when its TTL is over,
+    or looks again when it will be."""
+    if job.spec.run_policy.ttl_seconds_after_finished_policy == TTLPolicy.MPIJOB:
+        await _delete_when_due(ctx, job, MPIJOBS, job.name, {"uid": job.uid})
+        return
+    launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
+    if (
+        launcher is None
+        or not is_controlled_by(launcher, job.uid)
+        or is_job_finished(launcher)  # the TTL-after-finished controller's to delete
+        or not is_job_suspended(launcher)
+    ):
+        return
+    uid = {"uid": str(launcher["metadata"].get("uid") or "")}
+    await _delete_when_due(ctx, job, JOBS, launcher_name(job), uid)
+
+
+async def _delete_when_due(
+    ctx: SyncContext, job: MPIJob, resource: Resource, name: str, preconditions: dict[str, str]
+) -> None:
+    left = _due_in(job, ctx.clock.now())
+    if left is None:
+        return
+    key = f"{job.namespace}/{job.name}"
+    if left > 0:
+        if ctx.requeue_after is not None:
+            ctx.requeue_after(key, left)
+        return
+    log.info("deleting after the ttl", mpijob=key, kind=resource.plural, name=name)
+    try:
+        await ctx.client.delete(
+            resource,
+            job.namespace,
+            name,
+            propagation_policy="Background",
+            preconditions=preconditions,
+        )
+    except ApiError as err:
+        if not is_not_found(err):
+            raise

@@ -10,7 +10,7 @@ from mpi_operator.controller.t9k.controller import (
     T9kMPIJobController,
     T9kOptions,
     crd_installed,
+    t9k_controller_if_served,
 )
-from mpi_operator.controller.t9k.discovery import t9k_controller_if_served
 
 __all__ = ["T9kMPIJobController", "T9kOptions", "crd_installed", "t9k_controller_if_served"]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Unpack
 
-from prometheus_client import Histogram
+import structlog
+from prometheus_client import CollectorRegistry, Histogram
 
 from mpi_operator.api.t9k import API_VERSION, KIND
 from mpi_operator.client import (
@@ -20,15 +21,16 @@ from mpi_operator.client import (
     SECRETS,
     SERVICES,
     ApiError,
+    EventRecorder,
     KubeClient,
     SharedInformer,
     is_not_found,
 )
+from mpi_operator.client.informer import namespace_scopes
 from mpi_operator.controller.core.crds import OnDemandCache
 from mpi_operator.controller.core.pods import slim_pod
-from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.options import ControllerOptions
-from mpi_operator.controller.queue_controller import QueueController, Wiring
+from mpi_operator.controller.queue_controller import ChildHandlers, QueueController, Wiring
 from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.t9k.children import POD_GROUP_NEEDED_FOR
 from mpi_operator.controller.t9k.context import (
@@ -138,3 +140,56 @@ class T9kMPIJobController(QueueController):
                 )
             ),
         }
+
+
+# ------------------------ discovery ------------------------
+#
+# Whether this process serves T9k MPIJobs: their CRD is installed and RBAC lets us list them.
+#
+# Both are asked once at start-up. Installing the CRD alone must not crash-loop an
+# operator whose RBAC predates it, so a 403 leaves the Kubeflow controller alone
+# at work, with a warning saying what is missing.
+
+
+log = structlog.get_logger(__name__)
+
+
+async def may_list(client: KubeClient, options: ControllerOptions) -> bool:
+    """Whether RBAC lets us list T9k MPIJobs in every watched namespace."""
+    try:
+        for namespace in namespace_scopes(options.namespace):
+            await client.list(T9K_MPIJOBS, namespace, limit=1, undecodable_items=True)
+    except ApiError as err:
+        if err.status != 403:
+            raise
+        log.warning(
+            "T9k MPIJob CRD installed but RBAC forbids listing its MPIJobs; not serving them",
+            error=err.message,
+        )
+        return False
+    return True
+
+
+async def t9k_controller_if_served(
+    client: KubeClient,
+    options: ControllerOptions,
+    *,
+    recorder: EventRecorder | None = None,
+    registry: CollectorRegistry | None = None,
+) -> T9kMPIJobController | None:
+    """The T9k controller (sharing ``recorder``) when its CRD is served and RBAC allows;
+    None, with the reason logged, otherwise. Other API errors of the RBAC probe raise."""
+    try:
+        installed = await crd_installed(client)
+    except ApiError as err:
+        log.warning(
+            "cannot tell whether the T9k MPIJob CRD is installed; not serving it", error=str(err)
+        )
+        return None
+    if not installed:
+        log.info("T9k MPIJob CRD not installed; serving kubeflow.org MPIJobs only")
+        return None
+    if not await may_list(client, options):
+        return None
+    log.info("serving T9k MPIJobs (batch.tensorstack.dev/v1beta1) too")
+    return T9kMPIJobController(client, options, recorder=recorder, registry=registry)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mpi_operator.controller.kubeflow.culprit import culprit, failed_pod
+from mpi_operator.controller.kubeflow.policy import culprit, failed_pod
 
 Obj = dict[str, Any]
 

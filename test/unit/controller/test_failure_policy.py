@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from mpi_operator.api.v2beta1 import FailurePolicy, FailurePolicyAction
-from mpi_operator.controller.kubeflow.culprit import FailedPod
-from mpi_operator.controller.kubeflow.failure_policy import decide, match
+from mpi_operator.controller.kubeflow.policy import FailedPod, decide, match
 
 RESTART, FAIL, IGNORE = (
     FailurePolicyAction.RESTART_JOB,

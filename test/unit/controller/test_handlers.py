@@ -11,7 +11,7 @@ from mpi_operator.api.v2beta1 import API_VERSION, KIND
 from mpi_operator.client import DeletedFinalStateUnknown, Indexer, Lister
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.controller.core.state import CreationExpectations
-from mpi_operator.controller.handlers import ChildHandlers, JobHandlers, PodObserver
+from mpi_operator.controller.queue_controller import ChildHandlers, JobHandlers, PodObserver
 
 Obj = dict[str, Any]
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mpi_operator.api.v2beta1 import MPIJob, set_defaults
-from mpi_operator.controller.kubeflow.next_status import (
+from mpi_operator.controller.kubeflow.status import (
     Children,
     Facts,
     StatusUpdate,

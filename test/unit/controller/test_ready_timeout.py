@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.controller.kubeflow.ready_timeout import not_ready_message, seconds_left
+from mpi_operator.controller.kubeflow.status import not_ready_message, ready_seconds_left
 
 NOW = datetime(2026, 11, 25, 3, 1, 0, tzinfo=UTC)
 
@@ -50,7 +50,7 @@ STARTED = {"startTime": "2026-11-25T03:00:00Z"}
 def test_the_clock_runs_from_start_resume_or_restart_until_the_job_runs(
     given: MPIJob, left: float | None
 ) -> None:
-    assert seconds_left(given, NOW) == left
+    assert ready_seconds_left(given, NOW) == left
 
 
 def test_the_workers_not_ready_are_named() -> None:

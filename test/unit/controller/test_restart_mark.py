@@ -6,9 +6,8 @@ from datetime import UTC, datetime
 
 from mpi_operator.api.v2beta1 import FailurePolicyAction, JobStatus
 from mpi_operator.controller.kubeflow.conditions import TRUE, get_condition, update_conditions
-from mpi_operator.controller.kubeflow.culprit import FailedPod
-from mpi_operator.controller.kubeflow.failure_policy import Decision
-from mpi_operator.controller.kubeflow.next_status import mark
+from mpi_operator.controller.kubeflow.policy import Decision, FailedPod
+from mpi_operator.controller.kubeflow.status import mark
 
 T0 = datetime(2026, 11, 25, 3, 0, 0, tzinfo=UTC)
 T1 = datetime(2026, 11, 25, 3, 0, 9, tzinfo=UTC)

@@ -9,8 +9,7 @@ import pytest
 from test_next_status import make_job
 
 from mpi_operator.api.v2beta1 import JobStatus, MPIJob
-from mpi_operator.controller.kubeflow.conditions import update_conditions
-from mpi_operator.controller.kubeflow.status import update_status
+from mpi_operator.controller.kubeflow.conditions import update_conditions, update_status
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
 STAMP = "2026-11-21T12:00:00Z"

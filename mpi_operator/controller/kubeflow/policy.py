@@ -1,0 +1,323 @@
+"""The failure policy (ours), pure: who failed, what the rules decide, and the
+judgement of a sync's failed pods.
+
+* The culprit: a failed pod is described by its first container that terminated with
+  a non-zero exit code (init containers first) and by the pod's own reason (Evicted,
+  DeadlineExceeded, ...). Of several failed pods the one that failed first is the
+  culprit: a worker's OOM makes mpirun fail a moment later. Ties go to workers.
+* The decision: ``runPolicy.failurePolicy``'s rules, matched in order against the
+  failed pods, restart the job, restart only what failed, fail it, or ignore a pod.
+* The judgement: the decision on the current attempt's failed pods, with the pods
+  still to count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from mpi_operator.api.object_model import Obj
+from mpi_operator.api.v2beta1 import (
+    JOB_ROLE_LABEL,
+    ConditionType,
+    ExitCodesOperator,
+    FailurePolicy,
+    FailurePolicyAction,
+    FailurePolicyRule,
+    MPIJob,
+    OnExitCodes,
+    PodFailure,
+)
+from mpi_operator.client import WARNING
+from mpi_operator.controller.core.objects import TRUE, get_condition
+from mpi_operator.controller.core.writes import Event
+from mpi_operator.controller.kubeflow.context import attempt_of, restart_attempt
+
+_FAR_FUTURE = "9999-12-31T23:59:59Z"
+
+
+@dataclass(frozen=True, slots=True)
+class FailedPod:
+    """A failed pod as the failure policy and the messages see it."""
+
+    role: str  # "launcher" or "worker"
+    pod: str
+    uid: str
+    container: str | None
+    exit_code: int | None
+    reason: str | None  # the container's termination reason
+    pod_reason: str | None
+    pod_message: str | None
+    conditions: tuple[tuple[str, str], ...]  # (type, status) of the pod's conditions
+    terminations: tuple[tuple[str, int, str], ...]  # (container, exit code, reason), non-zero
+    finished_at: str
+
+    @property
+    def message(self) -> str:
+        if self.container is not None:
+            text = (
+                f"{self.role} {self.pod} container {self.container} terminated: "
+                f"{self.reason or 'Error'} (exit {self.exit_code})"
+            )
+            if self.pod_reason:
+                text += f"; pod {self.pod_reason}"
+                if self.pod_message:
+                    text += f": {self.pod_message}"
+            return text
+        text = f"{self.role} {self.pod} failed: {self.pod_reason or 'Failed'}"
+        return text + (f": {self.pod_message}" if self.pod_message else "")
+
+    def status(self, now: str) -> PodFailure:
+        return PodFailure(
+            pod=self.pod,
+            replica_type=self.role.capitalize(),
+            container=self.container,
+            exit_code=self.exit_code,
+            reason=self.reason,
+            pod_reason=self.pod_reason,
+            message=self.message,
+            time=now,
+        )
+
+
+def _terminated(container_status: Obj) -> Obj | None:
+    for key in ("state", "lastState"):
+        terminated = (container_status.get(key) or {}).get("terminated")
+        if terminated and int(terminated.get("exitCode") or 0) != 0:
+            return dict(terminated)
+    return None
+
+
+def _failed_containers(status: Obj) -> list[tuple[str, Obj]]:
+    """(name, terminated state) of the containers that exited non-zero, init ones first."""
+    found: list[tuple[str, Obj]] = []
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for container_status in status.get(key) or []:
+            terminated = _terminated(container_status)
+            if terminated is not None:
+                found.append((str(container_status.get("name") or ""), terminated))
+    return found
+
+
+def failed_pod(pod: Obj) -> FailedPod | None:
+    """The pod's failure, if its phase is Failed."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Failed":
+        return None
+    meta = pod.get("metadata") or {}
+    conditions = status.get("conditions") or []
+    failed = _failed_containers(status)
+    container, terminated = failed[0] if failed else (None, {})
+    stamps = [str(c.get("lastTransitionTime") or "") for c in conditions]
+    finished_at = str(terminated.get("finishedAt") or "") or max(stamps, default="")
+    return FailedPod(
+        role=str((meta.get("labels") or {}).get(JOB_ROLE_LABEL) or "pod"),
+        pod=str(meta.get("name") or ""),
+        uid=str(meta.get("uid") or ""),
+        container=container,
+        exit_code=int(terminated["exitCode"]) if failed else None,
+        reason=str(terminated.get("reason") or "") or None,
+        pod_reason=str(status.get("reason") or "") or None,
+        pod_message=str(status.get("message") or "") or None,
+        conditions=tuple((str(c.get("type")), str(c.get("status"))) for c in conditions),
+        terminations=tuple(
+            (name, int(t["exitCode"]), str(t.get("reason") or "")) for name, t in failed
+        ),
+        finished_at=finished_at or _FAR_FUTURE,
+    )
+
+
+def failed_pods(pods: Iterable[Obj]) -> list[FailedPod]:
+    """The failed ones among ``pods``, the earliest failure first."""
+    found = [f for f in (failed_pod(p) for p in pods) if f is not None]
+    return sorted(found, key=lambda f: (f.finished_at, f.role != "worker", f.pod))
+
+
+def culprit(pods: Iterable[Obj]) -> FailedPod | None:
+    found = failed_pods(pods)
+    return found[0] if found else None
+
+
+# ------------------------ failure policy ------------------------
+#
+# What ``spec.runPolicy.failurePolicy`` decides for a job's failed pods (pure; ours).
+#
+# Modelled on JobSet's failurePolicy (maxRestarts, ordered rules, a default restart)
+# and batch/v1's podFailurePolicy (exit codes In/NotIn, pod conditions, FailJob and
+# Ignore). Each failed pod is matched against the rules in order; the first rule that
+# matches gives its action, and a pod no rule matches restarts the job. Across the
+# pods, FailJob beats RestartJob, which beats RestartFailed (replace only the failed
+# pods and the launcher), which beats Ignore; a restart past maxRestarts fails the job
+# instead.
+
+
+RESTARTING_REASON = "MPIJobRestarting"
+#: A RestartFailed restart: its Restarting condition's reason, which tells the syncs of
+#: the restart to replace only the failed workers and the launcher.
+RESTARTING_FAILED_REASON = "MPIJobRestartingFailed"
+FAIL_JOB_REASON = "PodFailurePolicy"
+REACHED_MAX_RESTARTS_REASON = "ReachedMaxRestarts"
+IGNORED_REASON = "PodFailureIgnored"
+DEFAULT_RULE = "default"
+
+_SEVERITY = {
+    FailurePolicyAction.IGNORE: 0,
+    FailurePolicyAction.RESTART_FAILED: 1,
+    FailurePolicyAction.RESTART_JOB: 2,
+    FailurePolicyAction.FAIL_JOB: 3,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One failed pod and the rule that decided its action."""
+
+    failure: FailedPod
+    action: FailurePolicyAction
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The job-wide action (None when every failure is ignored), the reason and message
+    of its condition and event, and the failed pods to delete and recreate."""
+
+    action: FailurePolicyAction | None
+    reason: str = ""
+    message: str = ""
+    culprit: FailedPod | None = None
+    ignored: list[Match] = field(default_factory=list)
+
+
+def _exit_codes_match(requirement: OnExitCodes, failure: FailedPod) -> bool:
+    codes = [
+        code
+        for container, code, _ in failure.terminations
+        if requirement.container_name in (None, "", container)
+    ]
+    values = set(requirement.values or [])
+    if requirement.operator == ExitCodesOperator.NOT_IN:
+        return any(code not in values for code in codes)
+    return any(code in values for code in codes)
+
+
+def rule_matches(rule: FailurePolicyRule, failure: FailedPod) -> bool:
+    """Every criterion the rule gives must match; a rule without criteria matches all."""
+    if rule.target_replica_types and failure.role.capitalize() not in rule.target_replica_types:
+        return False
+    if rule.on_exit_codes is not None and not _exit_codes_match(rule.on_exit_codes, failure):
+        return False
+    if rule.on_termination_reasons is not None:
+        reasons = {reason for _, _, reason in failure.terminations}
+        if not reasons & set(rule.on_termination_reasons):
+            return False
+    if rule.on_pod_reasons is not None and failure.pod_reason not in rule.on_pod_reasons:
+        return False
+    if rule.on_pod_conditions is not None:
+        present = set(failure.conditions)
+        wanted = {(c.type, c.status or "True") for c in rule.on_pod_conditions}
+        if not present & wanted:
+            return False
+    return True
+
+
+def match(policy: FailurePolicy, failure: FailedPod) -> Match:
+    for i, rule in enumerate(policy.rules or []):
+        if rule_matches(rule, failure):
+            action = FailurePolicyAction(rule.action or FailurePolicyAction.RESTART_JOB)
+            return Match(failure, action, rule.name or f"rules[{i}]")
+    return Match(failure, FailurePolicyAction.RESTART_JOB, DEFAULT_RULE)
+
+
+def decide(policy: FailurePolicy, failures: Sequence[FailedPod], restart_count: int) -> Decision:
+    """``failures`` come earliest first; the earliest of the most severe action names it."""
+    matches = [match(policy, f) for f in failures]
+    if not matches:
+        return Decision(action=None)
+    worst = max(matches, key=lambda m: _SEVERITY[m.action])
+    if worst.action == FailurePolicyAction.IGNORE:
+        return Decision(action=None, ignored=matches)
+    cause = worst.failure.message
+    if worst.action == FailurePolicyAction.FAIL_JOB:
+        message = f"rule {worst.rule} fails the job: {cause}"
+        return Decision(worst.action, FAIL_JOB_REASON, message, worst.failure)
+    limit = policy.max_restarts or 0
+    if restart_count >= limit:
+        message = f"reached maxRestarts {limit} (rule {worst.rule}): {cause}"
+        return Decision(
+            FailurePolicyAction.FAIL_JOB, REACHED_MAX_RESTARTS_REASON, message, worst.failure
+        )
+    message = f"restart {restart_count + 1} of {limit} (rule {worst.rule}): {cause}"
+    if worst.action == FailurePolicyAction.RESTART_FAILED:
+        message = f"{message}; only the failed pods and the launcher are replaced"
+        return Decision(worst.action, RESTARTING_FAILED_REASON, message, worst.failure)
+    return Decision(worst.action, RESTARTING_REASON, message, worst.failure)
+
+
+def whole_restart(decision: Decision, why: str) -> Decision:
+    """A RestartFailed decision that must restart everything instead, saying why."""
+    message = f"{decision.message.split('; only the failed')[0]}; a whole restart: {why}"
+    return Decision(FailurePolicyAction.RESTART_JOB, RESTARTING_REASON, message, decision.culprit)
+
+
+def ignored_message(ignored: Match) -> str:
+    return (
+        f"rule {ignored.rule} ignores the failure, the pod is recreated: {ignored.failure.message}"
+    )
+
+
+# ------------------------ judge tmp ------------------------
+#
+# The failure policy's judgement of a sync's failed pods (pure).
+
+
+@dataclass(slots=True)
+class Judgement:
+    """The decision on this sync's failed pods, and the pods still to report on."""
+
+    decision: Decision
+    launcher_pods: list[Obj]
+    workers: list[Obj]
+    events: list[Event] = field(default_factory=list)
+
+
+def restarting(job: MPIJob) -> str | None:
+    """The reason of the job's Restarting condition while a restart is under way."""
+    condition = get_condition(job.status, ConditionType.RESTARTING) if job.status else None
+    if condition is None or condition.status != TRUE:
+        return None
+    return condition.reason or RESTARTING_REASON
+
+
+def replaces_failed_only(job: MPIJob) -> bool:
+    """A RestartFailed restart is under way: healthy workers of earlier attempts stay."""
+    return restarting(job) == RESTARTING_FAILED_REASON
+
+
+def judge(
+    policy: FailurePolicy,
+    job: MPIJob,
+    launcher_pods: Sequence[Obj],
+    workers: Sequence[Obj],
+    deleted: frozenset[str] = frozenset(),
+) -> Judgement:
+    """Decides on the failed pods of the current attempt (pure). Pods whose uid is in
+    ``deleted`` (an earlier sync deleted them, ignoring their failure) are left out."""
+    attempt = restart_attempt(job)
+    launcher_pods = [p for p in launcher_pods if p["metadata"].get("uid") not in deleted]
+    workers = [w for w in workers if w["metadata"].get("uid") not in deleted]
+    # A whole restart's earlier workers are gone before this runs; a RestartFailed
+    # restart's healthy ones are still the job's, and judged.
+    current = [w for w in workers if attempt_of(w) <= attempt]
+    decision = decide(policy, failed_pods([*current, *launcher_pods]), attempt)
+    if decision.action == FailurePolicyAction.RESTART_FAILED and job.spec.run_launcher_as_worker:
+        # The launcher is a host of the ranks as well: mpirun's hosts change with it.
+        decision = whole_restart(decision, "the launcher runs ranks (runLauncherAsWorker)")
+    gone = {m.failure.uid for m in decision.ignored}
+    events = [Event(WARNING, IGNORED_REASON, ignored_message(m)) for m in decision.ignored]
+    return Judgement(
+        decision,
+        [p for p in launcher_pods if p["metadata"].get("uid") not in gone],
+        [w for w in workers if w["metadata"].get("uid") not in gone],
+        events,
+    )
