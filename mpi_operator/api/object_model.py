@@ -19,6 +19,7 @@ Two ways in, two behaviours:
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from enum import Enum
 from typing import Annotated, Any, Self, TypeVar
 
@@ -36,6 +37,13 @@ from pydantic.alias_generators import to_camel
 
 #: A Kubernetes object in wire (JSON) form, as the API server and the caches hold it.
 Obj = dict[str, Any]
+
+
+def metadata_of(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A wire object's metadata; empty (and not attached) when it has none."""
+    found: dict[str, Any] = (obj or {}).get("metadata") or {}
+    return found
+
 
 #: The validation context key that makes unknown fields and enum values errors.
 STRICT = "mpi_operator.strict"

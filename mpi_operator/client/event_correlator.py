@@ -28,6 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from mpi_operator.api.object_model import metadata_of
 from mpi_operator.client.clock import Clock
 from mpi_operator.client.ratelimit import TokenBucket
 
@@ -263,7 +264,7 @@ class EventCorrelator:
 
     def update_state(self, ev: Event) -> None:
         """Remember what the server stored, so the next duplicate patches it."""
-        meta = ev.get("metadata") or {}
+        meta = metadata_of(ev)
         self._observations.add(
             event_key(ev),
             _Observation(

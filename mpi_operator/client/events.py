@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import structlog
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
+from mpi_operator.api.object_model import metadata_of
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.event_correlator import EventCorrelator, format_time
 from mpi_operator.client.fence import FencedError
@@ -83,7 +84,7 @@ def _dropped_counter(registry: CollectorRegistry) -> Counter:
 
 
 def object_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     ref = {
         "kind": obj.get("kind"),
         "apiVersion": obj.get("apiVersion"),

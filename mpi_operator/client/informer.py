@@ -45,7 +45,7 @@ from typing import Any
 
 import structlog
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.decoding import Undecodable
 from mpi_operator.client.kubeapi import KubeClient, Resource
@@ -110,7 +110,7 @@ class _ScopedSink:
 def resource_version(obj: Obj | DeletedFinalStateUnknown) -> str:
     if isinstance(obj, DeletedFinalStateUnknown):
         obj = obj.obj
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return str(metadata_of(obj).get("resourceVersion") or "")
 
 
 class SharedInformer:
@@ -375,5 +375,5 @@ class SharedInformer:
 
 
 def _ns(obj: Obj) -> str | None:
-    namespace = (obj.get("metadata") or {}).get("namespace")
+    namespace = metadata_of(obj).get("namespace")
     return namespace if isinstance(namespace, str) else None

@@ -47,7 +47,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.decoding import Undecodable, decode_watch_line
 from mpi_operator.client.kubeapi import (
@@ -190,7 +190,7 @@ class Reflector:
             )
             if self._first_list:
                 self._stalled_since = self._clock.monotonic()
-            meta = page.get("metadata") or {}
+            meta = metadata_of(page)
             rv = str(meta.get("resourceVersion") or rv)
             for obj in page.get("items") or []:
                 if isinstance(obj, Undecodable):
@@ -282,7 +282,7 @@ class Reflector:
         if not isinstance(obj, dict):
             self.log.warning("skipping watch event without an object", type=etype)
             return False
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        rv = str(metadata_of(obj).get("resourceVersion") or "")
         if etype == "BOOKMARK":
             if rv:
                 self.last_sync_resource_version = rv

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from mpi_operator.api.object_model import metadata_of
+
 
 class Op(Enum):
     EQUALS = "="
@@ -111,7 +113,7 @@ class Selector:
         return all(r.matches(lbls) for r in self.requirements)
 
     def matches_object(self, obj: Mapping[str, Any]) -> bool:
-        meta = obj.get("metadata") or {}
+        meta = metadata_of(obj)
         return self.matches(meta.get("labels") or {})
 
     def empty(self) -> bool:

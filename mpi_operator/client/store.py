@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client.selectors import Selector, as_selector
 
 IndexFunc = Callable[[Obj], list[str]]
@@ -44,7 +44,7 @@ class DeletedFinalStateUnknown:
 def meta_namespace_key(obj: Obj | DeletedFinalStateUnknown) -> str:
     if isinstance(obj, DeletedFinalStateUnknown):
         return obj.key
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     name = meta.get("name")
     if not name:
         raise KeyError("object has no metadata.name")
@@ -63,13 +63,13 @@ def split_key(key: str) -> tuple[str, str]:
 
 
 def namespace_index(obj: Obj) -> list[str]:
-    ns = (obj.get("metadata") or {}).get("namespace")
+    ns = metadata_of(obj).get("namespace")
     return [ns] if ns else [""]
 
 
 def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The owner reference marked ``controller: true``, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in metadata_of(obj).get("ownerReferences") or []:
         if ref.get("controller"):
             return ref  # type: ignore[no-any-return]
     return None
@@ -234,7 +234,7 @@ class Lister:
         objs = self._indexer.by_index(CONTROLLER_UID_INDEX, uid)
         if namespace is None:
             return objs
-        return [o for o in objs if (o.get("metadata") or {}).get("namespace") == namespace]
+        return [o for o in objs if metadata_of(o).get("namespace") == namespace]
 
     def namespaced(self, namespace: str) -> NamespaceLister:
         return NamespaceLister(self, namespace)

@@ -22,7 +22,7 @@ from typing import Any, TypedDict
 import structlog
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import (
     WARNING,
     Clock,
@@ -237,7 +237,7 @@ class QueueController:
 
 
 def _meta(obj: Obj) -> dict[str, Any]:
-    meta: dict[str, Any] = obj.get("metadata") or {}
+    meta: dict[str, Any] = metadata_of(obj)
     return meta
 
 

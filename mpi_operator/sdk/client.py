@@ -23,7 +23,7 @@ from kubernetes import client as k8s
 from pydantic import ValidationError
 
 from mpi_operator.api import t9k, v2beta1
-from mpi_operator.api.object_model import ApiObject
+from mpi_operator.api.object_model import ApiObject, metadata_of
 
 from . import logs as _logs
 from . import waiting
@@ -113,7 +113,7 @@ class JobClient(Generic[JobT]):
                 f"not {given[0]} {given[1]}"
             )
         body["apiVersion"], body["kind"] = kind.api_version, kind.kind
-        body["metadata"] = dict(body.get("metadata") or {})
+        body["metadata"] = dict(metadata_of(body))
         if not isinstance(job, ApiObject):
             _check_spec(kind.model, body)
         return body

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1 import (
     REPLICA_INDEX_LABEL,
@@ -116,7 +116,7 @@ def new_launcher_pod_template(
         raise ValueError(f"MPIJob {job.namespace}/{job.name} has no Launcher replica spec")
     warnings: list[BuildWarning] = []
     template = deep_copy(spec.template)
-    metadata = template.get("metadata") or {}
+    metadata = metadata_of(template)
     labels = {**(metadata.get("labels") or {}), **default_labels(job.name, LAUNCHER)}
     template["metadata"] = {**metadata, "labels": labels}
     template.setdefault("spec", {})
@@ -204,7 +204,7 @@ def sync_launcher_scheduling_directives(launcher: Obj, desired_template: Obj) ->
     updated: Obj = deep_copy(launcher)
     template = updated.setdefault("spec", {}).setdefault("template", {})
     meta = template.setdefault("metadata", {})
-    desired_meta = desired_template.get("metadata") or {}
+    desired_meta = metadata_of(desired_template)
     for key in ("labels", "annotations"):
         merged = {**(meta.get(key) or {}), **(desired_meta.get(key) or {})}
         if merged:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1 import REPLICA_INDEX_LABEL, MPIJob, ReplicaType
 from mpi_operator.builders.kubeflow.common import (
@@ -39,7 +39,7 @@ def new_worker(job: MPIJob, index: int, gang: GangScheduling | None = None) -> O
     name = worker_name(job, index)
     # Copy-on-write (see own_dict): the pod shares what it does not change with the job.
     template: Obj = dict(spec.template)
-    metadata = template.get("metadata") or {}
+    metadata = metadata_of(template)
     labels = {**(metadata.get("labels") or {}), **default_labels(job.name, WORKER)}
     labels[REPLICA_INDEX_LABEL] = worker_replica_index_label(job, index)
     template["metadata"] = {**metadata, "labels": labels}

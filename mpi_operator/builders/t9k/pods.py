@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.t9k import (
     GROUP,
     GROUP_NAME_LABEL,
@@ -133,7 +133,7 @@ def run_mode(job: MPIJob, resumed: bool) -> str:
 
 
 def pod_run_mode(pod: Obj) -> str:
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    annotations = metadata_of(pod).get("annotations") or {}
     return str(annotations.get(RUN_MODE_ANNOTATION) or RUN_MODE_NORMAL)
 
 
@@ -143,7 +143,7 @@ def _pod(
     """The pod skeleton from the worker template, and its MPI container. Copy-on-write
     (see own_dict): the pod shares with the job every part it does not change."""
     template: Obj = dict(job.worker.template)
-    meta = template.get("metadata") or {}
+    meta = metadata_of(template)
     labels = {
         **(meta.get("labels") or {}),
         **job_labels(job),

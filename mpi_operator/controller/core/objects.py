@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 
 TRUE = "True"
 FALSE = "False"
@@ -29,14 +29,8 @@ def parse_time(stamp: str | None) -> float | None:
         return None
 
 
-def meta(obj: Obj | None) -> dict[str, Any]:
-    """The object's metadata (empty when it has none)."""
-    found: dict[str, Any] = (obj or {}).get("metadata") or {}
-    return found
-
-
 def labels_of(obj: Obj) -> dict[str, str]:
-    labels: dict[str, str] = meta(obj).get("labels") or {}
+    labels: dict[str, str] = metadata_of(obj).get("labels") or {}
     return labels
 
 
@@ -49,7 +43,7 @@ def pod_phase(pod: Obj | None) -> str:
 
 def is_terminating(obj: Obj) -> bool:
     """The object carries a deletionTimestamp: it is already being deleted."""
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+    return bool(metadata_of(obj).get("deletionTimestamp"))
 
 
 def job_condition(job: Obj, condition_type: str) -> Obj | None:

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import (
     SECRETS,
     WARNING,
@@ -62,7 +62,7 @@ class Owner:
 
     @classmethod
     def of(cls, obj: Obj, api_version: str, kind: str, labels: Mapping[str, str]) -> Owner:
-        meta = obj.get("metadata") or {}
+        meta = metadata_of(obj)
         return cls(
             obj=obj,
             ref=reference(obj, api_version, kind),

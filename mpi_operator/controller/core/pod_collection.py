@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import PODS
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import COLLECTION_RETRY_S, CoreContext
@@ -87,11 +87,11 @@ async def delete_pod_collection(
 
 
 def _name(pod: Obj) -> str:
-    return str((pod.get("metadata") or {}).get("name") or "")
+    return str(metadata_of(pod).get("name") or "")
 
 
 def _uid(pod: Obj) -> str:
-    return str((pod.get("metadata") or {}).get("uid") or "")
+    return str(metadata_of(pod).get("uid") or "")
 
 
 async def _delete_collection(

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import PODS
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete, first_error, run_all
@@ -230,7 +230,7 @@ def _containers(statuses: Any) -> list[Obj]:
 
 def slim_pod(pod: Obj) -> Obj:
     """The cached form of ``pod`` (a new dict; the input is not modified)."""
-    meta = dict(pod.get("metadata") or {})
+    meta = dict(metadata_of(pod))
     meta.pop("managedFields", None)
     out: Obj = {"metadata": meta}
     spec = pod.get("spec") or {}

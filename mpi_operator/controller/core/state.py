@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import Clock
 from mpi_operator.controller.runner import Reporter, SyncFailures
 
@@ -131,7 +131,7 @@ CONFIG_MAP = "configmap"
 
 
 def _resource_version(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return str(metadata_of(obj).get("resourceVersion") or "")
 
 
 class OwnWrites:

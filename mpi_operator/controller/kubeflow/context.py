@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.v2beta1 import (
     API_VERSION,
     JOB_NAME_LABEL,
@@ -65,7 +65,7 @@ def worker_selector(job_name: str) -> str:
 
 
 def workers_index(obj: Obj) -> list[str]:
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     labels = meta.get("labels") or {}
     name = labels.get(JOB_NAME_LABEL)
     if (
@@ -93,7 +93,7 @@ def restart_attempt(job: MPIJob) -> int:
 
 def attempt_of(obj: Obj) -> int:
     """The restart attempt a pod or launcher Job was made for (0: before any restart)."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
+    labels = metadata_of(obj).get("labels") or {}
     try:
         return int(labels.get(RESTART_ATTEMPT_LABEL) or 0)
     except ValueError:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.v2beta1 import (
     JOB_ROLE_LABEL,
     ConditionType,
@@ -104,7 +104,7 @@ def failed_pod(pod: Obj) -> FailedPod | None:
     status = pod.get("status") or {}
     if status.get("phase") != "Failed":
         return None
-    meta = pod.get("metadata") or {}
+    meta = metadata_of(pod)
     conditions = status.get("conditions") or []
     failed = _failed_containers(status)
     container, terminated = failed[0] if failed else (None, {})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import structlog
 
 from mpi_operator.api.field_errors import InvalidObjectError, aggregate
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.v2beta1 import (
     ConditionType,
     JobStatus,
@@ -90,7 +90,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
                 "skipping mpijob managed by another controller", mpijob=key, managed_by=managed_by
             )
             return None
-        if (shared.get("metadata") or {}).get("deletionTimestamp"):
+        if metadata_of(shared).get("deletionTimestamp"):
             return None
         # Ours: the size limits (worker cap, ConfigMap size), before anything is written.
         errors = validate_defaulted(job) + limit_errors(job, self.ctx.options.cluster_domain)

@@ -19,7 +19,7 @@ from functools import partial
 
 import structlog
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.v2beta1 import (
     REPLICA_INDEX_LABEL,
     CleanPodPolicy,
@@ -65,7 +65,7 @@ def worker_pods(ctx: SyncContext, job: MPIJob) -> list[Obj]:
 
 def _index(pod: Obj) -> int | None:
     try:
-        return int(((pod.get("metadata") or {}).get("labels") or {})[REPLICA_INDEX_LABEL])
+        return int((metadata_of(pod).get("labels") or {})[REPLICA_INDEX_LABEL])
     except (KeyError, ValueError):
         return None
 

@@ -19,7 +19,7 @@ from functools import partial
 import structlog
 
 from mpi_operator.api.field_errors import InvalidObjectError, aggregate
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.t9k import (
     REPLICA_TYPE_LABEL,
     CleanUpPolicy,
@@ -73,7 +73,7 @@ _UNFINISHED_POD_PHASES = ("Pending", "Running", "Unknown", "")
 class T9kMPIJobSyncer(Syncer[SyncContext]):
     async def sync(self, key: str) -> Finish | None:
         shared = self.ctx.state.own_writes.latest(key, cached(self.ctx.listers.mpijobs, key))
-        if shared is None or (shared.get("metadata") or {}).get("deletionTimestamp"):
+        if shared is None or metadata_of(shared).get("deletionTimestamp"):
             return None
         try:
             job = set_defaults(parse(shared))
@@ -210,8 +210,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         doomed = [
             name
             for name, pod in pods.items()
-            if ((pod.get("metadata") or {}).get("labels") or {}).get(labels_key)
-            == ReplicaType.WORKER.value
+            if (metadata_of(pod).get("labels") or {}).get(labels_key) == ReplicaType.WORKER.value
             and not is_terminating(pod)
             and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
         ]

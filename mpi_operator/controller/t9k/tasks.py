@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mpi_operator.api.object_model import Obj
+from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.t9k import (
     Aggregate,
     ContainerStatus,
@@ -81,7 +81,7 @@ def _container_statuses(pod: Obj) -> list[ContainerStatus]:
 def task_of(replica_type: ReplicaType, index: int, pod: Obj | None) -> Task:
     replicas: list[ReplicaStatus] = []
     if pod is not None:
-        meta = pod.get("metadata") or {}
+        meta = metadata_of(pod)
         replicas.append(
             ReplicaStatus(
                 name=str(meta.get("name") or ""),
