@@ -256,18 +256,6 @@ def updated_pod_group(existing: Mapping[str, Any], desired: Mapping[str, Any]) -
 # -- pod templates ----------------------------------------------------------------
 
 
-def overwritten_scheduler_name(template: Mapping[str, Any], gang: GangScheduling) -> str | None:
-    """The template's schedulerName ("" when unset) if decorating replaces it.
-
-    Upstream warns "<name> scheduler is specified when gang-scheduling is
-    enabled and it will be overwritten" whenever this is not None, including
-    for an unset name.
-    """
-    spec = template.get("spec") or {}
-    current = str(spec.get("schedulerName") or "")
-    return None if current == gang.scheduler_name else current
-
-
 def decorate_pod_template(template: Mapping[str, Any], job_name: str, gang: GangScheduling) -> Obj:
     """A copy of ``template`` set up for gang scheduling in the job's PodGroup; it shares
     with ``template`` everything but the objects on the way to the fields it sets."""

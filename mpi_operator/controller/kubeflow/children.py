@@ -28,6 +28,7 @@ from mpi_operator.builders.kubeflow.launcher import (
 from mpi_operator.builders.kubeflow.podgroup import (
     new_pod_group,
     pod_group_specs_equal,
+    updated_pod_group,
 )
 from mpi_operator.builders.kubeflow.secret import new_ssh_auth_secret, secret_keys
 from mpi_operator.builders.kubeflow.service import new_job_service
@@ -39,7 +40,6 @@ from mpi_operator.client import (
     JOBS,
     SECRETS,
     SERVICES,
-    Lister,
     Resource,
     is_already_exists,
     is_controlled_by,
@@ -66,13 +66,9 @@ from mpi_operator.controller.kubeflow.workers import worker_pods
 SSH_SECRET_KEYS = sorted((SSH_PRIVATE_KEY, SSH_PUBLIC_KEY))
 
 
-def cached(lister: Lister, job: MPIJob, name: str) -> Obj | None:
-    return lister.get(job.namespace, name)
-
-
 async def ensure_service(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     desired = new_job_service(job)
-    current = cached(ctx.listers.services, job, desired["metadata"]["name"])
+    current = ctx.listers.services.get(job.namespace, desired["metadata"]["name"])
     if current is None:
         return await create_or_adopt(ctx, owner, SERVICES, desired, NO_KIND)
     ensure_controlled(ctx, owner, current, NO_KIND)
@@ -99,7 +95,7 @@ async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     desired = new_config_map(job, replicas, running, ctx.options.cluster_domain)
     key = owner.key
     current = ctx.state.own_writes.latest(
-        key, cached(ctx.listers.configmaps, job, desired["metadata"]["name"]), CONFIG_MAP
+        key, ctx.listers.configmaps.get(job.namespace, desired["metadata"]["name"]), CONFIG_MAP
     )
     if current is None:
         return await create_or_adopt(ctx, owner, CONFIGMAPS, desired, NO_KIND)
@@ -136,7 +132,7 @@ async def _new_secret(ctx: SyncContext, job: MPIJob) -> Obj:
 
 async def ensure_ssh_secret(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     name = job.name + "-ssh"
-    current = cached(ctx.listers.secrets, job, name)
+    current = ctx.listers.secrets.get(job.namespace, name)
     if current is None:
         desired = await _new_secret(ctx, job)
         return await create_or_adopt(ctx, owner, SECRETS, desired, NO_KIND)
@@ -187,7 +183,7 @@ async def _ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     assert gang is not None and ctx.listers.pod_groups is not None
     resource = _pod_group_resource(ctx)
     desired = new_pod_group(job, gang, _priority_classes(ctx))
-    current = cached(ctx.listers.pod_groups, job, job.name)
+    current = ctx.listers.pod_groups.get(job.namespace, job.name)
     if current is None:
         try:
             created: Obj = await ctx.client.create(resource, job.namespace, owner.label(desired))
@@ -196,12 +192,12 @@ async def _ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
             # Never read from the API (the role grants no get on PodGroups): their
             # cache is not filtered by label, so it holds every PodGroup, and one it
             # has not seen yet is a retry away, as in the reference operator.
-            current = cached(ctx.listers.pod_groups, job, job.name)
+            current = ctx.listers.pod_groups.get(job.namespace, job.name)
             if not is_already_exists(err) or current is None:
                 raise
     ensure_controlled(ctx, owner, current, "PodGroup")
     if not pod_group_specs_equal(gang, current, desired):
-        updated = {**current, "spec": desired["spec"]}
+        updated = updated_pod_group(current, desired)
         result: Obj = await ctx.client.replace(resource, job.namespace, job.name, updated)
         return result
     return current
@@ -210,7 +206,7 @@ async def _ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
 async def delete_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
     if ctx.options.gang is None or ctx.listers.pod_groups is None:
         return
-    current = cached(ctx.listers.pod_groups, job, job.name)
+    current = ctx.listers.pod_groups.get(job.namespace, job.name)
     if current is None:
         return
     ensure_controlled(ctx, owner, current, "PodGroup")

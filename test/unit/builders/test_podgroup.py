@@ -27,7 +27,6 @@ from mpi_operator.builders.kubeflow.podgroup import (
     new_pod_group,
     new_scheduler_plugins_pod_group,
     new_volcano_pod_group,
-    overwritten_scheduler_name,
 )
 
 # -- whole PodGroups (upstream TestNewPodGroup and more) ---------------------------
@@ -285,7 +284,7 @@ def test_calculate_min_available(mpi_job: MPIJob, want: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("template", "gang", "want", "overwritten"),
+    ("template", "gang", "want"),
     [
         pytest.param(
             {},
@@ -294,7 +293,6 @@ def test_calculate_min_available(mpi_job: MPIJob, want: int) -> None:
                 "metadata": {"annotations": {"scheduling.k8s.io/group-name": "test-mpijob"}},
                 "spec": {"schedulerName": "volcano"},
             },
-            "",
             id="volcano on an empty template",
         ),
         pytest.param(
@@ -304,7 +302,6 @@ def test_calculate_min_available(mpi_job: MPIJob, want: int) -> None:
                 "metadata": {"labels": {"scheduling.x-k8s.io/pod-group": "test-mpijob"}},
                 "spec": {"schedulerName": "default-scheduler"},
             },
-            "",
             id="scheduler-plugins on an empty template",
         ),
         pytest.param(
@@ -320,7 +317,6 @@ def test_calculate_min_available(mpi_job: MPIJob, want: int) -> None:
                 },
                 "spec": {"schedulerName": "volcano", "containers": [{"name": "x"}]},
             },
-            "other",
             id="volcano keeps other metadata and replaces the scheduler",
         ),
         pytest.param(
@@ -333,7 +329,6 @@ def test_calculate_min_available(mpi_job: MPIJob, want: int) -> None:
                 "metadata": {"labels": {"a": "b", "scheduling.x-k8s.io/pod-group": "test-mpijob"}},
                 "spec": {"schedulerName": "default-scheduler"},
             },
-            None,
             id="scheduler-plugins with the same scheduler already set",
         ),
         pytest.param(
@@ -350,16 +345,12 @@ def test_calculate_min_available(mpi_job: MPIJob, want: int) -> None:
                     "schedulingGroup": {"podGroupName": "test-mpijob"},
                 },
             },
-            "other",
             id="workload-api joins the group by name and keeps the scheduler",
         ),
     ],
 )
-def test_decorate_pod_template(
-    template: Obj, gang: GangScheduling, want: Obj, overwritten: str | None
-) -> None:
+def test_decorate_pod_template(template: Obj, gang: GangScheduling, want: Obj) -> None:
     snapshot = repr(template)
-    assert overwritten_scheduler_name(template, gang) == overwritten
     assert decorate_pod_template(template, "test-mpijob", gang) == want
     assert repr(template) == snapshot
 
