@@ -60,6 +60,7 @@ from mpi_operator.controller.core.owner import (
     warn,
 )
 from mpi_operator.controller.core.state import CONFIG_MAP
+from mpi_operator.controller.kubeflow.conditions import FAILED_REASON
 from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext, with_restart_attempt
 from mpi_operator.controller.kubeflow.workers import worker_pods
 
@@ -218,7 +219,6 @@ async def delete_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
 # The launcher Job: find it, create it, and keep its suspension in step with the MPIJob.
 
 
-FAILED_REASON = "MPIJobFailed"
 LAUNCHER_FAILED = "launcher pod created failed: "
 
 

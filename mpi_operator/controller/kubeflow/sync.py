@@ -27,7 +27,7 @@ from mpi_operator.api.v2beta1 import (
 from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.builders.kubeflow.worker import worker_replicas
 from mpi_operator.client import MPIJOBS
-from mpi_operator.client.kubeapi import ApiError
+from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.objects import is_job_finished, parse_time
 from mpi_operator.controller.core.owner import Owner, run_all

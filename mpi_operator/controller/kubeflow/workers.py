@@ -30,7 +30,7 @@ from mpi_operator.api.v2beta1 import (
 from mpi_operator.builders.kubeflow.common import launcher_name, worker_name, worker_names
 from mpi_operator.builders.kubeflow.worker import new_worker
 from mpi_operator.client import JOBS, MPIJOBS, PODS, Resource, is_controlled_by, is_not_found
-from mpi_operator.client.kubeapi import ApiError
+from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.objects import (
     is_job_finished,
     is_job_suspended,
@@ -41,6 +41,7 @@ from mpi_operator.controller.core.objects import (
 from mpi_operator.controller.core.owner import Owner, delete, first_error, resource_exists, run_all
 from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
 from mpi_operator.controller.core.pods import create_pods, delete_pods, deletes_now
+from mpi_operator.controller.kubeflow.conditions import FAILED_REASON
 from mpi_operator.controller.kubeflow.context import (
     NO_KIND,
     WORKERS_INDEX,
@@ -52,7 +53,6 @@ from mpi_operator.controller.kubeflow.context import (
 )
 from mpi_operator.controller.kubeflow.policy import replaces_failed_only, restarting
 
-FAILED_REASON = "MPIJobFailed"
 #: What cleanPodPolicy Running deletes: pods that have not finished (Pending, Running).
 UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown"
 WORKER_FAILED = "worker pod created failed: "

@@ -20,7 +20,8 @@ from mpi_operator.builders.t9k.config import new_config_map
 from mpi_operator.builders.t9k.podgroup import new_pod_group
 from mpi_operator.builders.t9k.secret import new_ssh_secret
 from mpi_operator.builders.t9k.service import new_service
-from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES, ApiError
+from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES
+from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.crds import raise_if_not_served
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, ensure_controlled
 from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
