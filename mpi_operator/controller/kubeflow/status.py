@@ -64,19 +64,25 @@ class Children:
 
 
 @dataclass(frozen=True, slots=True)
-class Facts:
-    """What the sync found. Exactly one of these describes a sync:
+class Finished:
+    """The job finished on an earlier sync (it has a completionTime)."""
 
-    * ``finished``: the job finished on an earlier sync (it has a completionTime);
-    * ``clearing``: a restart is under way, an earlier attempt's children are going;
-    * ``rejected``: the API server rejected a pod template as Invalid (its message);
-    * ``children``: the children as they are after this sync created or fixed them.
-    """
 
-    finished: bool = False
-    clearing: bool = False
-    rejected: str | None = None
-    children: Children | None = None
+@dataclass(frozen=True, slots=True)
+class Clearing:
+    """A restart is under way: an earlier attempt's children are going."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """The API server rejected a pod template as Invalid (its answer)."""
+
+    message: str
+
+
+#: What the sync found: exactly one of these (the children as they are after this
+#: sync created or fixed them, when it got that far).
+Facts = Finished | Clearing | Rejected | Children
 
 
 @dataclass(slots=True)
@@ -109,21 +115,20 @@ def next_status(job: MPIJob, facts: Facts, now: datetime) -> StatusUpdate:
     status = job.status.model_copy(deep=True) if job.status is not None else JobStatus()
     view = job.model_copy(update={"status": status})
     update = StatusUpdate(status=status)
-    if facts.finished:
-        update.stop_launcher = True
+    if isinstance(facts, Finished):
         _finish(view, update)
         update.write = update.clean_up
     else:
         _open(view, update, now)
-        if facts.rejected is not None:
+        if isinstance(facts, Rejected):
             # Deviation from the reference (it retries forever): fail fast.
             message = (
                 f"MPIJob {job.namespace}/{job.name} has failed: "
-                f"the API server rejected its pod template: {facts.rejected}"
+                f"the API server rejected its pod template: {facts.message}"
             )
             _fail(view, update, INVALID_POD_TEMPLATE, message, now)
-        elif facts.children is not None:
-            _from_children(view, update, facts.children, now)
+        elif isinstance(facts, Children):
+            _from_children(view, update, facts, now)
     refresh_state(status)
     return update
 

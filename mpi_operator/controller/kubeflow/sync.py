@@ -51,7 +51,14 @@ from mpi_operator.controller.kubeflow.conditions import (
 )
 from mpi_operator.controller.kubeflow.context import SyncContext, job_reference, owner_of
 from mpi_operator.controller.kubeflow.policy import replaces_failed_only
-from mpi_operator.controller.kubeflow.status import Children, Facts, StatusUpdate, next_status
+from mpi_operator.controller.kubeflow.status import (
+    Children,
+    Clearing,
+    Finished,
+    Rejected,
+    StatusUpdate,
+    next_status,
+)
 from mpi_operator.controller.kubeflow.workers import (
     clear_stale,
     collect_finished,
@@ -111,11 +118,11 @@ class MPIJobSyncer(Syncer[SyncContext]):
         now = ctx.clock.now()
         status = job.status
         if status is not None and is_finished(status) and status.completion_time is not None:
-            return await self._apply(owner, job, next_status(job, Facts(finished=True), now))
+            return await self._apply(owner, job, next_status(job, Finished(), now))
         policy = job.spec.run_policy.failure_policy
         if policy is not None and await clear_stale(ctx, job):
             # A restart is under way: nothing new until the last attempt's children are gone.
-            return await self._apply(owner, job, next_status(job, Facts(clearing=True), now))
+            return await self._apply(owner, job, next_status(job, Clearing(), now))
         launcher = get_launcher(ctx, owner, job)
         bystanders: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
@@ -125,9 +132,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         try:
             launcher, workers = await self._create_children(owner, job, launcher)
         except _Rejected as rejected:
-            return await self._apply(
-                owner, job, next_status(job, Facts(rejected=str(rejected)), now)
-            )
+            return await self._apply(owner, job, next_status(job, Rejected(str(rejected)), now))
         if launcher is not None:
             launcher = await self._sync_launcher_suspension(owner, job, launcher, workers)
         if is_suspended(job):
@@ -141,7 +146,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if job.spec.run_policy.failure_policy is not None:
             deleted = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
         found = Children(launcher, launcher_pods, workers, deleted, bystanders)
-        update = next_status(job, Facts(children=found), now)
+        update = next_status(job, found, now)
         self._requeue_at_deadline(job, update.requeue_after)
         return await self._apply(owner, job, update)
 

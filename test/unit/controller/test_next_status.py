@@ -13,7 +13,10 @@ import pytest
 from mpi_operator.api.v2beta1 import MPIJob, set_defaults
 from mpi_operator.controller.kubeflow.status import (
     Children,
+    Clearing,
     Facts,
+    Finished,
+    Rejected,
     StatusUpdate,
     next_status,
 )
@@ -137,7 +140,7 @@ DEFAULT_FLAGS = {
 CASES = {
     "created": Case(
         make_job(),
-        Facts(children=NO_CHILDREN),
+        NO_CHILDREN,
         [("Created", "True", "MPIJobCreated")],
         ["MPIJobCreated"],
         {"startTime": STAMP, "state": "Created", "replicaStatuses": {"Worker": {}}},
@@ -145,7 +148,7 @@ CASES = {
     ),
     "created suspended: no startTime": Case(
         make_job(suspend=True),
-        Facts(children=NO_CHILDREN),
+        NO_CHILDREN,
         [
             ("Created", "True", "MPIJobCreated"),
             ("Suspended", "True", "MPIJobSuspended"),
@@ -157,7 +160,7 @@ CASES = {
     ),
     "running": Case(
         make_job(CREATED),
-        Facts(children=RUNNING_PODS),
+        RUNNING_PODS,
         [("Created", "True", "MPIJobCreated"), ("Running", "True", "MPIJobRunning")],
         ["MPIJobRunning"],
         {
@@ -168,12 +171,10 @@ CASES = {
     ),
     "succeeded, workers kept": Case(
         make_job(CREATED),
-        Facts(
-            children=Children(
-                launcher(job_cond("Complete"), completionTime=STAMP, succeeded=1),
-                [pod("l", "Succeeded", "launcher")],
-                [pod("w0", "Running"), pod("w1", "Running")],
-            )
+        Children(
+            launcher(job_cond("Complete"), completionTime=STAMP, succeeded=1),
+            [pod("l", "Succeeded", "launcher")],
+            [pod("w0", "Running"), pod("w1", "Running")],
         ),
         [
             ("Created", "True", "MPIJobCreated"),
@@ -190,12 +191,10 @@ CASES = {
     ),
     "succeeded, cleanPodPolicy Running resets the workers": Case(
         make_job(CREATED, cleanPodPolicy="Running"),
-        Facts(
-            children=Children(
-                launcher(job_cond("Complete"), completionTime=STAMP, succeeded=1),
-                [pod("l", "Succeeded", "launcher")],
-                [pod("w0", "Running"), pod("w1", "Running")],
-            )
+        Children(
+            launcher(job_cond("Complete"), completionTime=STAMP, succeeded=1),
+            [pod("l", "Succeeded", "launcher")],
+            [pod("w0", "Running"), pod("w1", "Running")],
         ),
         [
             ("Created", "True", "MPIJobCreated"),
@@ -208,12 +207,10 @@ CASES = {
     ),
     "launcher failed": Case(
         make_job(CREATED),
-        Facts(
-            children=Children(
-                launcher(job_cond("Failed", "DeadlineExceeded", "too slow"), failed=1),
-                [],
-                [pod("w0", "Running"), pod("w1", "Running")],
-            )
+        Children(
+            launcher(job_cond("Failed", "DeadlineExceeded", "too slow"), failed=1),
+            [],
+            [pod("w0", "Running"), pod("w1", "Running")],
         ),
         [
             ("Created", "True", "MPIJobCreated"),
@@ -230,12 +227,10 @@ CASES = {
     ),
     "worker evicted": Case(
         make_job(CREATED, cleanPodPolicy="All"),
-        Facts(
-            children=Children(
-                launcher(),
-                [pod("l", "Running", "launcher")],
-                [pod("w0", "Failed", reason="Evicted"), pod("w1", "Running")],
-            )
+        Children(
+            launcher(),
+            [pod("l", "Running", "launcher")],
+            [pod("w0", "Failed", reason="Evicted"), pod("w1", "Running")],
         ),
         [
             ("Created", "True", "MPIJobCreated"),
@@ -248,7 +243,7 @@ CASES = {
     ),
     "invalid pod template, on the first sync": Case(
         make_job(),
-        Facts(rejected="spec.containers[0].image: Required value"),
+        Rejected("spec.containers[0].image: Required value"),
         [("Created", "True", "MPIJobCreated"), ("Failed", "True", "InvalidPodTemplate")],
         ["MPIJobCreated", "InvalidPodTemplate"],
         {"startTime": STAMP, "completionTime": STAMP, "state": "Failed"},
@@ -256,7 +251,7 @@ CASES = {
     ),
     "workers not Ready in time": Case(
         make_job(CREATED, workersReadyTimeoutSeconds=60),
-        Facts(children=Children(None, [], [ready("w0", True), ready("w1", False)])),
+        Children(None, [], [ready("w0", True), ready("w1", False)]),
         [("Created", "True", "MPIJobCreated"), ("Failed", "True", "WorkersNotReady")],
         ["WorkersNotReady"],
         {"completionTime": STAMP, "state": "Failed"},
@@ -264,14 +259,14 @@ CASES = {
     ),
     "resumed": Case(
         make_job({**CREATED, "conditions": [*CREATED["conditions"], cond("Suspended")]}),
-        Facts(children=NO_CHILDREN),
+        NO_CHILDREN,
         [("Created", "True", "MPIJobCreated"), ("Suspended", "False", "MPIJobResumed")],
         ["MPIJobResumed"],
         {"startTime": STAMP, "state": "Created"},
     ),
     "restart by the failure policy": Case(
         make_job(CREATED, failurePolicy=RESTART_POLICY),
-        Facts(children=Children(launcher(), [], [oom("w0"), pod("w1", "Running")])),
+        Children(launcher(), [], [oom("w0"), pod("w1", "Running")]),
         [("Created", "True", "MPIJobCreated"), ("Restarting", "True", "MPIJobRestarting")],
         ["MPIJobRestarting"],
         {"restartCount": 1, "state": "Restarting", "completionTime": None},
@@ -279,7 +274,7 @@ CASES = {
     ),
     "failure policy past maxRestarts fails the job": Case(
         make_job({**CREATED, "restartCount": 2}, failurePolicy=RESTART_POLICY),
-        Facts(children=Children(launcher(), [], [oom("w0", attempt=2), pod("w1", "Running")])),
+        Children(launcher(), [], [oom("w0", attempt=2), pod("w1", "Running")]),
         [("Created", "True", "MPIJobCreated"), ("Failed", "True", "ReachedMaxRestarts")],
         ["ReachedMaxRestarts"],
         {"restartCount": 2, "state": "Failed", "completionTime": STAMP},
@@ -290,11 +285,7 @@ CASES = {
             CREATED,
             failurePolicy={"rules": [{"action": "Ignore", "onPodReasons": ["Evicted"]}]},
         ),
-        Facts(
-            children=Children(
-                launcher(), [], [pod("w0", "Failed", reason="Evicted"), ready("w1", True)]
-            )
-        ),
+        Children(launcher(), [], [pod("w0", "Failed", reason="Evicted"), ready("w1", True)]),
         [("Created", "True", "MPIJobCreated")],
         ["PodFailureIgnored"],
         {"replicaStatuses": {"Launcher": {}, "Worker": {"active": 1}}},
@@ -305,13 +296,11 @@ CASES = {
             CREATED,
             failurePolicy={"rules": [{"action": "Ignore", "onPodReasons": ["Evicted"]}]},
         ),
-        Facts(
-            children=Children(
-                launcher(),
-                [],
-                [pod("w0", "Failed", reason="Evicted"), ready("w1", True)],
-                deleted=frozenset({"uid-w0"}),
-            )
+        Children(
+            launcher(),
+            [],
+            [pod("w0", "Failed", reason="Evicted"), ready("w1", True)],
+            deleted=frozenset({"uid-w0"}),
         ),
         [("Created", "True", "MPIJobCreated")],
         [],
@@ -320,7 +309,7 @@ CASES = {
     ),
     "a restart clearing the last attempt": Case(
         make_job({"conditions": CREATED["conditions"]}, failurePolicy=RESTART_POLICY),
-        Facts(clearing=True),
+        Clearing(),
         [("Created", "True", "MPIJobCreated")],
         [],
         {"startTime": STAMP, "replicaStatuses": None},
@@ -334,7 +323,7 @@ CASES = {
             },
             cleanPodPolicy="Running",
         ),
-        Facts(finished=True),
+        Finished(),
         [("Created", "True", "R"), ("Succeeded", "True", "MPIJobSucceeded")],
         [],
         {"replicaStatuses": {"Launcher": {"succeeded": 1}, "Worker": {}}, "startTime": None},
@@ -348,7 +337,7 @@ CASES = {
                 "replicaStatuses": {"Worker": {"active": 2}},
             },
         ),
-        Facts(finished=True),
+        Finished(),
         [("Created", "True", "R"), ("Succeeded", "True", "MPIJobSucceeded")],
         [],
         {"replicaStatuses": {"Worker": {"active": 2}}},
@@ -379,7 +368,7 @@ def test_requeue_at_the_ready_deadline_counts_from_this_syncs_start_time() -> No
     # The first sync sets startTime, and the workers' time to be Ready runs from it.
     update = next_status(
         make_job(workersReadyTimeoutSeconds=90),
-        Facts(children=Children(None, [], [ready("w0", False), ready("w1", False)])),
+        Children(None, [], [ready("w0", False), ready("w1", False)]),
         NOW,
     )
     assert update.requeue_after == 90.0
@@ -389,7 +378,7 @@ def test_requeue_at_the_ready_deadline_counts_from_this_syncs_start_time() -> No
 def test_the_failed_pod_is_named_in_last_failure() -> None:
     update = next_status(
         make_job(CREATED, failurePolicy=RESTART_POLICY),
-        Facts(children=Children(launcher(), [], [oom("w0"), pod("w1", "Running")])),
+        Children(launcher(), [], [oom("w0"), pod("w1", "Running")]),
         NOW,
     )
     failure = update.status.last_failure
