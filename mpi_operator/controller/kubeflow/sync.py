@@ -13,25 +13,20 @@ import structlog
 from mpi_operator.api.field_errors import InvalidObjectError, aggregate
 from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.v2beta1 import (
-    ConditionType,
-    JobStatus,
     LauncherCreationPolicy,
     ManagedBy,
     MPIJob,
-    ReplicaType,
     limit_errors,
     parse,
     set_defaults,
     validate_defaulted,
 )
 from mpi_operator.builders.kubeflow.common import is_suspended
-from mpi_operator.builders.kubeflow.worker import worker_replicas
 from mpi_operator.client import MPIJOBS
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.objects import is_job_finished, parse_time
 from mpi_operator.controller.core.owner import Owner, run_all
-from mpi_operator.controller.core.state import TRANSIENT
 from mpi_operator.controller.core.writes import dump_status, report_invalid, write_status
 from mpi_operator.controller.kubeflow.children import (
     create_launcher,
@@ -45,7 +40,6 @@ from mpi_operator.controller.kubeflow.children import (
     sync_suspension,
 )
 from mpi_operator.controller.kubeflow.conditions import (
-    has_true_condition,
     is_finished,
     is_succeeded,
 )
@@ -58,6 +52,7 @@ from mpi_operator.controller.kubeflow.status import (
     Rejected,
     StatusUpdate,
     next_status,
+    spacing_of,
 )
 from mpi_operator.controller.kubeflow.workers import (
     clear_stale,
@@ -232,38 +227,13 @@ class MPIJobSyncer(Syncer[SyncContext]):
         await delete_pod_group(self.ctx, owner, job)
 
     async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> bool:
-        """Writes (or skips, when unchanged) the new status; False when a progress write
-        is deferred: nothing that follows a decision may act on an unwritten status."""
+        """The one status write (or its skip, or its wait); False when it waits: nothing
+        that follows a decision may act on an unwritten status."""
         new_status = dump_status(update.status)
         old_status = owner.obj.get("status") or {}
-        changed = new_status != old_status
-        workers = worker_replicas(job)
-        progress = (
-            changed
-            and not update.events
-            and _fanning_out(update.status)
-            and _counts_only(old_status, new_status)
-        )
-        # Ours only: a launcher pod that ended leaves its Job unfinished for a moment;
-        # the finished Job's write (or the next pod's) follows, so the gap waits. Not
-        # while suspended: a suspended launcher Job does not finish.
-        between = (
-            changed
-            and not update.events
-            and not is_finished(update.status)
-            and not is_suspended(job)
-            and _launcher_between_pods(old_status, new_status)
-        )
-        requeue, progress_writes = self.ctx.requeue_after, self.ctx.state.progress
-        if progress and progress_writes.defer("status", owner.key, requeue, workers):
+        spacing = spacing_of(job, update.status, old_status, new_status)
+        if not await write_status(self.ctx, owner, MPIJOBS, new_status, update.events, spacing):
             return False
-        if between and progress_writes.defer("launcher", owner.key, requeue, TRANSIENT):
-            return False
-        await write_status(self.ctx, owner, MPIJOBS, new_status, update.events)
-        if progress:
-            progress_writes.wrote("status", owner.key, workers)
-        elif changed:
-            progress_writes.reset(owner.key)
         metrics = self.ctx.metrics
         if update.created:
             metrics.jobs_created.inc()
@@ -285,52 +255,3 @@ class MPIJobSyncer(Syncer[SyncContext]):
         result = "succeeded" if is_succeeded(status) else "failed"
         seconds = max(end - start, 0.0)
         self.ctx.metrics.job_duration.labels(result).observe(seconds)
-
-
-LAUNCHER = ReplicaType.LAUNCHER.value
-
-
-def _counts_only(old: Obj, new: Obj) -> bool:
-    """Only more replicas became active (progress): the conditions, times, the other
-    counts and the rest are as written."""
-    if not _only_replica_statuses_differ(old, new):
-        return False
-    before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
-    if before.keys() != after.keys():
-        return False
-    return all(
-        _without(was, "active") == _without(after[kind], "active")
-        and int(after[kind].get("active") or 0) >= int(was.get("active") or 0)
-        for kind, was in before.items()
-    )
-
-
-def _launcher_between_pods(old: Obj, new: Obj) -> bool:
-    """Only the launcher's active count went down: its pod ended, and its Job is not
-    yet marked finished (nor its next pod counted)."""
-    if not _only_replica_statuses_differ(old, new):
-        return False
-    before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
-    if _without(before, LAUNCHER) != _without(after, LAUNCHER):
-        return False
-    was, now = before.get(LAUNCHER) or {}, after.get(LAUNCHER) or {}
-    return _without(was, "active") == _without(now, "active") and int(now.get("active") or 0) < int(
-        was.get("active") or 0
-    )
-
-
-def _only_replica_statuses_differ(old: Obj, new: Obj) -> bool:
-    """A status was written before (it has conditions) and only the replica counts
-    changed since."""
-    return bool(old.get("conditions")) and _without(old, "replicaStatuses") == _without(
-        new, "replicaStatuses"
-    )
-
-
-def _without(obj: Obj, key: str) -> Obj:
-    return {k: v for k, v in obj.items() if k != key}
-
-
-def _fanning_out(status: JobStatus) -> bool:
-    """Started but not yet Running, nor finished: the phase whose progress is spaced."""
-    return not is_finished(status) and not has_true_condition(status, ConditionType.RUNNING)

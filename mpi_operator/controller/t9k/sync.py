@@ -45,7 +45,13 @@ from mpi_operator.controller.core.objects import (
 )
 from mpi_operator.controller.core.owner import Owner, run_all
 from mpi_operator.controller.core.pods import delete_pods
-from mpi_operator.controller.core.writes import dump_status, report_invalid, write_status
+from mpi_operator.controller.core.writes import (
+    PROGRESS,
+    Spacing,
+    dump_status,
+    report_invalid,
+    write_status,
+)
 from mpi_operator.controller.runner import Finish
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import (
@@ -125,16 +131,10 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         ctx = self.ctx
         new_status = dump_status(update.status)
         old_status = owner.obj.get("status") or {}
-        changed = new_status != old_status
-        progress = changed and not update.events and progress_only(old_status, new_status)
-        workers = job.worker_replicas
-        if progress and ctx.state.progress.defer("status", owner.key, ctx.requeue_after, workers):
-            return
-        await write_status(ctx, owner, T9K_MPIJOBS, new_status, update.events)
-        if progress:
-            ctx.state.progress.wrote("status", owner.key, workers)
-        elif changed:
-            ctx.state.progress.reset(owner.key)
+        spacing = None
+        if progress_only(old_status, new_status):
+            spacing = Spacing(PROGRESS, job.worker_replicas)
+        await write_status(ctx, owner, T9K_MPIJOBS, new_status, update.events, spacing)
 
     async def _create_missing_pods(
         self, owner: Owner, job: MPIJob, pods: dict[str, Obj]

@@ -9,7 +9,7 @@ from mpi_operator.builders.kubeflow.common import DISCOVER_HOSTS_SCRIPT_NAME, HO
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.controller.core.state import ProgressWrites
 from mpi_operator.controller.kubeflow.children import _more_hosts_only
-from mpi_operator.controller.kubeflow.sync import _counts_only
+from mpi_operator.controller.kubeflow.status import counts_only
 
 KEY = "ns/pi"
 
@@ -142,7 +142,7 @@ RUNNING = [{"type": "Created", "status": "True"}, {"type": "Running", "status": 
 def test_only_moved_counts_are_progress_table(
     old: dict[str, object], new: dict[str, object], progress: bool
 ) -> None:
-    assert _counts_only(old, new) is progress
+    assert counts_only(old, new) is progress
 
 
 @pytest.mark.parametrize(
@@ -160,4 +160,4 @@ def test_only_more_active_replicas_are_progress(
 ) -> None:
     conditions = [{"type": "Created", "status": "True"}]
     before = {"conditions": conditions, "replicaStatuses": old}
-    assert _counts_only(before, {"conditions": conditions, "replicaStatuses": new}) is progress
+    assert counts_only(before, {"conditions": conditions, "replicaStatuses": new}) is progress
