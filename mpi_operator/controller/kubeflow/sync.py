@@ -48,6 +48,7 @@ from mpi_operator.controller.kubeflow.policy import replaces_failed_only
 from mpi_operator.controller.kubeflow.status import (
     Children,
     Clearing,
+    Facts,
     Finished,
     Rejected,
     StatusUpdate,
@@ -108,16 +109,25 @@ class MPIJobSyncer(Syncer[SyncContext]):
             report_invalid(self.ctx.recorder, job_reference(shared), key, str(err))
             return None
 
-    async def _sync_valid(self, owner: Owner, job: MPIJob) -> Finish | None:
+    async def _sync_valid(self, owner: Owner, job: MPIJob) -> Finish:
+        """Ensure the children, decide the status (pure), then hand back the finish:
+        write the status once, then act on the written decision."""
+        facts = await self._ensure_children(owner, job)
+        update = next_status(job, facts, self.ctx.clock.now())
+        self._requeue_at_deadline(job, update.requeue_after)
+        return self._finish(owner, job, update)
+
+    async def _ensure_children(self, owner: Owner, job: MPIJob) -> Facts:
+        """Creates or fixes the children as far as the job needs them now; returns what
+        the status is decided from."""
         ctx = self.ctx
-        now = ctx.clock.now()
         status = job.status
         if status is not None and is_finished(status) and status.completion_time is not None:
-            return await self._apply(owner, job, next_status(job, Finished(), now))
+            return Finished()
         policy = job.spec.run_policy.failure_policy
         if policy is not None and await clear_stale(ctx, job):
             # A restart is under way: nothing new until the last attempt's children are gone.
-            return await self._apply(owner, job, next_status(job, Clearing(), now))
+            return Clearing()
         launcher = get_launcher(ctx, owner, job)
         bystanders: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
@@ -127,7 +137,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         try:
             launcher, workers = await self._create_children(owner, job, launcher)
         except _Rejected as rejected:
-            return await self._apply(owner, job, next_status(job, Rejected(str(rejected)), now))
+            return Rejected(str(rejected))
         if launcher is not None:
             launcher = await self._sync_launcher_suspension(owner, job, launcher, workers)
         if is_suspended(job):
@@ -138,12 +148,9 @@ class MPIJobSyncer(Syncer[SyncContext]):
             launcher_pods = ctx.listers.pods.by_controller_uid(uid, job.namespace)
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
         deleted: frozenset[str] = frozenset()
-        if job.spec.run_policy.failure_policy is not None:
+        if policy is not None:
             deleted = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
-        found = Children(launcher, launcher_pods, workers, deleted, bystanders)
-        update = next_status(job, found, now)
-        self._requeue_at_deadline(job, update.requeue_after)
-        return await self._apply(owner, job, update)
+        return Children(launcher, launcher_pods, workers, deleted, bystanders)
 
     async def _create_children(
         self, owner: Owner, job: MPIJob, launcher: Obj | None
@@ -177,27 +184,23 @@ class MPIJobSyncer(Syncer[SyncContext]):
             raise _Rejected(err.message) from err
         return launcher, workers
 
-    async def _apply(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> Finish | None:
+    def _finish(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> Finish:
         """Decide, write, then act: the one status write first, then the child writes
         that follow the decision (ignored pods deleted, the launcher stopped, the workers
-        cleaned up, an earlier attempt cleared). A write that fails leaves the evidence
-        of the decision (the failed pods, the running launcher) for the retry, which
-        decides the same; a job whose written status says finished only finishes its
-        clean-up."""
-        if not update.write:
-            # A job finished on an earlier sync: its status is written already.
-            await self._act(owner, job, update)
-            await collect_finished(self.ctx, job)
-            return None
+        cleaned up, an earlier attempt cleared, a finished job's TTL). A write that fails
+        or waits leaves the evidence of the decision (the failed pods, the running
+        launcher) for the next sync, which decides the same; a job whose written status
+        says finished (``update.write`` False) only finishes its clean-up."""
         job.status = update.status
-        return lambda: self._write_status_then_act(owner, job, update)
 
-    async def _write_status_then_act(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
-        if not await self._write_status(owner, job, update):
-            return
-        await self._act(owner, job, update)
-        if is_finished(update.status):
-            await collect_finished(self.ctx, job)
+        async def finish() -> None:
+            if update.write and not await self._write_status(owner, job, update):
+                return
+            await self._act(owner, job, update)
+            if is_finished(update.status):
+                await collect_finished(self.ctx, job)
+
+        return finish
 
     async def _act(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
         """The child writes a written decision asks for."""
