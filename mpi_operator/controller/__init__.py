@@ -1,14 +1,15 @@
 """The controllers of both MPIJob kinds.
 
-* :mod:`.core`: the reconcile kit both kinds use (owner and adoption, pod creation
-  with expectations and slow start, object accessors, the status write);
-* :mod:`.kubeflow` and :mod:`.t9k`: each kind's controller, sync handler, state
-  machine and children;
-* the queue machinery both controllers run on: :mod:`.queue_controller`,
-  :mod:`.runner`, :mod:`.handlers`, :mod:`.failures` and :mod:`.options`.
+* the loop both controllers run on, which knows no MPIJob: :mod:`.queue_controller`
+  (informers to queue, event handlers, options) and :mod:`.runner` (workers, retries,
+  failing syncs);
+* :mod:`.core`: the reconcile kit both kinds use (per-job state, owner and adoption,
+  pod creation and deletion, object accessors, the status write);
+* :mod:`.kubeflow` and :mod:`.t9k`: each kind's controller, sync, children and pure
+  status.
 """
 
 from mpi_operator.controller.kubeflow.controller import MPIJobController
-from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.queue_controller import ControllerOptions
 
 __all__ = ["ControllerOptions", "MPIJobController"]

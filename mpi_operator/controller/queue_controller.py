@@ -17,12 +17,14 @@ between syncs lives in one :class:`~.core.state.JobState`, forgotten in one plac
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import structlog
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from mpi_operator.api.object_model import Obj, metadata_of
+from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.client import (
     WARNING,
     Clock,
@@ -43,7 +45,6 @@ from mpi_operator.client.events import truncate_message
 from mpi_operator.client.ratelimit import request_flow
 from mpi_operator.client.undecodable import UndecodableReporter
 from mpi_operator.controller.core.state import CreationExpectations, JobState
-from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.runner import SYNC_FAILED, Finish, SyncRunner
 
 log = structlog.get_logger(__name__)
@@ -344,3 +345,22 @@ class ChildHandlers:
         if self._mpijobs.get(namespace, name) is None:
             return  # an orphan of a deleted MPIJob
         self._enqueue(f"{namespace}/{name}")
+
+
+# ------------------------ options ------------------------
+#
+# Settings of the controller that come from the command line.
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerOptions:
+    namespace: str | tuple[str, ...] | None = None
+    """Watch only this namespace (or these); None watches all."""
+    threadiness: int = 2
+    cluster_domain: str = ""
+    gang: GangScheduling | None = None
+    queue_rate_limit: float = 10.0
+    queue_burst: int = 100
+    child_event_batch_seconds: float = 1.0
+    """How long a child's change waits in the queue so that the changes of a job's
+    other children join it in one sync (as the Job controller batches pod events)."""

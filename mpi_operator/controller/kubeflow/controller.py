@@ -32,8 +32,12 @@ from mpi_operator.controller.kubeflow.context import (
     workers_index,
 )
 from mpi_operator.controller.kubeflow.sync import MPIJobSyncer
-from mpi_operator.controller.options import ControllerOptions
-from mpi_operator.controller.queue_controller import ChildHandlers, QueueController, Wiring
+from mpi_operator.controller.queue_controller import (
+    ChildHandlers,
+    ControllerOptions,
+    QueueController,
+    Wiring,
+)
 from mpi_operator.controller.runner import SyncRunner
 
 QUEUE_NAME = "mpijob"

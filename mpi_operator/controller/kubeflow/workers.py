@@ -7,7 +7,7 @@ at the first error, at most 500 per sync, as the Job controller's slow start doe
 (:mod:`~mpi_operator.controller.core.pods`); the reference operator creates them one
 call at a time. Pods to remove are deleted all at once, at most 500 in one sync, and a
 finished job's workers in one delete of their collection
-(:mod:`~mpi_operator.controller.core.pod_collection`).
+(:mod:`~mpi_operator.controller.core.pods`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,13 @@ from mpi_operator.controller.core.objects import (
     pod_phase,
 )
 from mpi_operator.controller.core.owner import Owner, delete, first_error, resource_exists, run_all
-from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
-from mpi_operator.controller.core.pods import create_pods, delete_pods, deletes_now
+from mpi_operator.controller.core.pods import (
+    PodCollection,
+    create_pods,
+    delete_pod_collection,
+    delete_pods,
+    deletes_now,
+)
 from mpi_operator.controller.kubeflow.conditions import FAILED_REASON
 from mpi_operator.controller.kubeflow.context import (
     NO_KIND,

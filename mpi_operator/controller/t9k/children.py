@@ -24,8 +24,7 @@ from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.crds import raise_if_not_served
 from mpi_operator.controller.core.owner import Owner, create_or_adopt, ensure_controlled
-from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
-from mpi_operator.controller.core.pods import create_pods
+from mpi_operator.controller.core.pods import PodCollection, create_pods, delete_pod_collection
 from mpi_operator.controller.t9k.context import T9K_POD_GROUPS, SyncContext
 
 POD_FAILED = ("FailedCreatePod", "pod {name}: ")
@@ -105,7 +104,7 @@ async def delete_pods_together(
 ) -> None:
     """Deletes ``names``, the job's pods (of ``replica_type`` only, if given; of those
     that have not finished only, if ``unfinished``) that are to go, in one delete of
-    their collection when it may be used (:mod:`~mpi_operator.controller.core.pod_collection`)."""
+    their collection when it may be used (:mod:`~mpi_operator.controller.core.pods`)."""
     labels = _pod_labels(owner.name)
     if replica_type is not None:
         labels[REPLICA_TYPE_LABEL] = replica_type.value

@@ -29,8 +29,12 @@ from mpi_operator.client import (
 from mpi_operator.client.informer import namespace_scopes
 from mpi_operator.controller.core.crds import OnDemandCache
 from mpi_operator.controller.core.pods import slim_pod
-from mpi_operator.controller.options import ControllerOptions
-from mpi_operator.controller.queue_controller import ChildHandlers, QueueController, Wiring
+from mpi_operator.controller.queue_controller import (
+    ChildHandlers,
+    ControllerOptions,
+    QueueController,
+    Wiring,
+)
 from mpi_operator.controller.runner import SyncRunner
 from mpi_operator.controller.t9k.children import POD_GROUP_NEEDED_FOR
 from mpi_operator.controller.t9k.context import (

@@ -9,7 +9,7 @@ reports a fan-out's progress is spaced out); applies ``cleanUpWorkers`` once the
 job has finished and only after the status that says so is written, so that a
 refused write or a crash leaves the pods that prove the ending. The pods a pause
 or ``cleanUpWorkers`` deletes go in one delete of their collection when they may
-(:mod:`~mpi_operator.controller.core.pod_collection`).
+(:mod:`~mpi_operator.controller.core.pods`).
 """
 
 from __future__ import annotations
