@@ -6,7 +6,7 @@
 * :mod:`.owner`: the MPIJob a sync works for, the ownership check, create-or-adopt
   and delete of its children, concurrent calls;
 * :mod:`.pods`: pod creation in slow-start batches, pod deletion, the slim pods the
-  informers keep; :mod:`.pod_collection`: deleting a job's pods as one collection;
+  informers keep, and deleting a job's pods as one collection;
 * :mod:`.objects`: accessors of pods, batch Jobs, conditions and times;
 * :mod:`.writes`: the status write, its events, and the answer to an invalid MPIJob;
 * :mod:`.crds`: child kinds whose CRD may be missing, and their on-demand caches.

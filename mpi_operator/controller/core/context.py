@@ -14,7 +14,7 @@ from mpi_operator.client import Clock, EventRecorder, KubeClient, Lister, split_
 from mpi_operator.controller.core.state import JobState
 
 #: Seconds after a refused delete of the pods collection before it is tried again;
-#: meanwhile pods are deleted one by one (:mod:`.pod_collection`).
+#: meanwhile pods are deleted one by one (:mod:`.pods`).
 COLLECTION_RETRY_S = 600.0
 
 
