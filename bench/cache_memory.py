@@ -37,7 +37,7 @@ TRANSFORMS: dict[str, Transform | None] = {
 async def _cached_bytes(stream: bytes, transform: Transform | None) -> tuple[int, int]:
     """The heap's growth over handling ``stream``, and the pods then cached."""
     controller = recorded_job_controller()
-    informer = controller.informers["pods"]
+    informer = controller.informers.pods
     informer.transform = transform
     reflector = informer.reflectors[0]
     chunks = stream_chunks(stream)

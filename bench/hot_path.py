@@ -95,7 +95,7 @@ def recorded_job_controller() -> Any:
     client: Any = object()  # never used: nothing is started or synced
     controller = MPIJobController(client, ControllerOptions(), registry=CollectorRegistry())
     owner_uid = orjson.loads(recorded_events()[0])["object"]["metadata"]["ownerReferences"][0]
-    controller.informers["mpijobs"].indexer.add(
+    controller.informers.mpijobs.indexer.add(
         {
             "apiVersion": "kubeflow.org/v2beta1",
             "kind": "MPIJob",
@@ -120,12 +120,12 @@ def feed_watch(reflector: Any, chunks: list[bytes]) -> None:
 
 async def _watch_round(stream: bytes) -> float:
     controller = recorded_job_controller()
-    reflector = controller.informers["pods"].reflectors[0]
+    reflector = controller.informers.pods.reflectors[0]
     chunks = stream_chunks(stream)
     start = time.process_time()
     feed_watch(reflector, chunks)
     elapsed = time.process_time() - start
-    assert len(controller.informers["pods"].indexer) == PODS_PER_ROUND
+    assert len(controller.informers.pods.indexer) == PODS_PER_ROUND
     assert controller.queue.waiting() == 1
     controller.queue.shut_down()
     return elapsed

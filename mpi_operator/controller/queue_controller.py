@@ -16,9 +16,10 @@ between syncs lives in one :class:`~.core.state.JobState`, forgotten in one plac
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, ClassVar, TypedDict
 
 import structlog
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -77,8 +78,29 @@ def new_work_queue(
     return queue
 
 
+@dataclass(slots=True)
+class JobInformers:
+    """The informers of a controller: its MPIJobs and their pods; a kind adds a field
+    for each of its other children (None: not cached in this configuration)."""
+
+    mpijobs: SharedInformer
+    pods: SharedInformer
+    #: The fields whose informers feed listers only (no event handlers).
+    LISTER_ONLY: ClassVar[tuple[str, ...]] = ()
+
+    def all(self) -> list[SharedInformer]:
+        found = (getattr(self, f.name) for f in dataclasses.fields(self))
+        return [informer for informer in found if informer is not None]
+
+    def children(self) -> list[SharedInformer]:
+        """The informers whose events concern an MPIJob's children."""
+        skip = {"mpijobs", *self.LISTER_ONLY}
+        found = (getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip)
+        return [informer for informer in found if informer is not None]
+
+
 class QueueController:
-    informers: dict[str, SharedInformer]
+    informers: JobInformers
     runner: SyncRunner
     #: The log event once the workers run (the process tests wait for it).
     started_event = "controller started"
@@ -144,7 +166,7 @@ class QueueController:
         return run
 
     def _forget_if_gone(self, key: str) -> None:
-        if self.informers["mpijobs"].lister.get(*split_key(key)) is None:
+        if self.informers.mpijobs.lister.get(*split_key(key)) is None:
             self._job_gone(key)
 
     def _job_gone(self, key: str) -> None:
@@ -171,26 +193,24 @@ class QueueController:
     def _report_failing(self, key: str, message: str) -> bool:
         """Puts a persistent sync failure on the MPIJob as a Warning event; False when
         the MPIJob is gone."""
-        job = self.informers["mpijobs"].lister.get(*split_key(key))
+        job = self.informers.mpijobs.lister.get(*split_key(key))
         if job is None:
             return False
         self.recorder.event(self.reference(job), WARNING, SYNC_FAILED, truncate_message(message))
         return True
 
-    def connect_handlers(self, children: ChildHandlers, ignore: tuple[str, ...] = ()) -> None:
+    def connect_handlers(self, children: ChildHandlers) -> None:
         """MPIJob changes are enqueued at once, children's changes batched; the
-        informers named in ``ignore`` feed listers only."""
+        informers a kind marks lister-only feed listers only."""
         jobs = JobHandlers(self.enqueue, self._job_gone)
-        self.informers["mpijobs"].add_event_handler(
+        self.informers.mpijobs.add_event_handler(
             EventHandler(on_add=jobs.on_add, on_update=jobs.on_update, on_delete=jobs.on_delete)
         )
         pods = PodObserver(*children.owner, self.state.creations)
-        self.informers["pods"].add_event_handler(
+        self.informers.pods.add_event_handler(
             EventHandler(on_add=pods.on_add, on_delete=pods.on_delete)
         )
-        for name, informer in self.informers.items():
-            if name == "mpijobs" or name in ignore:
-                continue
+        for informer in self.informers.children():
             informer.add_event_handler(
                 EventHandler(
                     on_add=children.on_add,
@@ -220,7 +240,7 @@ class QueueController:
     async def stop(self, drain_seconds: float = 5.0) -> None:
         """Lets in-flight syncs finish (up to ``drain_seconds``), then stops everything."""
         await self.runner.stop(drain_seconds)
-        for informer in self.informers.values():
+        for informer in self.informers.all():
             await informer.stop()
         if self._owns_recorder:
             await self.recorder.stop(drain_seconds=min(drain_seconds, 2.0))

@@ -5,7 +5,8 @@ sync handler and the event handlers, on the shared queue machinery of
 
 from __future__ import annotations
 
-from typing import Unpack
+from dataclasses import dataclass
+from typing import ClassVar, Unpack
 
 from mpi_operator.api.v2beta1 import API_VERSION, KIND
 from mpi_operator.client import (
@@ -35,6 +36,7 @@ from mpi_operator.controller.kubeflow.sync import MPIJobSyncer
 from mpi_operator.controller.queue_controller import (
     ChildHandlers,
     ControllerOptions,
+    JobInformers,
     QueueController,
     Wiring,
 )
@@ -44,6 +46,8 @@ QUEUE_NAME = "mpijob"
 
 
 class MPIJobController(QueueController):
+    informers: Informers
+
     def __init__(
         self, client: KubeClient, options: ControllerOptions, **wiring: Unpack[Wiring]
     ) -> None:
@@ -54,7 +58,7 @@ class MPIJobController(QueueController):
         self.syncer = MPIJobSyncer(
             SyncContext(
                 client=client,
-                listers=self._listers(),
+                listers=self.informers.listers(),
                 recorder=self.recorder,
                 clock=self.clock,
                 options=options,
@@ -76,45 +80,52 @@ class MPIJobController(QueueController):
             ChildHandlers(
                 API_VERSION,
                 KIND,
-                self.informers["mpijobs"].lister,
+                self.informers.mpijobs.lister,
                 self.enqueue_batched,
-                batch_jobs=self.informers["jobs"].lister,
+                batch_jobs=self.informers.jobs.lister,
             ),
-            ignore=("priority_classes",),
         )
 
-    def _informers(self) -> dict[str, SharedInformer]:
+    def _informers(self) -> Informers:
         f = self.factory
+        gang = self.options.gang
         # Children carry the operator label; caching only those keeps memory
         # flat on clusters with many unrelated pods (a deliberate difference).
-        informers = {
-            "mpijobs": f.informer_for(MPIJOBS),
-            "pods": f.informer_for(
+        return Informers(
+            mpijobs=f.informer_for(MPIJOBS),
+            pods=f.informer_for(
                 PODS,
                 label_selector=OPERATOR_SELECTOR,
                 indexers={WORKERS_INDEX: workers_index},
                 transform=slim_pod,
             ),
-            "jobs": f.informer_for(JOBS, label_selector=OPERATOR_SELECTOR),
-            "services": f.informer_for(SERVICES, label_selector=OPERATOR_SELECTOR),
-            "configmaps": f.informer_for(CONFIGMAPS, label_selector=OPERATOR_SELECTOR),
-            "secrets": f.informer_for(SECRETS, label_selector=OPERATOR_SELECTOR),
-        }
-        gang = self.options.gang
-        if gang is not None:
-            informers["pod_groups"] = f.informer_for(pod_group_resource(gang))
-            informers["priority_classes"] = f.informer_for(PRIORITY_CLASSES)
-        return informers
+            jobs=f.informer_for(JOBS, label_selector=OPERATOR_SELECTOR),
+            services=f.informer_for(SERVICES, label_selector=OPERATOR_SELECTOR),
+            configmaps=f.informer_for(CONFIGMAPS, label_selector=OPERATOR_SELECTOR),
+            secrets=f.informer_for(SECRETS, label_selector=OPERATOR_SELECTOR),
+            pod_groups=f.informer_for(pod_group_resource(gang)) if gang else None,
+            priority_classes=f.informer_for(PRIORITY_CLASSES) if gang else None,
+        )
 
-    def _listers(self) -> Listers:
-        i = self.informers
+
+@dataclass(slots=True)
+class Informers(JobInformers):
+    jobs: SharedInformer
+    services: SharedInformer
+    configmaps: SharedInformer
+    secrets: SharedInformer
+    pod_groups: SharedInformer | None = None
+    priority_classes: SharedInformer | None = None
+    LISTER_ONLY: ClassVar[tuple[str, ...]] = ("priority_classes",)
+
+    def listers(self) -> Listers:
         return Listers(
-            mpijobs=i["mpijobs"].lister,
-            pods=i["pods"].lister,
-            jobs=i["jobs"].lister,
-            services=i["services"].lister,
-            configmaps=i["configmaps"].lister,
-            secrets=i["secrets"].lister,
-            pod_groups=i["pod_groups"].lister if "pod_groups" in i else None,
-            priority_classes=i["priority_classes"].lister if "priority_classes" in i else None,
+            mpijobs=self.mpijobs.lister,
+            pods=self.pods.lister,
+            jobs=self.jobs.lister,
+            services=self.services.lister,
+            configmaps=self.configmaps.lister,
+            secrets=self.secrets.lister,
+            pod_groups=self.pod_groups.lister if self.pod_groups else None,
+            priority_classes=self.priority_classes.lister if self.priority_classes else None,
         )

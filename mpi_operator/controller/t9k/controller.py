@@ -9,6 +9,7 @@ the API client (and the recorder, when one is passed in).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Unpack
 
 import structlog
@@ -32,6 +33,7 @@ from mpi_operator.controller.core.pods import slim_pod
 from mpi_operator.controller.queue_controller import (
     ChildHandlers,
     ControllerOptions,
+    JobInformers,
     QueueController,
     Wiring,
 )
@@ -70,7 +72,17 @@ async def crd_installed(client: KubeClient) -> bool:
     return any(r.get("name") == T9K_MPIJOBS.plural for r in resources)
 
 
+@dataclass(slots=True)
+class T9kInformers(JobInformers):
+    services: SharedInformer
+    configmaps: SharedInformer
+    secrets: SharedInformer
+    pod_groups: SharedInformer
+    """Not the factory's: started by the first sync that needs it (an optional CRD)."""
+
+
 class T9kMPIJobController(QueueController):
+    informers: T9kInformers
     started_event = "t9k controller started"
 
     def __init__(
@@ -96,12 +108,12 @@ class T9kMPIJobController(QueueController):
             SyncContext(
                 client=client,
                 listers=Listers(
-                    mpijobs=i["mpijobs"].lister,
-                    pods=i["pods"].lister,
-                    services=i["services"].lister,
-                    configmaps=i["configmaps"].lister,
-                    secrets=i["secrets"].lister,
-                    pod_groups=OnDemandCache(i["pod_groups"], POD_GROUP_NEEDED_FOR),
+                    mpijobs=i.mpijobs.lister,
+                    pods=i.pods.lister,
+                    services=i.services.lister,
+                    configmaps=i.configmaps.lister,
+                    secrets=i.secrets.lister,
+                    pod_groups=OnDemandCache(i.pod_groups, POD_GROUP_NEEDED_FOR),
                 ),
                 recorder=self.recorder,
                 clock=self.clock,
@@ -120,21 +132,19 @@ class T9kMPIJobController(QueueController):
             self.state.failures,
         )
         self.connect_handlers(
-            ChildHandlers(API_VERSION, KIND, i["mpijobs"].lister, self.enqueue_batched)
+            ChildHandlers(API_VERSION, KIND, i.mpijobs.lister, self.enqueue_batched)
         )
 
-    def _informers(
-        self, client: KubeClient, options: ControllerOptions
-    ) -> dict[str, SharedInformer]:
+    def _informers(self, client: KubeClient, options: ControllerOptions) -> T9kInformers:
         f = self.factory
-        return {
-            "mpijobs": f.informer_for(T9K_MPIJOBS),
-            "pods": f.informer_for(PODS, label_selector=T9K_OPERATOR_SELECTOR, transform=slim_pod),
-            "services": f.informer_for(SERVICES, label_selector=T9K_OPERATOR_SELECTOR),
-            "configmaps": f.informer_for(CONFIGMAPS, label_selector=T9K_OPERATOR_SELECTOR),
-            "secrets": f.informer_for(SECRETS, label_selector=T9K_OPERATOR_SELECTOR),
+        return T9kInformers(
+            mpijobs=f.informer_for(T9K_MPIJOBS),
+            pods=f.informer_for(PODS, label_selector=T9K_OPERATOR_SELECTOR, transform=slim_pod),
+            services=f.informer_for(SERVICES, label_selector=T9K_OPERATOR_SELECTOR),
+            configmaps=f.informer_for(CONFIGMAPS, label_selector=T9K_OPERATOR_SELECTOR),
+            secrets=f.informer_for(SECRETS, label_selector=T9K_OPERATOR_SELECTOR),
             # Not the factory's: started by the first sync that needs it (an optional CRD).
-            "pod_groups": f.on_demand(
+            pod_groups=f.on_demand(
                 SharedInformer(
                     client,
                     T9K_POD_GROUPS,
@@ -143,7 +153,7 @@ class T9kMPIJobController(QueueController):
                     clock=self.clock,
                 )
             ),
-        }
+        )
 
 
 # ------------------------ discovery ------------------------

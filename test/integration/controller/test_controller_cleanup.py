@@ -77,7 +77,7 @@ async def test_terminating_workers_are_not_deleted_again(
             await cluster.kube.patch(
                 PODS, cluster.ns, held, {"metadata": {"annotations": {"test/touch": touch}}}
             )
-        pods = controller.informers["pods"].lister
+        pods = controller.informers.pods.lister
 
         def cached_touch() -> bool:
             pod = pods.get(cluster.ns, held)

@@ -52,7 +52,7 @@ def test_forget_job_removes_only_that_jobs_series() -> None:
 async def test_deleted_job_loses_its_job_info_series() -> None:
     registry = CollectorRegistry()
     controller = _controller(registry)
-    informer = controller.informers["mpijobs"]
+    informer = controller.informers.mpijobs
     for name in ("pi", "other"):
         informer.on_watch_event("ADDED", _job("ns", name))
         controller.metrics.job_info.labels(f"{name}-launcher", "ns").set(1)
@@ -64,7 +64,7 @@ async def test_deleted_job_loses_its_job_info_series() -> None:
 async def test_series_set_by_a_sync_racing_the_deletion_is_removed() -> None:
     registry = CollectorRegistry()
     controller = _controller(registry)
-    informer = controller.informers["mpijobs"]
+    informer = controller.informers.mpijobs
     informer.on_watch_event("ADDED", _job("ns", "pi"))
 
     async def sync(key: str) -> None:

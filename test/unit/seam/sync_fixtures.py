@@ -112,10 +112,10 @@ class SyncWorld:
 
     # -- seeding -----------------------------------------------------------
     def _indexer(self, informer: str) -> Any:
-        informers = self.controller.informers
-        if informer not in informers:
+        found = getattr(self.controller.informers, informer, None)
+        if found is None:
             raise KeyError(f"the {self.kind} controller has no {informer} cache here")
-        return informers[informer].indexer
+        return found.indexer
 
     def add(self, *objs: Obj) -> SyncWorld:
         """Puts objects into the caches (replacing any of the same name)."""
@@ -333,7 +333,7 @@ def t9k_world(job: Obj, *objects: Obj, pod_groups_synced: bool = True) -> SyncWo
         registry=registry,
     )
     if pod_groups_synced:
-        controller.informers["pod_groups"].replace([], "0")  # an empty first LIST
+        controller.informers.pod_groups.replace([], "0")  # an empty first LIST
     world = _world("t9k", job, controller, client, clock=clock, recorder=recorder)
     return world.add(*objects)
 

@@ -214,7 +214,7 @@ async def test_the_pod_group_cache_starts_only_once_its_crd_is_served() -> None:
     assert 'the CRD "podgroups.scheduler.tensorstack.dev"' in str(error)
     assert "spec.scheduler.t9kScheduler" in str(error)
     assert world.actions == [*SHARED, ("list", "podgroups", "")]
-    assert not world.controller.informers["pod_groups"].has_synced()
+    assert not world.controller.informers.pod_groups.has_synced()
 
 
 @pytest.mark.parametrize(
