@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import (
+    PODS,
     SECRETS,
     WARNING,
     ApiError,
@@ -117,43 +118,68 @@ async def create_or_adopt(
     resource: Resource,
     desired: Obj,
     kind: str,
-    *,
-    relabel: bool = True,
     failed: tuple[str, str] | None = None,
-    answer: bool = True,
 ) -> Obj:
     """Creates ``desired`` with the owner's labels. When it exists already, uses it if
-    the owner controls it, adding the labels when ``relabel`` (ours: it is invisible to
-    our caches without them). ``failed`` is the Warning event (reason, message before
-    the API server's) for any other error; ``{name}`` stands for the object's name.
-    Returns the object as created, or, if not ``answer``, as sent (the API server's
-    answer is not read)."""
+    the owner controls it, adding the labels it lacks (ours: it is invisible to our
+    label-filtered caches without them). ``failed``: the Warning event (reason, message
+    before the API server's) for any other error; ``{name}`` stands for the name."""
+    created = await _create(ctx, owner, resource, desired, failed, answer=True)
+    if created is not None:
+        return created
     name = desired["metadata"]["name"]
-    labelled = owner.label(desired)
-    try:
-        created: Obj = await ctx.client.create(
-            resource, owner.namespace, labelled, discard_answer=not answer
-        )
-        return created if answer else labelled
-    except ApiError as err:
-        if not is_already_exists(err):
-            if failed is not None:
-                reason, message = failed
-                warn(ctx, owner, reason, message.format(name=name) + err.message)
-            raise
     if resource == SECRETS:
-        return await _adopt_secret(ctx, owner, name, kind, relabel=relabel)
+        return await _adopt_secret(ctx, owner, name, kind)
     existing = await ctx.client.get(resource, owner.namespace, name)
     ensure_controlled(ctx, owner, existing, kind)
-    if relabel and not owner.labelled(existing):
+    if not owner.labelled(existing):
         patch = {"metadata": {"labels": dict(owner.labels)}}
         existing = await ctx.client.patch(resource, owner.namespace, name, patch)
     return existing
 
 
-async def _adopt_secret(
-    ctx: CoreContext, owner: Owner, name: str, kind: str, *, relabel: bool
+async def create_pod(
+    ctx: CoreContext, owner: Owner, pod: Obj, kind: str, failed: tuple[str, str], *, answer: bool
 ) -> Obj:
+    """Creates the ``pod``; one that exists already is used if the owner controls it (a
+    pod is never relabelled). ``failed`` as for :func:`create_or_adopt`. Returns the
+    pod as created, or, if not ``answer``, as sent (the answer is not decoded)."""
+    created = await _create(ctx, owner, PODS, pod, failed, answer=answer)
+    if created is not None:
+        return created
+    existing = await ctx.client.get(PODS, owner.namespace, pod["metadata"]["name"])
+    ensure_controlled(ctx, owner, existing, kind)
+    return existing
+
+
+async def _create(
+    ctx: CoreContext,
+    owner: Owner,
+    resource: Resource,
+    desired: Obj,
+    failed: tuple[str, str] | None,
+    *,
+    answer: bool,
+) -> Obj | None:
+    """The object created with the owner's labels (as sent, if not ``answer``); None
+    when it exists already. Any other error is reported (``failed``) and raised."""
+    labelled = owner.label(desired)
+    try:
+        created: Obj = await ctx.client.create(
+            resource, owner.namespace, labelled, discard_answer=not answer
+        )
+    except ApiError as err:
+        if is_already_exists(err):
+            return None
+        if failed is not None:
+            reason, message = failed
+            name = desired["metadata"]["name"]
+            warn(ctx, owner, reason, message.format(name=name) + err.message)
+        raise
+    return created if answer else labelled
+
+
+async def _adopt_secret(ctx: CoreContext, owner: Owner, name: str, kind: str) -> Obj:
     """The Secret ``name`` that a create found existing, labelled if we control it,
     through list and update only (see the module's docstring). A Secret deleted
     since the create, or changed before the update (409), fails the sync: retried."""
@@ -163,7 +189,7 @@ async def _adopt_secret(
         raise SyncError(f"Secret {name!r} existed at create, then was gone")
     existing: Obj = items[0]
     ensure_controlled(ctx, owner, existing, kind)
-    if not relabel or owner.labelled(existing):
+    if owner.labelled(existing):
         return existing
     # List items lack apiVersion and kind; the update wants them.
     labelled = owner.label({**existing, "apiVersion": "v1", "kind": "Secret"})

@@ -17,7 +17,7 @@ from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import PODS
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import COLLECTION_RETRY_S, CoreContext
-from mpi_operator.controller.core.owner import Owner, create_or_adopt, delete, first_error, run_all
+from mpi_operator.controller.core.owner import Owner, create_pod, delete, first_error, run_all
 from mpi_operator.controller.core.state import CreationExpectations
 
 #: A pod to create: its name and the function that builds it (called only when its
@@ -35,16 +35,14 @@ async def create_pods(
     answer: bool = True,
 ) -> dict[str, Obj]:
     """Creates ``pods`` (see :func:`create_slow_start`); returns those created,
-    by name. ``kind`` and ``failed`` as for :func:`.owner.create_or_adopt`.
+    by name. ``kind`` and ``failed`` as for :func:`.owner.create_pod`.
 
     Without ``answer``, the API server's answer, a whole pod, is not decoded: for a
     caller that needs only a new pod's name, labels and owner, as sent, and the phase
     every new pod has (Pending), not its uid."""
 
     async def create(build: Callable[[], Obj]) -> Obj:
-        pod = await create_or_adopt(
-            ctx, owner, PODS, build(), kind, relabel=False, failed=failed, answer=answer
-        )
+        pod = await create_pod(ctx, owner, build(), kind, failed, answer=answer)
         # Kept until the sync ends, like the cache's pods: a burst of 500 full pods
         # (spec) would be megabytes held for nothing.
         slim = slim_pod(pod)
