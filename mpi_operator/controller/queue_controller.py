@@ -225,7 +225,7 @@ class QueueController:
         self.factory.start()
         if not await self.factory.wait_for_cache_sync(sync_timeout):
             raise RuntimeError(f"failed to wait for the {self.queue_name} caches to sync")
-        self.runner.start(self.options.threadiness)
+        self.runner.start()
         log.info(self.started_event, queue=self.queue_name, workers=self.runner.workers)
 
     def informer_failures(self) -> list[str]:

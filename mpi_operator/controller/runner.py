@@ -59,8 +59,11 @@ class SyncRunner:
         sync: Sync,
         duration: Histogram,
         failures: SyncFailures | None = None,
+        *,
+        threadiness: int,
     ) -> None:
         self.name = name
+        self.threadiness = max(threadiness, 1)
         self.queue = queue
         self._sync = sync
         self._duration = duration
@@ -68,12 +71,11 @@ class SyncRunner:
         self._workers: list[asyncio.Task[None]] = []
         self._finishes: set[asyncio.Task[None]] = set()
         # At most one finish per worker in flight: a worker whose last finish is still
-        # running waits for it before taking another key's. start() sizes it.
-        self._finish_slots = asyncio.Semaphore(1)
+        # running waits for it before taking another key's.
+        self._finish_slots = asyncio.Semaphore(self.threadiness)
 
-    def start(self, threadiness: int) -> None:
-        self._finish_slots = asyncio.Semaphore(max(threadiness, 1))
-        for i in range(max(threadiness, 1)):
+    def start(self) -> None:
+        for i in range(self.threadiness):
             task = asyncio.create_task(self._run_worker(), name=f"{self.name}-worker-{i}")
             self._workers.append(task)
 

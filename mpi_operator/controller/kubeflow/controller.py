@@ -75,6 +75,7 @@ class MPIJobController(QueueController):
             self.scoped_sync(self.syncer.sync),
             self.metrics.reconcile_duration,
             self.state.failures,
+            threadiness=options.threadiness,
         )
         self.connect_handlers(
             ChildHandlers(

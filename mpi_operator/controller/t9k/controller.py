@@ -130,6 +130,7 @@ class T9kMPIJobController(QueueController):
             self.scoped_sync(self.syncer.sync),
             self.reconcile_duration,
             self.state.failures,
+            threadiness=options.threadiness,
         )
         self.connect_handlers(
             ChildHandlers(API_VERSION, KIND, i.mpijobs.lister, self.enqueue_batched)

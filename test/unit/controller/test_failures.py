@@ -126,7 +126,9 @@ async def test_the_runner_records_failures_and_forgets_on_success() -> None:
     queue: RateLimitingQueue[str] = RateLimitingQueue("t", clock=clock, registry=reg)
     failures = SyncFailures(reports, clock)
     sync = Scripted([FORBIDDEN] * REPEATS + [None])
-    runner = SyncRunner("t", queue, sync, Histogram("d", "", ["result"], registry=reg), failures)
+    runner = SyncRunner(
+        "t", queue, sync, Histogram("d", "", ["result"], registry=reg), failures, threadiness=1
+    )
     queue.add(KEY)
     for _ in range(REPEATS + 1):
         while len(queue) == 0:
@@ -141,7 +143,9 @@ async def test_a_missing_crd_is_retried_within_its_cap() -> None:
     reg = CollectorRegistry()
     queue: RateLimitingQueue[str] = RateLimitingQueue("t", clock=clock, registry=reg)
     sync = Scripted([MissingCRDError("install it")] * 20)
-    runner = SyncRunner("t", queue, sync, Histogram("d", "", ["result"], registry=reg))
+    runner = SyncRunner(
+        "t", queue, sync, Histogram("d", "", ["result"], registry=reg), threadiness=1
+    )
     queue.add(KEY)
     for _ in range(20):
         waited = 0.0

@@ -96,8 +96,8 @@ async def _small_job_wait(bigs: int, *, fair: bool, at_once: bool = False) -> fl
                 await cluster.request()
 
     duration = Histogram("sync_seconds", "", ["result"], registry=CollectorRegistry())
-    runner = SyncRunner("sim", queue, sync, duration)
-    runner.start(ControllerOptions().threadiness)
+    runner = SyncRunner("sim", queue, sync, duration, threadiness=ControllerOptions().threadiness)
+    runner.start()
     try:
         big = [f"big/b{i}" for i in range(bigs)]
         for key in big:
@@ -155,8 +155,9 @@ async def test_the_big_jobs_keep_the_whole_rate_while_one_worker_is_kept() -> No
         await create_slow_start(expectations, key, pending, queue.add_continuation)
         expectations.forget(key)
 
-    runner = SyncRunner("sim", queue, sync, Histogram("d", "", ["result"], registry=None))
-    runner.start(2)
+    duration = Histogram("d", "", ["result"], registry=None)
+    runner = SyncRunner("sim", queue, sync, duration, threadiness=2)
+    runner.start()
     try:
         for key in ("a/a", "b/b", "c/c"):
             queue.add(key)

@@ -32,7 +32,7 @@ def new_runner(sync: Failing) -> tuple[SyncRunner, RateLimitingQueue[str], FakeC
     reg = CollectorRegistry()
     queue: RateLimitingQueue[str] = RateLimitingQueue("t", clock=clock, registry=reg)
     duration = Histogram("sync_seconds", "", ["result"], registry=reg)
-    return SyncRunner("t", queue, sync, duration), queue, clock
+    return SyncRunner("t", queue, sync, duration, threadiness=1), queue, clock
 
 
 async def fail_times(

@@ -52,7 +52,7 @@ class Runner:
             "t", clock=self.clock, registry=self.registry
         )
         duration = Histogram("sync_seconds", "", ["result"], registry=self.registry)
-        self.runner = SyncRunner("t", self.queue, sync, duration)
+        self.runner = SyncRunner("t", self.queue, sync, duration, threadiness=1)
 
     def syncs(self, result: str) -> float:
         value = self.registry.get_sample_value("sync_seconds_count", {"result": result})
@@ -128,7 +128,7 @@ async def test_a_failed_finish_is_retried_with_backoff_as_a_failed_sync() -> Non
 async def test_stop_lets_a_running_finish_finish_within_the_drain_time(drain: float) -> None:
     sync = FinishingSync(held={A})
     runner, queue, _ = new_runner(sync)
-    runner.start(1)
+    runner.start()
     queue.add(A)
     await until(lambda: runner.finishes_in_flight == 1, "A's finish running")
     if drain == DEADLINE:
@@ -170,7 +170,7 @@ async def test_stop_cancels_no_finish_silently_not_even_one_still_waiting_for_it
     writes that status), the keys are done, and nothing runs on after stop."""
     sync = FinishingSync(held={A})
     runner, queue, _ = new_runner(sync)
-    runner.start(1)
+    runner.start()
     queue.add(A)
     queue.add(B)
     await until(lambda: sync.synced == [A, B], "B synced while A's finish holds the slot")
@@ -188,7 +188,7 @@ async def test_stop_cancels_no_finish_silently_not_even_one_still_waiting_for_it
 async def test_stop_lets_a_finish_waiting_for_its_slot_finish_within_the_drain() -> None:
     sync = FinishingSync(held={A})
     runner, queue, _ = new_runner(sync)
-    runner.start(1)
+    runner.start()
     queue.add(A)
     queue.add(B)
     await until(lambda: sync.synced == [A, B], "B synced while A's finish holds the slot")
