@@ -89,10 +89,11 @@ Facts = Finished | Clearing | Rejected | Children
 
 @dataclass(slots=True)
 class StatusUpdate:
-    """The new status and its events, the metrics' facts, and the child writes that go
-    with it: ``ignored`` pods to delete, the launcher to stop and the workers to clean up
-    before the status write, and (``restart``) the earlier attempt to clear after it.
-    ``write`` is False only for a finished job whose pods stay: nothing is written."""
+    """The new status and its events, the metrics' facts, and the child writes that
+    follow it once it is written: ``ignored`` pods to delete, the launcher to stop, the
+    workers to clean up, and (``restart``) the earlier attempt to clear. ``write`` is
+    False only for a job finished on an earlier sync whose pods stay: its status, as
+    written then, is not written again."""
 
     status: JobStatus
     events: list[Event] = field(default_factory=list)
