@@ -1,11 +1,16 @@
 """Condition transition rules, as the reference operator applies them, and the
-state (latest true condition) that our operator adds for display."""
+state (latest true condition) that our operator adds for display.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from mpi_operator.api.v2beta1 import JobStatus
+import pytest
+from test_next_status import make_job
+
+from mpi_operator.api.v2beta1 import JobStatus, MPIJob
 from mpi_operator.controller.kubeflow.conditions import (
     get_condition,
     is_failed,
@@ -13,6 +18,7 @@ from mpi_operator.controller.kubeflow.conditions import (
     is_succeeded,
     refresh_state,
     update_conditions,
+    update_status,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -103,3 +109,165 @@ def test_state_is_dropped_when_no_condition_is_true() -> None:
     status = JobStatus.model_validate({"conditions": [], "state": "Running"})
     refresh_state(status)
     assert "state" not in status.model_dump(by_alias=True, exclude_unset=True, mode="json")
+
+
+# ------------------------ test status ------------------------
+#
+# Status from the launcher Job and the worker pods (pure), table by table.
+
+
+NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
+STAMP = "2026-11-21T12:00:00Z"
+
+
+def pod(phase: str, reason: str = "", message: str = "", created: str = STAMP) -> dict[str, Any]:
+    status: dict[str, Any] = {"phase": phase}
+    if reason:
+        status["reason"] = reason
+    if message:
+        status["message"] = message
+    return {"metadata": {"name": "p", "creationTimestamp": created}, "status": status}
+
+
+def launcher(conditions: list[dict[str, Any]] | None = None, **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "pi-launcher", "uid": "lu"},
+        "spec": {},
+        "status": {"conditions": conditions or [], **status},
+    }
+
+
+def conditions(job: MPIJob) -> list[tuple[str, str, str | None, str | None]]:
+    assert job.status is not None
+    return [(c.type, c.status, c.reason, c.message) for c in job.status.conditions or []]
+
+
+def test_running_when_launcher_and_all_workers_run() -> None:
+    job = make_job()
+    out = update_status(job, launcher(), [pod("Running")], [pod("Running"), pod("Running")], NOW)
+    assert conditions(job) == [("Running", "True", "MPIJobRunning", "MPIJob ns/pi is running.")]
+    assert [(e.type, e.reason, e.message) for e in out.events] == [
+        ("Normal", "MPIJobRunning", "MPIJob ns/pi is running")
+    ]
+    assert job.to_dict()["status"]["replicaStatuses"] == {
+        "Launcher": {"active": 1},
+        "Worker": {"active": 2},
+    }
+
+
+def test_not_running_while_a_worker_is_pending() -> None:
+    job = make_job()
+    out = update_status(job, launcher(), [pod("Running")], [pod("Running"), pod("Pending")], NOW)
+    assert conditions(job) == [] and out.events == []
+
+
+def test_succeeded_takes_the_launcher_completion_time() -> None:
+    job = make_job()
+    done = launcher(
+        [{"type": "Complete", "status": "True"}], succeeded=1, completionTime="2026-11-21T11:59:00Z"
+    )
+    out = update_status(job, done, [], [pod("Running"), pod("Running")], NOW)
+    assert job.status is not None
+    assert job.status.completion_time == "2026-11-21T11:59:00Z"
+    assert conditions(job) == [
+        ("Succeeded", "True", "MPIJobSucceeded", "MPIJob ns/pi successfully completed."),
+        (
+            "Running",
+            "False",
+            "MPIJobRunning",
+            "MPIJob ns/pi is finished but Running condition was never set.",
+        ),
+    ]
+    running = job.status.conditions[-1]  # type: ignore[index]
+    assert running.last_transition_time == "2026-11-21T11:59:00Z"
+    assert out.succeeded and not out.failed
+    assert job.to_dict()["status"]["replicaStatuses"]["Launcher"] == {"succeeded": 1}
+
+
+def test_backoff_limit_failure_appends_the_last_failed_pod() -> None:
+    job = make_job()
+    failed = launcher(
+        [
+            {
+                "type": "Failed",
+                "status": "True",
+                "reason": "BackoffLimitExceeded",
+                "message": "Job has reached the specified backoff limit",
+            }
+        ],
+        failed=2,
+    )
+    pods = [
+        pod("Failed", "OOMKilled", "first", created="2026-11-21T11:00:00Z"),
+        pod("Failed", "Error", "second", created="2026-11-21T11:30:00Z"),
+    ]
+    out = update_status(job, failed, pods, [], NOW)
+    assert conditions(job)[0] == (
+        "Failed",
+        "True",
+        "BackoffLimitExceeded/Error",
+        "Job has reached the specified backoff limit: second",
+    )
+    assert [(e.type, e.reason) for e in out.events] == [("Warning", "BackoffLimitExceeded/Error")]
+    assert job.status is not None and job.status.completion_time == STAMP
+    assert out.failed
+
+
+def test_failure_without_reason_uses_the_defaults() -> None:
+    job = make_job()
+    update_status(job, launcher([{"type": "Failed", "status": "True"}]), [], [], NOW)
+    assert conditions(job)[0] == ("Failed", "True", "MPIJobFailed", "MPIJob ns/pi has failed")
+
+
+def test_evicted_workers_fail_the_job() -> None:
+    job = make_job()
+    out = update_status(
+        job, launcher(), [pod("Running")], [pod("Failed", "Evicted"), pod("Running")], NOW
+    )
+    assert conditions(job)[0] == ("Failed", "True", "MPIJobEvicted", "1/2 workers are evicted")
+    assert [e.reason for e in out.events] == ["MPIJobEvicted"]
+
+
+@pytest.mark.parametrize("was_suspended", [False, True])
+def test_suspend_and_resume(was_suspended: bool) -> None:
+    job = make_job(suspend=not was_suspended)
+    if was_suspended:
+        job.status = JobStatus()
+        update_conditions(
+            job.status, "Suspended", "True", "MPIJobSuspended", "MPIJob suspended", NOW
+        )
+    out = update_status(job, None, [], [], NOW)
+    if was_suspended:
+        assert conditions(job)[0] == ("Suspended", "False", "MPIJobResumed", "MPIJob resumed")
+        assert [e.reason for e in out.events] == ["MPIJobResumed"]
+        assert job.status is not None and job.status.start_time == STAMP
+    else:
+        assert conditions(job) == [
+            ("Suspended", "True", "MPIJobSuspended", "MPIJob suspended"),
+            ("Running", "False", "MPIJobSuspended", "MPIJob ns/pi is suspended."),
+        ]
+        assert [e.reason for e in out.events] == ["MPIJobSuspended"]
+
+
+def test_a_finished_job_never_runs_again() -> None:
+    job = make_job()
+    done = launcher([{"type": "Complete", "status": "True"}], completionTime=STAMP)
+    update_status(job, done, [pod("Running")], [pod("Running"), pod("Running")], NOW)
+    update_status(job, done, [pod("Running")], [pod("Running"), pod("Running")], NOW)
+    assert ("Running", "True") not in [(c[0], c[1]) for c in conditions(job)]
+
+
+def test_the_failed_pod_is_named_in_the_status_only() -> None:
+    """Ours: status.lastFailure names the pod; the reference's conditions and events stay."""
+    job = make_job()
+    evicted = pod("Failed", "Evicted", "The node was low on resource memory.")
+    evicted["metadata"].update(
+        name="pi-worker-0", labels={"training.kubeflow.org/job-role": "worker"}
+    )
+    out = update_status(job, launcher(), [pod("Running")], [evicted, pod("Running")], NOW)
+    assert [e.reason for e in out.events] == ["MPIJobEvicted"]
+    assert job.status is not None and job.status.last_failure is not None
+    assert job.status.last_failure.message == (
+        "worker pi-worker-0 failed: Evicted: The node was low on resource memory."
+    )
+    assert job.status.completion_time == STAMP  # ours: the reference leaves it unset

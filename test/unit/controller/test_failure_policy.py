@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from mpi_operator.api.v2beta1 import FailurePolicy, FailurePolicyAction
-from mpi_operator.controller.kubeflow.policy import FailedPod, decide, match
+from mpi_operator.api.v2beta1 import FailurePolicy, FailurePolicyAction, JobStatus
+from mpi_operator.controller.kubeflow.conditions import TRUE, get_condition, update_conditions
+from mpi_operator.controller.kubeflow.policy import (
+    Decision,
+    FailedPod,
+    culprit,
+    decide,
+    failed_pod,
+    match,
+)
+from mpi_operator.controller.kubeflow.status import mark
 
 RESTART, FAIL, IGNORE = (
     FailurePolicyAction.RESTART_JOB,
@@ -153,3 +163,187 @@ def test_fail_beats_restart_beats_ignore_and_the_earliest_names_it() -> None:
 def test_without_max_restarts_the_first_restart_fails_the_job() -> None:
     decision = decide(policy(max_restarts=0), [failure()], 0)
     assert (decision.action, decision.reason) == (FAIL, "ReachedMaxRestarts")
+
+
+# ------------------------ test culprit ------------------------
+#
+# The failed pod that is named as the cause of a job's failure (pure), table by table.
+
+
+Obj = dict[str, Any]
+
+
+def terminated(name: str, code: int, reason: str, at: str, key: str = "state") -> Obj:
+    return {
+        "name": name,
+        key: {"terminated": {"exitCode": code, "reason": reason, "finishedAt": at}},
+    }
+
+
+def pod(
+    name: str,
+    role: str = "worker",
+    phase: str = "Failed",
+    containers: list[Obj] | None = None,
+    init: list[Obj] | None = None,
+    **status: Any,
+) -> Obj:
+    return {
+        "metadata": {
+            "name": name,
+            "uid": name + "-uid",
+            "labels": {"training.kubeflow.org/job-role": role},
+        },
+        "status": {
+            "phase": phase,
+            "containerStatuses": containers or [],
+            "initContainerStatuses": init or [],
+            **status,
+        },
+    }
+
+
+T1, T2 = "2026-11-25T10:00:01Z", "2026-11-25T10:00:02Z"
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            pod("pi-worker-3", containers=[terminated("trainer", 137, "OOMKilled", T1)]),
+            "worker pi-worker-3 container trainer terminated: OOMKilled (exit 137)",
+        ),
+        (
+            pod(
+                "pi-worker-0",
+                containers=[
+                    {"name": "sidecar", "state": {"running": {}}},
+                    terminated("main", 3, "Error", T1, key="lastState"),
+                ],
+            ),
+            "worker pi-worker-0 container main terminated: Error (exit 3)",
+        ),
+        (
+            pod(
+                "pi-worker-1",
+                containers=[terminated("main", 1, "Error", T2)],
+                init=[terminated("setup", 2, "Error", T1)],
+            ),
+            "worker pi-worker-1 container setup terminated: Error (exit 2)",
+        ),
+        (
+            pod(
+                "pi-worker-0",
+                containers=[terminated("worker", 137, "Error", T1)],
+                reason="Evicted",
+                message="The node was low on resource memory.",
+            ),
+            "worker pi-worker-0 container worker terminated: Error (exit 137); "
+            "pod Evicted: The node was low on resource memory.",
+        ),
+        (
+            pod("pi-launcher-x", role="launcher", reason="DeadlineExceeded"),
+            "launcher pi-launcher-x failed: DeadlineExceeded",
+        ),
+        (pod("pi-worker-2"), "worker pi-worker-2 failed: Failed"),
+    ],
+)
+def test_a_failed_pod_is_described(given: Obj, message: str) -> None:
+    found = failed_pod(given)
+    assert found is not None and found.message == message
+
+
+@pytest.mark.parametrize("phase", ["Running", "Succeeded", "Pending", ""])
+def test_only_failed_pods_are_failures(phase: str) -> None:
+    containers = [terminated("main", 1, "Error", T1)]
+    assert failed_pod(pod("p", phase=phase, containers=containers)) is None
+
+
+def test_the_earliest_failure_is_the_culprit_and_ties_go_to_workers() -> None:
+    launcher = pod("pi-launcher", role="launcher", containers=[terminated("l", 1, "Error", T2)])
+    worker = pod("pi-worker-1", containers=[terminated("w", 137, "OOMKilled", T1)])
+    found = culprit([launcher, pod("pi-worker-0", phase="Running"), worker])
+    assert found is not None and found.pod == "pi-worker-1"
+    same_time = pod("pi-launcher", role="launcher", containers=[terminated("l", 1, "Error", T1)])
+    found = culprit([same_time, worker])
+    assert found is not None and found.pod == "pi-worker-1"
+    assert culprit([pod("a", phase="Running")]) is None
+
+
+def test_the_status_field_has_every_part() -> None:
+    found = failed_pod(pod("pi-worker-3", containers=[terminated("trainer", 137, "OOMKilled", T1)]))
+    assert found is not None
+    assert found.status(T2).model_dump(by_alias=True, exclude_none=True) == {
+        "pod": "pi-worker-3",
+        "replicaType": "Worker",
+        "container": "trainer",
+        "exitCode": 137,
+        "reason": "OOMKilled",
+        "message": "worker pi-worker-3 container trainer terminated: OOMKilled (exit 137)",
+        "time": T2,
+    }
+    assert found.uid == "pi-worker-3-uid"
+    assert found.conditions == ()
+    assert found.terminations == (("trainer", 137, "OOMKilled"),)
+
+
+# ------------------------ test restart mark ------------------------
+#
+# What a restart or a failure by the failure policy writes into the status (pure).
+
+
+T0 = datetime(2026, 11, 25, 3, 0, 0, tzinfo=UTC)
+T1 = datetime(2026, 11, 25, 3, 0, 9, tzinfo=UTC)
+OOM = FailedPod(
+    role="worker",
+    pod="pi-worker-1",
+    uid="u",
+    container="worker",
+    exit_code=137,
+    reason="OOMKilled",
+    pod_reason=None,
+    pod_message=None,
+    conditions=(),
+    terminations=(("worker", 137, "OOMKilled"),),
+    finished_at="2026-11-25T02:59:59Z",
+)
+
+
+def restart(n: int) -> Decision:
+    return Decision(
+        FailurePolicyAction.RESTART_JOB, "MPIJobRestarting", f"restart {n} of 2 (rule oom)", OOM
+    )
+
+
+def test_a_restart_counts_replaces_running_and_names_the_pod() -> None:
+    status = JobStatus()
+    update_conditions(status, "Running", TRUE, "MPIJobRunning", "running", T0)
+    events = mark(status, restart(1), T0)
+    assert status.restart_count == 1
+    assert [(c.type, c.status, c.reason) for c in status.conditions or []] == [
+        ("Restarting", "True", "MPIJobRestarting")
+    ]
+    assert status.last_failure is not None and status.last_failure.pod == "pi-worker-1"
+    assert [(e.type, e.reason, e.message) for e in events] == [
+        ("Warning", "MPIJobRestarting", "restart 1 of 2 (rule oom)")
+    ]
+    assert status.completion_time is None
+    # Restarting again before the job ran: the same condition gets the new message.
+    mark(status, restart(2), T1)
+    condition = get_condition(status, "Restarting")
+    assert status.restart_count == 2
+    assert condition is not None and condition.message == "restart 2 of 2 (rule oom)"
+    assert condition.last_update_time == "2026-11-25T03:00:09Z"
+    assert condition.last_transition_time == "2026-11-25T03:00:00Z"
+
+
+def test_a_failure_by_the_policy_finishes_the_job() -> None:
+    status = JobStatus()
+    decision = Decision(FailurePolicyAction.FAIL_JOB, "ReachedMaxRestarts", "reached", OOM)
+    events = mark(status, decision, T1)
+    assert [(c.type, c.status, c.reason) for c in status.conditions or []] == [
+        ("Failed", "True", "ReachedMaxRestarts")
+    ]
+    assert status.completion_time == "2026-11-25T03:00:09Z"
+    assert status.restart_count is None
+    assert [e.reason for e in events] == ["ReachedMaxRestarts"]

@@ -19,6 +19,9 @@ from mpi_operator.controller.runner import (
 )
 
 KEY = "ns/job"
+
+
+KEY = "ns/job"
 FORBIDDEN = ApiError(403, {"reason": "Forbidden", "message": "exceeded quota: q"})
 CONFLICT = ApiError(409, {"reason": "Conflict", "message": "the object has been modified"})
 THROTTLED = ApiError(429, {"reason": "TooManyRequests", "message": "slow down"})
