@@ -112,29 +112,34 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
                 pods.update(await self._create_missing_pods(owner, job, pods))
         update = next_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
         if not update.finished:
-            return partial(self._write_status, owner, job, update)
+
+            async def write() -> None:
+                await self._write_status(owner, job, update)
+
+            return write
 
         async def write_then_clean_up() -> None:
             # Decide, write, then act: the pods that show the job ended are deleted only
             # once the status that says so is written. A write that fails leaves them,
             # and the next sync decides the same; one that finds the status written
             # finishes the clean-up.
-            await self._write_status(owner, job, update)
+            if not await self._write_status(owner, job, update):
+                return
             await self._clean_up_workers(owner, job, pods)
             await self._stop_waiting_launcher(job, pods, update)
 
         return write_then_clean_up
 
-    async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
+    async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> bool:
         """The one status write of the sync; a write that only reports a fan-out's
-        progress waits (:mod:`~mpi_operator.controller.core.state`)."""
+        progress waits (:mod:`~mpi_operator.controller.core.state`): False then."""
         ctx = self.ctx
         new_status = dump_status(update.status)
         old_status = owner.obj.get("status") or {}
         spacing = None
         if progress_only(old_status, new_status):
             spacing = Spacing(PROGRESS, job.worker_replicas)
-        await write_status(ctx, owner, T9K_MPIJOBS, new_status, update.events, spacing)
+        return await write_status(ctx, owner, T9K_MPIJOBS, new_status, update.events, spacing)
 
     async def _create_missing_pods(
         self, owner: Owner, job: MPIJob, pods: dict[str, Obj]
