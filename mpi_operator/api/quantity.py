@@ -171,9 +171,6 @@ class Quantity:
     def neg(self) -> Quantity:
         return Quantity(-self._unscaled, self._exp, self._format)
 
-    def with_format(self, fmt: Format) -> Quantity:
-        return Quantity(self._unscaled, self._exp, fmt)
-
     # -- string forms -----------------------------------------------------
 
     def canonical(self) -> str:

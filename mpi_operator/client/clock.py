@@ -132,9 +132,6 @@ class FakeClock:
         self._wall += timedelta(seconds=target - self._mono)
         self._mono = target
 
-    def pending_timers(self) -> int:
-        return sum(1 for _, _, t in self._timers if not t.cancelled)
-
     @staticmethod
     async def settle(rounds: int = 10) -> None:
         """Yield to the event loop a few times so woken coroutines can run."""

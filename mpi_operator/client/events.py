@@ -170,11 +170,6 @@ class EventRecorder:
         except Exception:
             log.exception("could not build event", reason=reason)
 
-    def eventf(
-        self, obj: Mapping[str, Any], event_type: str, reason: str, fmt: str, *args: Any
-    ) -> None:
-        self.event(obj, event_type, reason, fmt % args if args else fmt)
-
     # -- writing -----------------------------------------------------------
     async def _write(self, event: Event, patch: Mapping[str, Any] | None) -> bool:
         """One attempt; True when done (written, or given up for good)."""

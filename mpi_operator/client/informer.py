@@ -189,9 +189,6 @@ class SharedInformer:
                 self._call(h.on_add, obj)
         return h
 
-    def remove_event_handler(self, handler: EventHandler) -> None:
-        self._handlers.remove(handler)
-
     def _call(self, fn: Callable[..., None], *args: Any) -> None:
         try:
             fn(*args)

@@ -150,9 +150,6 @@ class LeaderElector:
     def is_leader(self) -> bool:
         return self.observed_record.holder_identity == self.config.identity
 
-    def get_leader(self) -> str:
-        return self.observed_record.holder_identity
-
     def _lease_valid(self) -> bool:
         return self.observed_time + self.config.lease_duration > self.clock.monotonic()
 

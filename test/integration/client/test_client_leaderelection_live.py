@@ -121,7 +121,8 @@ async def test_exactly_one_leader_and_takeover_after_crash_and_after_release(
         # A graceful shutdown releases the lease: a new candidate takes over at once.
         c = Candidate(kube, ns, "c", board)
         await eventually(
-            lambda: c.elector.get_leader() == follower.identity, what="c to see the holder"
+            lambda: c.elector.observed_record.holder_identity == follower.identity,
+            what="c to see the holder",
         )
         assert not c.leading()
         released = time.monotonic()
