@@ -32,6 +32,7 @@ import multiprocessing
 import socket
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,24 @@ PACED_EVENT_GAP = 0.002
 EVENTS = Path(__file__).with_name("fanout_worker_events.jsonl")
 JOB = "fanout"
 NAMESPACE = "fanout-ours"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much work each figure is measured over (the defaults: the constants above)."""
+
+    pods_per_round: int = PODS_PER_ROUND
+    rounds: int = ROUNDS
+    creates: int = CREATES
+    paced_creates: int = PACED_CREATES
+    paced_rounds: int = 3
+    paced_events: int = PACED_EVENTS
+
+
+#: ``--preset smoke``: one small round of each, to check the plumbing, not the figures.
+SMOKE = Sizes(
+    pods_per_round=200, rounds=1, creates=200, paced_creates=50, paced_rounds=1, paced_events=100
+)
 
 
 def recorded_events() -> list[bytes]:
@@ -118,23 +137,23 @@ def feed_watch(reflector: Any, chunks: list[bytes]) -> None:
             reflector._handle_event(_decode_line(line))
 
 
-async def _watch_round(stream: bytes) -> float:
+async def _watch_round(stream: bytes, pods: int) -> float:
     controller = recorded_job_controller()
     reflector = controller.informers.pods.reflectors[0]
     chunks = stream_chunks(stream)
     start = time.process_time()
     feed_watch(reflector, chunks)
     elapsed = time.process_time() - start
-    assert len(controller.informers.pods.indexer) == PODS_PER_ROUND
+    assert len(controller.informers.pods.indexer) == pods
     assert controller.queue.waiting() == 1
     controller.queue.shut_down()
     return elapsed
 
 
-def watch_events() -> dict[str, Any]:
-    stream = fanout_stream(PODS_PER_ROUND)
+def watch_events(sizes: Sizes = Sizes()) -> dict[str, Any]:
+    stream = fanout_stream(sizes.pods_per_round)
     events = stream.count(b"\n")
-    rounds = [asyncio.run(_watch_round(stream)) for _ in range(ROUNDS)]
+    rounds = [asyncio.run(_watch_round(stream, sizes.pods_per_round)) for _ in range(sizes.rounds)]
     return {
         "watch_events": events,
         "watch_us_per_event": round(statistics.median(rounds) / events * 1e6, 1),
@@ -145,7 +164,7 @@ def watch_events() -> dict[str, Any]:
 # -- pod creates ---------------------------------------------------------------
 
 
-def _serve(port: int, body: bytes) -> None:
+def _serve(port: int, body: bytes, paced_events: int) -> None:
     from aiohttp import web
 
     async def create(request: web.Request) -> web.Response:
@@ -159,7 +178,7 @@ def _serve(port: int, body: bytes) -> None:
         await resp.prepare(request)
         loop = asyncio.get_running_loop()
         due = loop.time()
-        for _ in range(PACED_EVENTS):
+        for _ in range(paced_events):
             due += PACED_EVENT_GAP
             await asyncio.sleep(max(0.0, due - loop.time()))
             await resp.write(event)
@@ -211,16 +230,18 @@ async def _create_round(
         return time.process_time() - start
 
 
-def _paced(port: int, every: int) -> float:
+def _paced(port: int, every: int, sizes: Sizes) -> float:
     """CPU per create when ``every`` creates go out together, 100 a second (a throttled
     fan-out at 100 qps), on the operator's event loop (uvloop)."""
+    creates = sizes.paced_creates
     rounds = [
-        uvloop.run(_create_round(port, PACED_CREATES, every, every / PACED_QPS)) for _ in range(3)
+        uvloop.run(_create_round(port, creates, every, every / PACED_QPS))
+        for _ in range(sizes.paced_rounds)
     ]
-    return round(statistics.median(rounds) / PACED_CREATES * 1e6, 1)
+    return round(statistics.median(rounds) / creates * 1e6, 1)
 
 
-async def _watch_stream(port: int, window: float) -> float:
+async def _watch_stream(port: int, window: float, expected: int) -> float:
     from mpi_operator.client.lean_imports import ApiClient, Configuration
 
     client = KubeClient(ApiClient(Configuration(host=f"http://127.0.0.1:{port}")), qps=-1)
@@ -228,16 +249,19 @@ async def _watch_stream(port: int, window: float) -> float:
         start = time.process_time()
         events = [e async for e in client.watch(PODS, NAMESPACE, batch_window=window)]
         spent = time.process_time() - start
-    assert len(events) == PACED_EVENTS, len(events)
+    assert len(events) == expected, len(events)
     return spent
 
 
-def _paced_watch(port: int) -> dict[str, float]:
+def _paced_watch(port: int, sizes: Sizes) -> dict[str, float]:
     """CPU per watch event read one by one and in batches, on uvloop."""
+    events = sizes.paced_events
     return {
         label: round(
-            statistics.median(uvloop.run(_watch_stream(port, window)) for _ in range(3))
-            / PACED_EVENTS
+            statistics.median(
+                uvloop.run(_watch_stream(port, window, events)) for _ in range(sizes.paced_rounds)
+            )
+            / events
             * 1e6,
             1,
         )
@@ -245,11 +269,11 @@ def _paced_watch(port: int) -> dict[str, float]:
     }
 
 
-def pod_creates() -> dict[str, Any]:
+def pod_creates(sizes: Sizes = Sizes()) -> dict[str, Any]:
     port = _free_port()
     response = orjson.dumps(orjson.loads(recorded_events()[0])["object"])
     server = multiprocessing.get_context("spawn").Process(
-        target=_serve, args=(port, response), daemon=True
+        target=_serve, args=(port, response, sizes.paced_events), daemon=True
     )
     server.start()
     try:
@@ -262,25 +286,26 @@ def pod_creates() -> dict[str, Any]:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        rounds = [asyncio.run(_create_round(port)) for _ in range(ROUNDS)]
+        rounds = [asyncio.run(_create_round(port, sizes.creates)) for _ in range(sizes.rounds)]
         paced = {
-            f"{every} every {every * 1000 // PACED_QPS} ms": _paced(port, every) for every in (1, 5)
+            f"{every} every {every * 1000 // PACED_QPS} ms": _paced(port, every, sizes)
+            for every in (1, 5)
         }
-        paced_watch = _paced_watch(port)
+        paced_watch = _paced_watch(port, sizes)
     finally:
         server.terminate()
         server.join(10)
     return {
-        "creates": CREATES,
-        "create_us_per_request": round(statistics.median(rounds) / CREATES * 1e6, 1),
+        "creates": sizes.creates,
+        "create_us_per_request": round(statistics.median(rounds) / sizes.creates * 1e6, 1),
         "create_rounds_s": [round(r, 4) for r in rounds],
         "paced_create_us_per_request": paced,
         "paced_watch_us_per_event": paced_watch,
     }
 
 
-def run() -> dict[str, Any]:
-    return {"benchmark": "hot_path", **watch_events(), **pod_creates()}
+def run(sizes: Sizes = Sizes()) -> dict[str, Any]:
+    return {"benchmark": "hot_path", **watch_events(sizes), **pod_creates(sizes)}
 
 
 if __name__ == "__main__":

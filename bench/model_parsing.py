@@ -71,10 +71,10 @@ def typical_mpijob(i: int) -> dict[str, Any]:
     }
 
 
-def run() -> dict[str, Any]:
-    corpus = [typical_mpijob(i) for i in range(JOBS)]
+def run(jobs: int = JOBS, repetitions: int = ROUNDS) -> dict[str, Any]:
+    corpus = [typical_mpijob(i) for i in range(jobs)]
     rounds = []
-    for _ in range(ROUNDS):
+    for _ in range(repetitions):
         start = time.perf_counter()
         for obj in corpus:
             job = set_defaults(MPIJob.from_dict(obj))
@@ -84,9 +84,9 @@ def run() -> dict[str, Any]:
     median = statistics.median(rounds)
     return {
         "benchmark": "model_parsing",
-        "jobs": JOBS,
+        "jobs": jobs,
         "median_seconds": round(median, 4),
-        "per_job_microseconds": round(median / JOBS * 1e6, 1),
+        "per_job_microseconds": round(median / jobs * 1e6, 1),
         "rounds": [round(r, 4) for r in rounds],
     }
 

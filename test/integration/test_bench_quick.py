@@ -1,5 +1,6 @@
 """``make bench BENCH_ARGS=--quick`` (bench/README.md): only the benchmarks that need no
-cluster, one JSON line each, and nothing side by side."""
+cluster, one JSON line each, and nothing side by side. Run with ``--preset smoke``, which
+sizes them down to one small round each: the plumbing is checked, not the figures."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_quick_bench_prints_one_json_line_per_benchmark_and_starts_no_cluster() -> None:
     done = subprocess.run(
-        ["make", "-s", "bench", "BENCH_ARGS=--quick"],
+        ["make", "-s", "bench", "BENCH_ARGS=--quick --preset smoke"],
         cwd=ROOT,
         capture_output=True,
         text=True,

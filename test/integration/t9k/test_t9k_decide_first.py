@@ -32,8 +32,10 @@ from mpi_operator.controller.t9k.context import T9K_MPIJOBS
 REFUSE = REFUSE_LABEL
 REFUSED_BY = REFUSED_MESSAGE
 ALL = {"job-launcher", "job-worker-0", "job-worker-1"}
-#: How long the status writes stay refused after the worker failed.
-HOLD = 15.0
+#: How long the status writes stay refused after the worker failed: long enough for
+#: several retries of the refused write (the old bug deleted the workers in the very
+#: sync whose write was refused, and recreated them in the next one).
+HOLD = 8.0
 #: Short leases: a SIGKILLed operator's successor leads within seconds.
 LEASE_FLAGS = ("--lease-duration=4", "--renew-deadline=3", "--retry-period=0.5")
 
