@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from devcluster import LocalCluster
@@ -26,7 +27,7 @@ BAD_CONDITIONS = ("Failed", "Restarting", "Suspended")
 @dataclass
 class Sample:
     t: float
-    holder: str
+    lease: Obj
     operator_pods: list[Obj]
     mpijobs: dict[str, Obj] | None
     pods: list[Obj]
@@ -72,7 +73,7 @@ class Recorder:
             f"/apis/coordination.k8s.io/v1/namespaces/{self.operator_ns}/leases/mpi-operator",
             timeout=5,
         )
-        holder = str((lease.get("spec") or {}).get("holderIdentity") or "") if status == 200 else ""
+        spec = (lease.get("spec") or {}) if status == 200 else {}
         operators = self._items(
             f"/api/v1/namespaces/{self.operator_ns}/pods?labelSelector=app=mpi-operator"
         )
@@ -80,7 +81,7 @@ class Recorder:
         mpijobs = self._items(f"/apis/kubeflow.org/v2beta1/namespaces/{self.job_ns}/mpijobs")
         return Sample(
             t,
-            holder,
+            spec,
             operators or [],
             None if mpijobs is None else {j["metadata"]["name"]: j for j in mpijobs},
             self._items(f"/api/v1/namespaces/{self.job_ns}/pods") or [],
@@ -120,24 +121,25 @@ class Recorder:
         for s in self.samples:
             if s.t > t:
                 break
-            holder = s.holder
+            holder = str(s.lease.get("holderIdentity") or "")
         return holder.split("_", 1)[0]
 
-    def handover_gap(self, after: float) -> float:
-        """Seconds from the last sample after ``after`` whose Lease named the old holder
-        (the holder at ``after``) to the first that named another."""
-        old = self.holder_at(after)
-        last_old = first_new = None
+    def leaderless(self, after: float) -> float:
+        """Seconds without a leader at the first handover after ``after``: from the old
+        holder's last renewTime to the new holder's acquireTime (both the API server's
+        clock as the operators wrote it)."""
+        old = new = None
         for s in self.samples:
-            if s.t < after or not s.holder:
+            if s.t < after or not s.lease.get("holderIdentity"):
                 continue
-            name = s.holder.split("_", 1)[0]
-            if name == old:
-                last_old = s.t
-            elif first_new is None:
-                first_new = s.t
-        assert last_old is not None and first_new is not None, (old, after)
-        return first_new - last_old
+            if old is None or s.lease["holderIdentity"] == old["holderIdentity"]:
+                old = s.lease
+            else:
+                new = s.lease
+                break
+        assert old is not None and new is not None, f"no handover after {after}"
+        renewed = datetime.fromisoformat(old["renewTime"])
+        return (datetime.fromisoformat(new["acquireTime"]) - renewed).total_seconds()
 
 
 def conditions_continuous(statuses: list[tuple[float, Obj]]) -> list[str]:
