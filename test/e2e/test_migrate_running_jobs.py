@@ -49,6 +49,8 @@ OURS = "mpi-operator-python:"
 THEIRS = "mpioperator/mpi-operator:"
 RELEASE = "/tmp/release"
 TIMEOUT = 180.0
+MIGRATE_DOC = ROOT / "docs" / "migrate.md"
+LEADER_ROLE = "role,rolebinding mpi-operator-leader-election"
 
 
 @dataclass(frozen=True)
@@ -58,18 +60,40 @@ class Layout:
     theirs: tuple[str, str]
     ours: tuple[str, str]
 
+    def documented(self, reference: Path) -> None:
+        """docs/migrate.md gives this layout's commands as the test runs them."""
+        doc = MIGRATE_DOC.read_text()
+        flag, path = self.ours
+        assert f"kubectl apply --server-side {flag} {Path(path).relative_to(ROOT)}\n" in doc
+        rollback = _doc_rollback()
+        flag, path = self.theirs
+        theirs = f'kubectl apply --server-side {flag} "$REF/{Path(path).relative_to(reference)}"'
+        assert f"{theirs}\n" in rollback
+        assert f"kubectl -n {self.ns} delete {LEADER_ROLE}\n" in rollback
+
+
+def _doc_rollback() -> str:
+    """docs/migrate.md's rollback commands (its first shell block after the heading)."""
+    text = MIGRATE_DOC.read_text()
+    section = text[text.index("## Rolling back to the Go operator") :]
+    return section.split("```sh\n", 1)[1].split("```", 1)[0]
+
 
 @pytest.fixture(scope="module")
 def reference_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Go operator's release files, found as docs/migrate.md's ``REF=`` line finds
+    them (run as written)."""
+    (line,) = [x for x in _doc_rollback().splitlines() if x.startswith("REF=")]
     out = subprocess.run(
-        ["go", "mod", "download", "-json", REFERENCE_MODULE],
+        ["bash", "-c", f"set -euo pipefail; {line}; echo $REF"],
         cwd=tmp_path_factory.mktemp("gomod"),
         capture_output=True,
         text=True,
         timeout=600,
     )
-    assert out.returncode == 0, f"go mod download {REFERENCE_MODULE}: {out.stdout}{out.stderr}"
-    return Path(json.loads(out.stdout)["Dir"])
+    assert out.returncode == 0, f"{line}: {out.stdout}{out.stderr}"
+    assert REFERENCE_MODULE in line
+    return Path(out.stdout.strip())
 
 
 def _layouts(reference: Path) -> dict[str, Layout]:
@@ -244,6 +268,7 @@ def layout(
     """A layout's name and commands; its operator uninstalled afterwards (the next
     layout's would be a second leader), its jobs' namespace deleted first."""
     lay = _layouts(reference_dir)[request.param]
+    lay.documented(reference_dir)
     if lay.ns == "kubeflow":  # Kubeflow's own namespace, which neither overlay creates
         user_cluster.kubectl("create", "namespace", lay.ns)
     yield request.param, lay
@@ -287,7 +312,7 @@ def test_running_jobs_finish_across_the_move_and_the_rollback(
         # Back to theirs, as docs/migrate.md rolls back.
         rolled = time.monotonic()
         cluster.kubectl("apply", "--server-side", *lay.theirs)
-        cluster.kubectl("-n", ns, "delete", "role,rolebinding", "mpi-operator-leader-election")
+        cluster.kubectl("-n", ns, "delete", *LEADER_ROLE.split())
         again = _leading(cluster, ns, THEIRS)
         rolled_back = time.monotonic()
         # The Go operator's CRD prunes the status fields only ours has.
