@@ -2,10 +2,14 @@
 # Installs the reference Go operator (kubeflow/mpi-operator v0.8.2) from the Go module
 # proxy, only when missing, into ${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/reference/<version>/
 # (outside the checkout: its code is never vendored or committed). Used by the
-# side-by-side benchmarks in bench/ (bench/README.md).
+# side-by-side benchmarks in bench/ (bench/README.md), and, as an image, by the migration
+# test on the real node (test/e2e/test_migrate_running_jobs.py).
 #
 # Usage: hack/install-reference-operator.sh              install if missing, print the binary path
 #        hack/install-reference-operator.sh --print-path print the binary path and exit
+#        hack/install-reference-operator.sh --image      install if missing, then its image as an
+#            OCI archive named as its manifests name it (hack/reference_image.py, no container
+#            engine; rebuilt when the binary changes); print the archive and the image's name
 set -euo pipefail
 
 VERSION="${MPI_OPERATOR_REFERENCE_VERSION:-v0.8.2}"
@@ -20,8 +24,16 @@ fi
 
 die() { echo "install-reference-operator: error: $*" >&2; exit 1; }
 
+image() {
+  local archive="$DIR/image.oci.tar" name="mpioperator/mpi-operator:${VERSION#v}"
+  if [[ ! -s "$archive" || "$archive" -ot "$BIN" ]]; then
+    python3 "$(dirname "${BASH_SOURCE[0]}")/reference_image.py" "$BIN" "$archive" "$name" >/dev/null
+  fi
+  printf '%s\n%s\n' "$archive" "$name"
+}
+
 if [[ -x "$BIN" ]]; then
-  echo "$BIN"
+  if [[ "${1:-}" == "--image" ]]; then image; else echo "$BIN"; fi
   exit 0
 fi
 
@@ -55,4 +67,4 @@ if ! GOBIN="$tmp" go install -trimpath -ldflags "-s -w" "$MODULE/cmd/mpi-operato
   fi
 fi
 mv -f "$tmp/mpi-operator" "$BIN"
-echo "$BIN"
+if [[ "${1:-}" == "--image" ]]; then image; else echo "$BIN"; fi

@@ -57,6 +57,18 @@ def _helm() -> Path:
     return Path(out.stdout.strip())
 
 
+#: The archive `make image` last wrote in this session: the checkout does not change
+#: during a run, so a later test (the migration's) loads this one instead of making it again.
+_MADE: list[Path] = []
+
+
+def made_image(archive: Path) -> Path:
+    """The archive of `make image` made earlier in this session, else one made at ``archive``."""
+    if not _MADE:
+        _make_image(archive)
+    return _MADE[-1]
+
+
 def _make_image(archive: Path) -> str:
     """`make image` as a user runs it here (no engine answers), into ``archive``; its output."""
     out = subprocess.run(
@@ -69,6 +81,7 @@ def _make_image(archive: Path) -> str:
     )
     if out.returncode != 0:
         pytest.fail(f"make image: {out.stderr.strip()}", pytrace=False)
+    _MADE.append(archive)
     return out.stdout
 
 
