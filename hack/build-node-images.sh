@@ -95,7 +95,7 @@ step() { # step WHAT CMD...: logs the command's output; on failure prints one li
   "$@" >>"$LOG" 2>&1 || die "$what failed: $(grep -v '^+ ' "$LOG" | grep -m1 -E '^E:|rror' || tail -n1 "$LOG") (full log: $LOG)"
 }
 
-echo "build-node-images: building the MPI images (openmpi, mpich, intel: trixie; openmpi4: bookworm) from debootstrap ($mirror) and PyPI, and the pause image, into $OUT (cold: about 8 minutes; log: $LOG)" >&2
+echo "build-node-images: building the MPI images (openmpi, mpich, intel: trixie; openmpi4: bookworm) from debootstrap ($mirror) and PyPI, and the pause image, into $OUT (cold: about 6 minutes; log: $LOG)" >&2
 progress_start build-node-images "$LOG"
 
 # base_rootfs SUITE: $work/base-SUITE, a minbase debootstrap of SUITE, made once.
@@ -122,6 +122,7 @@ install_intel_mpi() {
     "impi-rt==$IMPI_VERSION" "impi-devel==$IMPI_VERSION"
   # The wheels' Python metadata landed under this machine's Python version: gone.
   rm -rf "$usr"/lib/python3*/site-packages
+  rmdir --ignore-fail-on-non-empty "$usr"/lib/python3*
   # What pi, mpi4py and Hydra never load: benchmarks, tuning tools, Java, the
   # ABI-standard library, GPU kernels, and the launch control plane (libmpcp).
   rm -rf "$usr"/bin/IMB-* "$usr/bin/mpitune_fast" "$usr/opt/mpi/tune_fast" "$usr/share/java" \
