@@ -133,6 +133,21 @@ def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
     assert launcher_job["metadata"]["labels"]["training.kubeflow.org/restart-attempt"] == "1"
 
 
+def test_run_launcher_as_worker_puts_a_rank_on_the_launcher(
+    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
+) -> None:
+    job = load_mpijob(EXAMPLES / "pi" / "pi.yaml")
+    job["metadata"]["name"] = "pi-law"
+    job["spec"]["runLauncherAsWorker"] = True
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["args"] = ["-n", "3", "/home/mpiuser/pi"]
+    _, log = run_kubeflow(real_cluster, real_ns, job, operator)
+    assert re.search(r"pi is approximately 3\.14\d+ \(3 ranks", log), log
+    hosts, slots = kubeflow_hosts(job)
+    assert hosts == ["pi-law-launcher", "pi-law-worker-0", "pi-law-worker-1"], hosts
+    assert_placement(real_cluster, real_ns, "pi-law", log, hosts=hosts, slots=slots)
+
+
 def _ready_since(pod: Obj) -> str:
     for c in pod["status"].get("conditions") or []:
         if c["type"] == "Ready" and c["status"] == "True":
