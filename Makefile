@@ -60,7 +60,7 @@ node-packages:
 node-binaries:
 	hack/build-node-binaries.sh
 
-node-images: node-packages
+node-images: venv node-packages
 	hack/build-node-images.sh
 
 # The operator's image from the project's wheel on a debootstrap base, for the test that

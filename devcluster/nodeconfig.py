@@ -19,8 +19,9 @@ CLUSTER_DOMAIN = "cluster.local"
 #: Where the images of ``hack/build-node-images.sh`` are known in containerd.
 PAUSE_IMAGE = "localhost/pause:local"
 MPI_IMAGE_REPO = "docker.io/mpioperator/mpi-pi"
-#: openmpi: Open MPI 5 (trixie), openmpi4: Open MPI 4.1 (bookworm), mpich: MPICH 4.2 (trixie).
-MPI_IMAGES = {tag: f"{MPI_IMAGE_REPO}:{tag}" for tag in ("openmpi", "openmpi4", "mpich")}
+#: openmpi: Open MPI 5 (trixie), openmpi4: Open MPI 4.1 (bookworm), mpich: MPICH 4.2 (trixie),
+#: intel: Intel MPI 2021 from PyPI (trixie).
+MPI_IMAGES = {tag: f"{MPI_IMAGE_REPO}:{tag}" for tag in ("openmpi", "openmpi4", "mpich", "intel")}
 #: The T9k launcher's default init container image (busybox:1.36, pinned by digest): the
 #: openmpi image stands in for it, with sh, cut, nslookup and ``nc -z`` (see
 #: hack/build-node-images.sh), under each name containerd may look it up by: the tag,

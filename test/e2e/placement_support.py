@@ -84,3 +84,17 @@ def kubeflow_hosts(job: dict[str, Any]) -> tuple[list[str], int]:
     hosts = [f"{name}-launcher"] if spec.get("runLauncherAsWorker") else []
     hosts += [f"{name}-worker-{i}" for i in range(workers)]
     return hosts, int(spec.get("slotsPerWorker", 1))
+
+
+#: Printed by a rank wrapper that reads the pod's name from a downward-API file: which
+#: container a rank ran in, where all pods share the host's name (hostNetwork).
+POD_LINE = re.compile(r"rank (\d+) in pod ([a-z0-9.-]+)")
+
+
+def rank_pods(log: str) -> dict[int, str]:
+    """Rank -> the pod whose container it ran in, from the ``rank R in pod POD`` lines."""
+    pods: dict[int, str] = {}
+    for rank, pod in POD_LINE.findall(log):
+        assert int(rank) not in pods, f"rank {rank} printed twice:\n{log}"
+        pods[int(rank)] = pod
+    return pods

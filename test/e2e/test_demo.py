@@ -206,7 +206,7 @@ def test_make_demo_runs_the_module() -> None:
     ).stdout
     assert "-m devcluster.demo --kwok --fresh" in out
     assert "hack/build-node-images.sh" not in out  # KWOK's demo needs no real node
-    for mpi in ("openmpi", "openmpi4", "mpich"):
+    for mpi in ("openmpi", "openmpi4", "mpich", "intel"):
         out = subprocess.run(
             ["make", "-n", "demo", f"MPI={mpi}"], cwd=ROOT, capture_output=True, text=True
         ).stdout

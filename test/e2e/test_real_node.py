@@ -1,16 +1,15 @@
 """MPI programs run for real: the operator's MPIJobs on the ``real`` shape's node, whose
 containers come from the images of ``hack/build-node-images.sh`` (examples/v2beta1/pi's
-program, built with Open MPI 5 (the default ``openmpi`` tag), Open MPI 4.1 (``openmpi4``)
-and MPICH). Each test checks what the launcher printed, which only a run that went
-through everything shows: the SSH key Secret mounted with working modes, sshd in the
-workers, the hostfile's names resolved by CoreDNS from the headless Service, mpirun
-reaching every worker, and each rank on the host the hostfile gives it
-(placement_support)."""
+program on Open MPI 5, the default ``openmpi`` tag, here; every stack in
+test_real_node_stacks.py): workers killed and restarted, ``runLauncherAsWorker``,
+``WaitForWorkersReady`` and T9k's generated mpirun line. Each test checks what the
+launcher printed, which only a run that went through everything shows: the SSH key
+Secret mounted with working modes, sshd in the workers, the hostfile's names resolved
+by CoreDNS from the headless Service, mpirun reaching every worker, and each rank on
+the host the hostfile gives it (placement_support)."""
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import os
 import re
 import signal
@@ -20,8 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from examples_support import EXAMPLES, apply, docs, items, start_operator, wait_for_condition
+from examples_support import EXAMPLES, apply, docs, wait_for_condition
 from placement_support import assert_placement, kubeflow_hosts
+from real_node_support import (
+    PI_RESULT,
+    RUN_TIMEOUT,
+    explain,
+    launcher_log,
+    launcher_pod,
+    run_kubeflow,
+)
 
 from devcluster import LocalCluster
 from devcluster.crds import crds_installed
@@ -33,82 +40,8 @@ from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
 ROOT = Path(__file__).resolve().parents[2]
 T9K_CRD = ROOT / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
 T9K_PI = ROOT / "examples" / "t9k" / "pi.yaml"
-PI_RESULT = re.compile(r"pi is approximately 3\.14\d+ \(2 ranks")
-#: A cold container start on a loaded 2-core machine, then 10^8 samples.
-RUN_TIMEOUT = 240.0
 
 Obj = dict[str, Any]
-
-
-@pytest.fixture
-def real_ns(real_cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
-    prefix = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).removeprefix("test-")
-    name = real_cluster.create_namespace(prefix[:30].strip("-"))
-    yield name
-    real_cluster.delete_namespace(name)
-
-
-@pytest.fixture
-def operator(real_cluster: LocalCluster, real_ns: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    proc = start_operator(
-        tmp_path, real_cluster.kubeconfig, f"--namespace={real_ns}", f"--lock-namespace={real_ns}"
-    )
-    try:
-        yield proc
-    finally:
-        proc.kill()
-        print(f"--- operator log ---\n{proc.output()[-6000:]}")
-
-
-def _launcher_pod(cluster: LocalCluster, ns: str, job: str) -> Obj:
-    pods = [
-        p
-        for p in items(cluster, f"/api/v1/namespaces/{ns}/pods")
-        if p["metadata"]["name"].startswith(f"{job}-launcher")
-    ]
-    assert len(pods) == 1, [p["metadata"]["name"] for p in pods]
-    return pods[0]
-
-
-def _launcher_log(cluster: LocalCluster, ns: str, job: str) -> str:
-    pod = _launcher_pod(cluster, ns, job)["metadata"]["name"]
-    return str(cluster.kubectl("logs", "-n", ns, pod).stdout)
-
-
-def _explain(cluster: LocalCluster, ns: str) -> str:
-    """The pods, the end of their containers' logs and the events of ``ns``, for a
-    failure's message."""
-    pods = cluster.kubectl("get", "pods", "-n", ns, "-o", "wide", check=False).stdout
-    logs = [
-        cluster.kubectl(
-            "logs",
-            "-n",
-            ns,
-            pod["metadata"]["name"],
-            "--all-containers",
-            "--prefix",
-            "--tail=30",
-            check=False,
-        ).stdout
-        for pod in items(cluster, f"/api/v1/namespaces/{ns}/pods")
-    ]
-    events = cluster.kubectl("get", "events", "-n", ns, check=False).stdout
-    return "\n".join([pods, *logs, events])
-
-
-def _run_kubeflow(
-    cluster: LocalCluster, ns: str, job: Obj, proc: OperatorProcess
-) -> tuple[Obj, str]:
-    """Applies the job on the real node, waits for Succeeded, returns it and the launcher's
-    log."""
-    apply(cluster, ns, on_real_node(job))
-    name = job["metadata"]["name"]
-    try:
-        done = wait_for_condition(cluster, ns, name, "Succeeded", proc, timeout=RUN_TIMEOUT)
-    except BaseException:
-        print(_explain(cluster, ns))
-        raise
-    return done, _launcher_log(cluster, ns, name)
 
 
 #: Each rank says it started, then waits before computing: long enough for the test to
@@ -165,7 +98,7 @@ def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
 
     def both_ranks_started() -> bool:
         assert operator.poll() is None, operator.output()[-4000:]
-        return _launcher_log(real_cluster, real_ns, name).count("rank started on") == 2
+        return launcher_log(real_cluster, real_ns, name).count("rank started on") == 2
 
     try:
         wait_until(both_ranks_started, RUN_TIMEOUT, f"{name}'s ranks started on both workers")
@@ -177,7 +110,7 @@ def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
             real_cluster, real_ns, name, "Succeeded", operator, timeout=RUN_TIMEOUT
         )
     except BaseException:
-        print(_explain(real_cluster, real_ns))
+        print(explain(real_cluster, real_ns))
         raise
     status = done["status"]
     assert status["restartCount"] == 1, status
@@ -188,7 +121,7 @@ def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
         f"worker {name}-worker-1 container mpi-worker terminated: Error (exit 137)"
     ), failure
     # The launcher of the second run computed pi on the new workers.
-    log = _launcher_log(real_cluster, real_ns, name)
+    log = launcher_log(real_cluster, real_ns, name)
     assert PI_RESULT.search(log), log
     assert log.count("rank started on") == 2, log
     assert_placement(
@@ -200,69 +133,6 @@ def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
     assert launcher_job["metadata"]["labels"]["training.kubeflow.org/restart-attempt"] == "1"
 
 
-def _as_root(job: Obj) -> Obj:
-    """The job with every container as root, as the reference's root specs run: sshd on
-    port 22 with Debian's configuration, the SSH Secret in /root/.ssh, mpirun allowed
-    to run as root."""
-    job["spec"]["sshAuthMountPath"] = "/root/.ssh"
-    for role, spec in job["spec"]["mpiReplicaSpecs"].items():
-        (container,) = spec["template"]["spec"]["containers"]
-        container["securityContext"] = {"runAsUser": 0}
-        if role == "Worker":
-            if "readinessProbe" in container:
-                container["readinessProbe"]["tcpSocket"]["port"] = 22
-            container.pop("command", None)
-            container["args"] = ["/usr/sbin/sshd", "-De"]
-        else:
-            container["env"] = [
-                {"name": "OMPI_ALLOW_RUN_AS_ROOT", "value": "1"},
-                {"name": "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "value": "1"},
-            ]
-    return job
-
-
-def _with_image(job: Obj, image: str) -> Obj:
-    for spec in job["spec"]["mpiReplicaSpecs"].values():
-        for container in spec["template"]["spec"]["containers"]:
-            container["image"] = image
-    return job
-
-
-@pytest.mark.parametrize(
-    ("stack", "root"),
-    [
-        ("openmpi", False),
-        ("openmpi", True),
-        ("openmpi4", False),
-        ("openmpi4", True),
-        ("mpich", False),
-        ("mpich", True),
-    ],
-)
-def test_pi_example_computes_pi_across_two_workers(
-    real_cluster: LocalCluster,
-    real_ns: str,
-    operator: OperatorProcess,
-    stack: str,
-    root: bool,
-) -> None:
-    """pi.yaml (Open MPI 5 by default; Open MPI 4.1 with the openmpi4 image) and
-    pi-mpich.yaml, as mpiuser and as root: one rank on each worker, as the hostfile says."""
-    example = "pi-mpich.yaml" if stack == "mpich" else "pi.yaml"
-    job = _with_image(load_mpijob(EXAMPLES / "pi" / example), f"mpioperator/mpi-pi:{stack}")
-    if root:
-        job = _as_root(job)
-    name = job["metadata"]["name"] = f"pi-{stack}{'-root' if root else ''}"
-    if stack == "mpich":
-        # MPICH's mpirun (hydra) waits forever when a worker's name does not resolve
-        # yet, where Open MPI's fails and the launcher Job retries.
-        job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
-    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
-    assert PI_RESULT.search(log), log
-    hosts, slots = kubeflow_hosts(job)
-    assert_placement(real_cluster, real_ns, name, log, hosts=hosts, slots=slots)
-
-
 def test_run_launcher_as_worker_puts_a_rank_on_the_launcher(
     real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
 ) -> None:
@@ -271,49 +141,11 @@ def test_run_launcher_as_worker_puts_a_rank_on_the_launcher(
     job["spec"]["runLauncherAsWorker"] = True
     launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     launcher["args"] = ["-n", "3", "/home/mpiuser/pi"]
-    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
+    _, log = run_kubeflow(real_cluster, real_ns, job, operator)
     assert re.search(r"pi is approximately 3\.14\d+ \(3 ranks", log), log
     hosts, slots = kubeflow_hosts(job)
     assert hosts == ["pi-law-launcher", "pi-law-worker-0", "pi-law-worker-1"], hosts
     assert_placement(real_cluster, real_ns, "pi-law", log, hosts=hosts, slots=slots)
-
-
-def _sgd_module() -> Any:
-    """examples/v2beta1/mpi4py-sgd/sgd.py, imported (numpy only; mpi4py only in main)."""
-    path = EXAMPLES / "mpi4py-sgd" / "sgd.py"
-    spec = importlib.util.spec_from_file_location("sgd_example", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_mpi4py_sgd_example_trains_as_one_process_would(
-    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
-) -> None:
-    """Data-parallel gradient descent over two workers' ranks (Open MPI 5): the loss
-    falls every epoch, and the final weights equal a single process's on all the rows."""
-    job = load_mpijob(EXAMPLES / "mpi4py-sgd" / "sgd.yaml")
-    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
-    hosts, slots = kubeflow_hosts(job)
-    assert_placement(real_cluster, real_ns, "mpi4py-sgd", log, hosts=hosts, slots=slots)
-    losses = [float(v) for v in re.findall(r"^epoch \d+ loss (\S+)$", log, re.M)]
-    sgd = _sgd_module()
-    assert len(losses) == sgd.EPOCHS, log
-    assert all(b < a for a, b in itertools.pairwise(losses)), losses
-    assert losses[-1] < 0.5 * losses[0], losses
-    weights = re.search(r"^weights ((?:\S+ ?)+)$", log, re.M)
-    assert weights, log
-    x, y = sgd.dataset()
-    single, single_losses = sgd.train(x, y, len(y))
-    ran = [float(v) for v in weights[1].split()]
-    assert max(abs(a - b) for a, b in zip(ran, single, strict=True)) < 1e-9, (ran, single)
-    # The log prints the losses to 6 decimals.
-    assert max(abs(a - b) for a, b in zip(losses, single_losses, strict=True)) <= 5e-7
-    checksum = re.search(r"weights checksum (\S+) \(2 ranks\)", log)
-    assert checksum and abs(float(checksum[1]) - sgd.checksum(single)) < 1e-8, log
-    spread = re.search(r"largest weight difference between ranks (\S+)", log)
-    assert spread and float(spread[1]) < 1e-12, log
 
 
 def _ready_since(pod: Obj) -> str:
@@ -333,11 +165,11 @@ def test_wait_for_workers_ready_creates_the_launcher_after_sshd_is_ready(
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     # Ready only once sshd listens, a few seconds after the container started.
     worker["readinessProbe"] = {"tcpSocket": {"port": 2222}, "initialDelaySeconds": 3}
-    _, log = _run_kubeflow(real_cluster, real_ns, job, operator)
+    _, log = run_kubeflow(real_cluster, real_ns, job, operator)
     assert PI_RESULT.search(log), log
     hosts, slots = kubeflow_hosts(job)
     assert_placement(real_cluster, real_ns, "pi-wait", log, hosts=hosts, slots=slots)
-    launcher = _launcher_pod(real_cluster, real_ns, "pi-wait")
+    launcher = launcher_pod(real_cluster, real_ns, "pi-wait")
     created = launcher["metadata"]["creationTimestamp"]
     for i in (0, 1):
         path = f"/api/v1/namespaces/{real_ns}/pods/pi-wait-worker-{i}"
@@ -385,9 +217,9 @@ def test_t9k_generated_mpirun_line_runs_the_program(
         status = wait_until(finished, RUN_TIMEOUT, "T9k mpijob pi-t9k finished")
         assert status["phase"] == "Succeeded", status
     except BaseException:
-        print(_explain(real_cluster, real_ns))
+        print(explain(real_cluster, real_ns))
         raise
-    launcher = _launcher_pod(real_cluster, real_ns, "pi-t9k")
+    launcher = launcher_pod(real_cluster, real_ns, "pi-t9k")
     # The init container's image is pinned by digest, and the node found it locally.
     (init,) = launcher["spec"]["initContainers"]
     assert init["image"] == DEFAULT_INIT_IMAGE and "@sha256:" in init["image"]
@@ -398,7 +230,7 @@ def test_t9k_generated_mpirun_line_runs_the_program(
     expected = ["/usr/bin/mpirun", "--prefix", "/usr", "--hostfile", "/etc/mpi/hostfile"]
     assert command[: len(expected)] == expected, command
     assert command[-4:] == ["--allow-run-as-root", "-np", "2", "/home/mpiuser/pi"], command
-    log = _launcher_log(real_cluster, real_ns, "pi-t9k")
+    log = launcher_log(real_cluster, real_ns, "pi-t9k")
     tag = r"\[1,0\]<stdout>:" if stack == "openmpi4" else "^"
     assert re.search(tag + r"pi is approximately 3\.14\d+ \(2 ranks", log, re.M), log
     workers = ["pi-t9k-worker-0", "pi-t9k-worker-1"]
@@ -432,7 +264,7 @@ def test_restart_failed_replaces_only_the_killed_worker_and_runs_pi_again(
 
     def both_ranks_started() -> bool:
         assert operator.poll() is None, operator.output()[-4000:]
-        return _launcher_log(real_cluster, real_ns, name).count("rank started on") == 2
+        return launcher_log(real_cluster, real_ns, name).count("rank started on") == 2
 
     try:
         wait_until(both_ranks_started, RUN_TIMEOUT, f"{name}'s ranks started on both workers")
@@ -459,12 +291,12 @@ def test_restart_failed_replaces_only_the_killed_worker_and_runs_pi_again(
             real_cluster, real_ns, name, "Succeeded", operator, timeout=RUN_TIMEOUT
         )
     except BaseException:
-        print(_explain(real_cluster, real_ns))
+        print(explain(real_cluster, real_ns))
         raise
     status = done["status"]
     assert status["restartCount"] == 1, status
     assert status["lastFailure"]["pod"] == killed, status
-    log = _launcher_log(real_cluster, real_ns, name)
+    log = launcher_log(real_cluster, real_ns, name)
     assert PI_RESULT.search(log), log
     assert log.count("rank started on") == 2, log
     assert_placement(real_cluster, real_ns, name, log, hosts=[healthy, killed], slots=1)
