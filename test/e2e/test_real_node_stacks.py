@@ -1,7 +1,7 @@
 """Every MPI stack of the real node's images runs for real (``hack/build-node-images.sh``:
 Open MPI 5, Open MPI 4.1, MPICH 4.2 and Intel MPI 2021): each stack's pi example over
 two workers as ``mpiuser`` and as root, then in the same job the data-parallel example
-(examples/v2beta1/mpi4py-sgd) on the stacks whose example test below does not cover,
+(examples/v2beta1/mpi4py-sgd) wherever the example's own test below does not cover it,
 and one worker on the host's network. The ranks' placement is asserted in every job."""
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def test_pi_example_computes_pi_across_two_workers(
 ) -> None:
     """pi.yaml (Open MPI 5 by default; Open MPI 4.1 with the openmpi4 image),
     pi-mpich.yaml and pi-intel.yaml, as mpiuser and as root: one rank on each worker, as
-    the hostfile says. As mpiuser, the launcher of Open MPI 4.1, MPICH and Intel MPI then
-    trains sgd.py over the same two workers."""
+    the hostfile says. The launcher then trains sgd.py over the same two workers (but as
+    mpiuser on Open MPI 5, which sgd.yaml's own test runs)."""
     example = load_mpijob(EXAMPLES / "pi" / STACK_EXAMPLES[stack])
     job = _probe_every_second(with_image(example, f"mpioperator/mpi-pi:{stack}"))
     if root:
@@ -74,7 +74,7 @@ def test_pi_example_computes_pi_across_two_workers(
         # yet, where Open MPI's fails and the launcher Job retries. (The Intel image's
         # entry point waits for the names itself, as the reference's does.)
         job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
-    sgd = not root and stack != "openmpi"
+    sgd = root or stack != "openmpi"
     if sgd:
         then_sgd(job)
     _, log = run_kubeflow(real_cluster, real_ns, job, operator)
@@ -85,8 +85,6 @@ def test_pi_example_computes_pi_across_two_workers(
     if sgd:
         assert_placement(real_cluster, real_ns, name, sgd_log, hosts=hosts, slots=slots)
         assert_sgd_trained(sgd_log, ranks=2)
-    else:
-        assert not sgd_log, log
 
 
 def test_mpi4py_sgd_example_trains_as_one_process_would(
