@@ -19,11 +19,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from chaos_support import Operators, api, create_mpijob, list_items, report, scale, wait_leading
+from restart_ceiling import measure_ceiling
+from timeline import Timeline, restart_steps
 
 from devcluster import LocalCluster
 from devcluster.components import fake_node
@@ -83,16 +86,25 @@ def _restart(cluster: LocalCluster, ns: str, job: str, action: str, user: str) -
     assert len(before) == WORKERS
     audit_start = cluster.audit_offset()
     failed_at = datetime.now().astimezone()
-    started = time.monotonic()
-    api(
-        cluster,
-        "PATCH",
-        f"/api/v1/namespaces/{ns}/pods/{job}-worker-0/status",
-        {"status": FAILED},
-        content_type="application/merge-patch+json",
-    )
-    wait_until(lambda: _new_launcher(cluster, ns, job), 600, f"{job}'s new launcher", 0.1)
-    seconds = time.monotonic() - started
+    paths = [
+        f"/api/v1/namespaces/{ns}/pods",
+        f"/apis/batch/v1/namespaces/{ns}/jobs",
+        f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs",
+    ]
+    with Timeline(cluster, paths, partial(_followed, job)) as timeline:
+        started = time.monotonic()
+        api(
+            cluster,
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/pods/{job}-worker-0/status",
+            {"status": FAILED},
+            content_type="application/merge-patch+json",
+        )
+        wait_until(lambda: _new_launcher(cluster, ns, job), 600, f"{job}'s new launcher", 0.1)
+        seconds = time.monotonic() - started
+        running = partial(_launcher_pod_running, timeline, started)
+        wait_until(running, 60, f"{job}'s new launcher pod Running", 0.1)
+        steps = restart_steps(timeline, started, job, before[f"{job}-worker-0"])
     events = [
         e
         for e in cluster.audit_events(audit_start, user=user)
@@ -103,7 +115,25 @@ def _restart(cluster: LocalCluster, ns: str, job: str, action: str, user: str) -
     after = _workers(cluster, ns, job)
     kept = sum(1 for name, uid in before.items() if after.get(name) == uid)
     api(cluster, "DELETE", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{job}")
-    return {"seconds": seconds, "writes": len(events), "kept": kept}
+    return {"seconds": seconds, "writes": len(events), "kept": kept, "steps": steps}
+
+
+def _followed(job: str, obj: Obj) -> bool:
+    name = str(obj["metadata"].get("name") or "")
+    return name in (job, f"{job}-worker-0") or name.startswith(f"{job}-launcher")
+
+
+def _launcher_pod_running(timeline: Timeline, since: float) -> bool:
+    def running(kind: str, obj: Obj) -> bool:
+        labels = obj["metadata"].get("labels") or {}
+        return (
+            obj.get("kind") == "Pod"
+            and labels.get(ATTEMPT) == "1"
+            and "launcher" in str(obj["metadata"].get("name"))
+            and (obj.get("status") or {}).get("phase") == "Running"
+        )
+
+    return timeline.first(since, running) is not None
 
 
 @pytest.fixture
@@ -142,7 +172,18 @@ def test_chaos_restart_failed_replaces_one_worker_of_a_thousand_for_a_few_writes
         workers=WORKERS,
         qps=QPS,
     )
+    print("CHAOS restart_job_steps", whole["steps"])
+    print("CHAOS restart_failed_steps", failed["steps"])
     assert whole["kept"] == 0, whole
     assert failed["kept"] == WORKERS - 1, failed
     assert failed["writes"] <= 40, failed
     assert failed["seconds"] < whole["seconds"] / 3, (whole, failed)
+
+
+def test_chaos_restart_ceiling_of_a_bare_script(
+    full_cluster: LocalCluster, full_namespace: str, room: None
+) -> None:
+    """The least any operator can take (see restart_ceiling.py): reported, and sane."""
+    steps = measure_ceiling(full_cluster, full_namespace, QPS)
+    print("CHAOS restart_ceiling_steps", steps)
+    assert steps["launcher_created"] < 30, steps
