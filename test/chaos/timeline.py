@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 import time
 import urllib.parse
@@ -51,7 +52,9 @@ class Timeline:
             status, body = self.cluster.request("GET", f"{path}?limit=1")
             assert status == 200, (path, status, body)
             rv = body["metadata"]["resourceVersion"]
-            query = urllib.parse.urlencode({"watch": "1", "resourceVersion": rv})
+            query = urllib.parse.urlencode(
+                {"watch": "1", "resourceVersion": rv, "timeoutSeconds": "600"}
+            )
             req = urllib.request.Request(f"{self.cluster.server}{path}?{query}")
             response = urllib.request.urlopen(req, context=self.cluster.ssl_context(), timeout=600)
             self._responses.append(response)
@@ -63,7 +66,14 @@ class Timeline:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         for response in self._responses:
-            with contextlib.suppress(Exception):  # a stream a thread is reading
+            # Closing the response would wait for the thread reading it; shutting its
+            # socket down ends that read at once.
+            with contextlib.suppress(Exception):
+                response.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+        for thread in self._threads:
+            thread.join(10)
+        for response in self._responses:
+            with contextlib.suppress(Exception):
                 response.close()
 
     def _follow(self, response: Any) -> None:
