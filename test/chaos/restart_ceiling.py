@@ -1,7 +1,7 @@
 """The least time any operator can take for a RestartFailed restart on this cluster: the
 same API actions done by a bare script, with no operator and no reaction time.
 
-A running Job (the old launcher) and a running pod (the failed worker) exist; at t=0
+A running Job (the old launcher) and a failed pod (the failed worker) exist; at t=0
 the script deletes the Job in the foreground and the pod, at once. The pod is created
 again as soon as the old one is gone and waited for until Ready; the Job is created
 again with the same name once the old one is gone and the new pod is Ready, and waited
@@ -85,8 +85,11 @@ def _ok(answer: tuple[int, Any]) -> Any:
     return body
 
 
-def measure_ceiling(cluster: LocalCluster, ns: str, qps: float) -> dict[str, float]:
-    """Seconds from t=0 to each step (see the module's docstring)."""
+def measure_ceiling(
+    cluster: LocalCluster, ns: str, qps: float, failed_status: Obj
+) -> dict[str, float]:
+    """Seconds from t=0 to each step (see the module's docstring); the worker is given
+    ``failed_status`` first."""
     call = Paced(cluster, qps)
     pods, jobs = f"/api/v1/namespaces/{ns}/pods", f"/apis/batch/v1/namespaces/{ns}/jobs"
     pod, job = "ceiling-worker-0", "ceiling-launcher"
@@ -105,6 +108,10 @@ def measure_ceiling(cluster: LocalCluster, ns: str, qps: float) -> dict[str, flo
     wait_until(running_job_pod, 60, "the old launcher's pod Running", 0.2)
     wait_until(ready_pod, 60, "the old worker Ready", 0.2)
     old_uid = cluster.request("GET", f"{pods}/{pod}")[1]["metadata"]["uid"]
+    # The worker fails (as in the operator's test): a pod that ended is deleted at once.
+    failed = {"status": failed_status}
+    merge = "application/merge-patch+json"
+    _ok(cluster.request("PATCH", f"{pods}/{pod}/status", failed, content_type=merge))
 
     def followed(obj: Obj) -> bool:
         return str(obj["metadata"].get("name") or "").startswith(("ceiling-",))
