@@ -184,6 +184,7 @@ def test_chaos_restart_ceiling_of_a_bare_script(
     full_cluster: LocalCluster, full_namespace: str, room: None
 ) -> None:
     """The least any operator can take (see restart_ceiling.py): reported, and sane."""
-    steps = measure_ceiling(full_cluster, full_namespace, QPS, FAILED)
-    print("CHAOS restart_ceiling_steps", steps)
-    assert steps["launcher_created"] < 30, steps
+    for run in range(3):
+        steps = measure_ceiling(full_cluster, full_namespace, QPS, FAILED, run)
+        print("CHAOS restart_ceiling_steps", steps)
+        assert steps["launcher_created"] < 30, steps
