@@ -161,7 +161,7 @@ def measure_ceiling(
             lambda: _new_job_pod_running(cluster, pods, job, t0), 60, "the new launcher's pod", 0.02
         )
     _ok(call("DELETE", f"{jobs}/{job}", {"propagationPolicy": "Background"}))
-    _ok(call("DELETE", f"{pods}/{pod}"))
+    call("DELETE", f"{pods}/{pod}")  # KWOK may have deleted it again (see above)
     return {step: round(at, 3) for step, at in steps.items()}
 
 
