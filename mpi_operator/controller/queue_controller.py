@@ -332,11 +332,16 @@ class ChildHandlers:
         mpijobs: Lister,
         enqueue: Callable[[str], None],
         batch_jobs: Lister | None = None,
+        urgent: Urgent | None = None,
     ) -> None:
+        """``enqueue`` takes the key of a child's change; with ``urgent``, a change of
+        a child of a cached MPIJob its predicate holds for goes to its ``enqueue``
+        instead (a step that waits on the child, to be taken at once)."""
         self.owner = (api_version, kind)
         self._mpijobs = mpijobs
         self._enqueue = enqueue
         self._batch_jobs = batch_jobs
+        self._urgent = urgent
 
     def on_add(self, obj: Obj) -> None:
         self._handle(obj)
@@ -362,9 +367,23 @@ class ChildHandlers:
         if owner is None or (owner.get("apiVersion"), owner.get("kind")) != self.owner:
             return
         name = str(owner.get("name", ""))
-        if self._mpijobs.get(namespace, name) is None:
+        mpijob = self._mpijobs.get(namespace, name)
+        if mpijob is None:
             return  # an orphan of a deleted MPIJob
+        if self._urgent is not None and self._urgent.applies(mpijob):
+            self._urgent.enqueue(f"{namespace}/{name}")
+            return
         self._enqueue(f"{namespace}/{name}")
+
+
+@dataclass(frozen=True, slots=True)
+class Urgent:
+    """Children's changes that are synced at once rather than batched: those of the
+    MPIJobs ``applies`` holds for (their next step waits on a few children), put in the
+    queue by ``enqueue``."""
+
+    applies: Callable[[Obj], bool]
+    enqueue: Callable[[str], None]
 
 
 # ------------------------ options ------------------------

@@ -18,7 +18,8 @@ created twice, nothing is orphaned, no update is lost, and secrets never leak.
   status within 5 s, the Lease never lapses; and three 1,000-worker fan-outs plus a
   2,000 -> 1 scale-down beside a new 1-worker job: its pod within 5 s.
 * ``test_chaos_restart_failed.py``: RestartFailed against RestartJob on 1,000 workers at
-  the same QPS: one worker replaced for a few dozen writes, in under a third of the time.
+  the same QPS: one worker replaced for a few dozen writes, in under a quarter of the time
+  (0.6 s against 9.8 s measured), and the ceiling of a bare script doing the same.
 * ``test_chaos_big_template.py``: the largest pod template the limits accept (64 KiB)
   on 500 workers beside a 1-worker job: its pods within 5 s, /healthz answering
   quickly throughout, peak RSS under 256 MiB, the Lease never lapses.

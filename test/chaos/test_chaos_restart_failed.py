@@ -3,15 +3,42 @@
 One worker of a running job fails. RestartJob deletes every worker pod and the launcher
 and creates them all again; RestartFailed replaces only the failed worker and the
 launcher. The test measures, for each, the operator's API writes (from kube-apiserver's
-audit log, Lease renewals left out) and the time from the failure to the new attempt's
-launcher Job, and asserts that RestartFailed takes at most a few dozen writes and under
-a third of RestartJob's time, with the other workers' pods (their uids) kept.
+audit log, Lease renewals left out), the time from the failure to the new attempt's
+launcher Job, and each step of the restart (watch events, timeline.py). It asserts that
+RestartFailed takes at most a few dozen writes and under a quarter of RestartJob's time,
+that the operator takes the steps that wait on a child (the failed worker gone, the old
+launcher Job gone and every worker Ready) within half a second of the watch showing
+them (not after the 1 s child-event batch), and that the other workers' pods (their
+uids) are kept.
+A second test measures the ceiling: the same API actions done by a bare script with no
+operator and no reaction time (restart_ceiling.py).
 
-Measured at the operator's default 100 QPS (2026-11-28): RestartJob 1,026 writes and
-9.9 s, RestartFailed 10 writes and 2.6 s. RestartFailed's time is mostly the old
-launcher Job's foreground deletion (the garbage collector removes its pod first) and the
-new worker pod's start, which do not shrink with the QPS; RestartJob's grows as the
-QPS falls. A tenth of RestartJob's time is not reached at 100 QPS.
+Measured at the operator's default 100 QPS (2026-11-28, two runs):
+
+* RestartJob: 1,077 and 1,473 writes, 9.75 and 12.44 s (9.9 s before the change below).
+* RestartFailed: 10 and 11 writes, 0.61 and 0.84 s; before, 12 writes and 2.55 s, two
+  seconds of which were the child-event batch at the steps that wait on a child (the
+  old launcher Job gone, the new worker Ready). Its steps in the first run: the restart
+  written 0.39 s after the failure, the deletes sent 0.01 s later, the failed worker
+  gone at once, the old launcher Job gone 0.05 s after its delete, the replacement
+  created 0.02 s later and Ready in 0.03 s, the new launcher Job 0.06 s later, its pod
+  running 0.04 s after.
+* The ceiling (six runs): the new launcher Job 0.07 to 0.13 s after t=0 in four, 0.86 s
+  in one (the garbage collector's foreground deletion of the old Job took 0.84 s) and
+  1.97 s in one (KWOK deleted the new pod twice, see below); the worker's delete,
+  create and Ready take 0.04 to 0.09 s.
+
+What the operator adds to the ceiling is the wait from the failure to its decision:
+pod changes are batched (up to 1 s, as the Job controller batches them), so that
+failures that come together (a worker's OOM, mpirun's exit a moment later) are judged
+together; that batch is kept. A tenth of RestartJob's time was reached in both runs
+(1/16, 1/15) but is not asserted: the batch's share (0 to 1 s, as other events are
+queued) and the foreground deletion's (up to 0.9 s) make the worst case about 2 s, a
+fifth of it: a quarter is asserted. KWOK (v0.8.0) deletes a pod by name, not uid: when
+it lags (a loaded machine), its late deletes of the failed worker kill the replacement
+made under the same name, which the operator (and the bare script) make again; in a run
+beside another session's unit suite that cost 6 s (RestartFailed 6.6 s, RestartJob
+15.8 s and 2,402 writes) and this test failed. A kubelet deletes with the pod's uid.
 """
 
 from __future__ import annotations
@@ -19,11 +46,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from chaos_support import Operators, api, create_mpijob, list_items, report, scale, wait_leading
+from restart_ceiling import measure_ceiling
+from timeline import Timeline, restart_steps
 
 from devcluster import LocalCluster
 from devcluster.components import fake_node
@@ -83,16 +113,25 @@ def _restart(cluster: LocalCluster, ns: str, job: str, action: str, user: str) -
     assert len(before) == WORKERS
     audit_start = cluster.audit_offset()
     failed_at = datetime.now().astimezone()
-    started = time.monotonic()
-    api(
-        cluster,
-        "PATCH",
-        f"/api/v1/namespaces/{ns}/pods/{job}-worker-0/status",
-        {"status": FAILED},
-        content_type="application/merge-patch+json",
-    )
-    wait_until(lambda: _new_launcher(cluster, ns, job), 600, f"{job}'s new launcher", 0.1)
-    seconds = time.monotonic() - started
+    paths = [
+        f"/api/v1/namespaces/{ns}/pods",
+        f"/apis/batch/v1/namespaces/{ns}/jobs",
+        f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs",
+    ]
+    with Timeline(cluster, paths, partial(_followed, job)) as timeline:
+        started = time.monotonic()
+        api(
+            cluster,
+            "PATCH",
+            f"/api/v1/namespaces/{ns}/pods/{job}-worker-0/status",
+            {"status": FAILED},
+            content_type="application/merge-patch+json",
+        )
+        wait_until(lambda: _new_launcher(cluster, ns, job), 600, f"{job}'s new launcher", 0.1)
+        seconds = time.monotonic() - started
+        running = partial(_launcher_pod_running, timeline, started)
+        wait_until(running, 60, f"{job}'s new launcher pod Running", 0.1)
+        steps = restart_steps(timeline, started, job, before[f"{job}-worker-0"])
     events = [
         e
         for e in cluster.audit_events(audit_start, user=user)
@@ -103,7 +142,25 @@ def _restart(cluster: LocalCluster, ns: str, job: str, action: str, user: str) -
     after = _workers(cluster, ns, job)
     kept = sum(1 for name, uid in before.items() if after.get(name) == uid)
     api(cluster, "DELETE", f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{job}")
-    return {"seconds": seconds, "writes": len(events), "kept": kept}
+    return {"seconds": seconds, "writes": len(events), "kept": kept, "steps": steps}
+
+
+def _followed(job: str, obj: Obj) -> bool:
+    name = str(obj["metadata"].get("name") or "")
+    return name in (job, f"{job}-worker-0") or name.startswith(f"{job}-launcher")
+
+
+def _launcher_pod_running(timeline: Timeline, since: float) -> bool:
+    def running(kind: str, obj: Obj) -> bool:
+        labels = obj["metadata"].get("labels") or {}
+        return (
+            obj.get("kind") == "Pod"
+            and labels.get(ATTEMPT) == "1"
+            and "launcher" in str(obj["metadata"].get("name"))
+            and (obj.get("status") or {}).get("phase") == "Running"
+        )
+
+    return timeline.first(since, running) is not None
 
 
 @pytest.fixture
@@ -142,7 +199,25 @@ def test_chaos_restart_failed_replaces_one_worker_of_a_thousand_for_a_few_writes
         workers=WORKERS,
         qps=QPS,
     )
+    print("CHAOS restart_job_steps", whole["steps"])
+    print("CHAOS restart_failed_steps", failed["steps"])
     assert whole["kept"] == 0, whole
     assert failed["kept"] == WORKERS - 1, failed
     assert failed["writes"] <= 40, failed
-    assert failed["seconds"] < whole["seconds"] / 3, (whole, failed)
+    assert failed["seconds"] < whole["seconds"] / 4, (whole, failed)
+    # The operator's own reaction at each step that waits on a child: 1 s (the batch)
+    # before, a few hundredths now.
+    steps = failed["steps"]
+    assert steps["worker_created"] - steps["old_worker_gone"] < 0.5, steps
+    waited = max(steps["old_launcher_job_gone"], steps["worker_ready"])
+    assert steps["launcher_created"] - waited < 0.5, steps
+
+
+def test_chaos_restart_ceiling_of_a_bare_script(
+    full_cluster: LocalCluster, full_namespace: str, room: None
+) -> None:
+    """The least any operator can take (see restart_ceiling.py): reported, and sane."""
+    for run in range(3):
+        steps = measure_ceiling(full_cluster, full_namespace, QPS, FAILED, run)
+        print("CHAOS restart_ceiling_steps", steps)
+        assert steps["launcher_created"] < 30, steps

@@ -32,12 +32,14 @@ from mpi_operator.controller.kubeflow.context import (
     job_reference,
     workers_index,
 )
+from mpi_operator.controller.kubeflow.policy import replacing_failed
 from mpi_operator.controller.kubeflow.sync import MPIJobSyncer
 from mpi_operator.controller.queue_controller import (
     ChildHandlers,
     ControllerOptions,
     JobInformers,
     QueueController,
+    Urgent,
     Wiring,
 )
 from mpi_operator.controller.runner import SyncRunner
@@ -84,6 +86,10 @@ class MPIJobController(QueueController):
                 self.informers.mpijobs.lister,
                 self.enqueue_batched,
                 batch_jobs=self.informers.jobs.lister,
+                # A RestartFailed restart's steps each wait on one or two children (the
+                # failed workers, the old launcher Job, the new workers being Ready):
+                # a batch delay at each step would be most of the restart's time.
+                urgent=Urgent(replacing_failed, self.enqueue),
             ),
         )
 

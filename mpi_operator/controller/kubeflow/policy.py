@@ -294,6 +294,18 @@ def replaces_failed_only(job: MPIJob) -> bool:
     return restarting(job) == RESTARTING_FAILED_REASON
 
 
+def replacing_failed(mpijob: Obj) -> bool:
+    """A cached MPIJob (as the API serves it) is in a RestartFailed restart: its
+    Restarting condition is True with the RestartFailed reason."""
+    conditions = (mpijob.get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") == ConditionType.RESTARTING
+        and c.get("status") == TRUE
+        and c.get("reason") == RESTARTING_FAILED_REASON
+        for c in conditions
+    )
+
+
 def judge(
     policy: FailurePolicy,
     job: MPIJob,

@@ -56,6 +56,7 @@ from mpi_operator.controller.kubeflow.status import (
     spacing_of,
 )
 from mpi_operator.controller.kubeflow.workers import (
+    Stale,
     clear_stale,
     collect_finished,
     count_ready,
@@ -125,7 +126,12 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if status is not None and is_finished(status) and status.completion_time is not None:
             return Finished()
         policy = job.spec.run_policy.failure_policy
-        if policy is not None and await clear_stale(ctx, job):
+        stale = await clear_stale(ctx, job) if policy is not None else Stale()
+        if stale.launcher and not stale.workers and replaces_failed_only(job):
+            # A RestartFailed restart whose failed workers are gone: their replacements
+            # start while the old launcher Job goes; the new one waits for both.
+            return await self._replace_failed_workers(owner, job)
+        if stale:
             # A restart is under way: nothing new until the last attempt's children are gone.
             return Clearing()
         launcher = get_launcher(ctx, owner, job)
@@ -151,6 +157,20 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if policy is not None:
             deleted = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
         return Children(launcher, launcher_pods, workers, deleted, bystanders)
+
+    async def _replace_failed_workers(self, owner: Owner, job: MPIJob) -> Clearing | Rejected:
+        """Creates the workers a RestartFailed restart replaces (and nothing else) while
+        the old launcher Job is still going."""
+        try:
+            if not is_suspended(job):
+                if self.ctx.options.gang is not None:
+                    await ensure_pod_group(self.ctx, owner, job)
+                await ensure_workers(self.ctx, owner, job)
+        except ApiError as err:
+            if err.status != INVALID:
+                raise
+            return Rejected(err.message)
+        return Clearing()
 
     async def _create_children(
         self, owner: Owner, job: MPIJob, launcher: Obj | None

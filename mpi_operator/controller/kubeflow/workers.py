@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
@@ -204,15 +205,26 @@ def _stale(job: MPIJob, pod: Obj, attempt: int, failed_only: bool) -> bool:
     return not failed_only or pod_phase(pod) in ("Failed", "Succeeded")
 
 
-async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
-    """Deletes the children of earlier attempts a restart replaces, and says whether any
-    is left: every worker pod and the launcher Job (RestartJob), or only the workers
+@dataclass(frozen=True, slots=True)
+class Stale:
+    """What is left of the earlier attempts' children a restart replaces."""
+
+    workers: bool = False
+    launcher: bool = False
+
+    def __bool__(self) -> bool:
+        return self.workers or self.launcher
+
+
+async def clear_stale(ctx: SyncContext, job: MPIJob) -> Stale:
+    """Deletes the children of earlier attempts a restart replaces, and says what is
+    left: every worker pod and the launcher Job (RestartJob), or only the workers
     that ended and the launcher Job (RestartFailed). Nothing once the job runs again
     (Running ends the Restarting condition): a RestartFailed restart's healthy workers
     carry an earlier attempt's label for good."""
     attempt = restart_attempt(job)
     if attempt == 0 or restarting(job) is None:
-        return False
+        return Stale()
     failed_only = replaces_failed_only(job)
     stale = [p for p in worker_pods(ctx, job) if _stale(job, p, attempt, failed_only)]
     live = [p["metadata"]["name"] for p in stale if not is_terminating(p)]
@@ -231,7 +243,7 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> bool:
     await run_all(*deletes)
     if len(live) > len(now):
         ctx.requeue(key)
-    return bool(stale) or stale_launcher
+    return Stale(workers=bool(stale), launcher=stale_launcher)
 
 
 async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[str, str]]) -> None:

@@ -11,7 +11,13 @@ from mpi_operator.api.v2beta1 import API_VERSION, KIND
 from mpi_operator.client import DeletedFinalStateUnknown, Indexer, Lister
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.controller.core.state import CreationExpectations
-from mpi_operator.controller.queue_controller import ChildHandlers, JobHandlers, PodObserver
+from mpi_operator.controller.kubeflow.policy import replacing_failed
+from mpi_operator.controller.queue_controller import (
+    ChildHandlers,
+    JobHandlers,
+    PodObserver,
+    Urgent,
+)
 
 Obj = dict[str, Any]
 
@@ -98,3 +104,41 @@ def test_a_deleted_mpijob_forgets_its_expectations() -> None:
     handlers.on_delete(obj("pi"))
     handlers.on_delete(DeletedFinalStateUnknown("ns/gone", obj("gone")))
     assert forgotten == ["ns/pi", "ns/gone"]
+
+
+def restarting(reason: str) -> Obj:
+    job = obj("pi")
+    condition = {"type": "Restarting", "status": "True", "reason": reason}
+    job["status"] = {"conditions": [condition]}
+    return job
+
+
+@pytest.mark.parametrize(
+    ("mpijob", "at_once"),
+    [
+        (restarting("MPIJobRestartingFailed"), True),
+        (restarting("MPIJobRestarting"), False),  # a whole restart: a thousand pods go
+        (obj("pi"), False),
+    ],
+    ids=["restart-failed", "restart-job", "running"],
+)
+def test_a_restart_failed_restart_syncs_its_childrens_changes_at_once(
+    mpijob: Obj, at_once: bool
+) -> None:
+    mpijobs, jobs = Indexer(), Indexer()
+    mpijobs.add(mpijob)
+    jobs.add(obj("pi-launcher", MPIJOB))
+    batched: list[str] = []
+    now: list[str] = []
+    h = ChildHandlers(
+        API_VERSION,
+        KIND,
+        Lister(mpijobs),
+        batched.append,
+        batch_jobs=Lister(jobs),
+        urgent=Urgent(replacing_failed, now.append),
+    )
+    h.on_delete(obj("pi-worker-1", MPIJOB))
+    h.on_update(obj("pi-launcher", MPIJOB), obj("pi-launcher", MPIJOB, rv="2"))
+    h.on_add(obj("pi-launcher-x7k2p", LAUNCHER_JOB))
+    assert (now, batched) == ((["ns/pi"] * 3, []) if at_once else ([], ["ns/pi"] * 3))
