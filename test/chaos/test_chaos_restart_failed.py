@@ -34,7 +34,9 @@ failures that come together (a worker's OOM, mpirun's exit a moment later) are j
 together; that batch is kept. A tenth of RestartJob's time was reached in both runs
 (1/16, 1/15) but is not asserted: the batch's share (0 to 1 s, as other events are
 queued) and the foreground deletion's (up to 0.9 s) make the worst case about 2 s, a
-fifth of it: a quarter is asserted. KWOK (v0.8.0) deletes a pod by name, not uid: when
+fifth of it. A third is asserted, and 0.9 s for the operator's reaction at each step
+that waits on a child (1 s, the batch, before): both hold with margin on a machine
+that runs only this suite, as CI does. KWOK (v0.8.0) deletes a pod by name, not uid: when
 it lags (a loaded machine), its late deletes of the failed worker kill the replacement
 made under the same name, which the operator (and the bare script) make again; in a run
 beside another session's unit suite that cost 6 s (RestartFailed 6.6 s, RestartJob
@@ -204,13 +206,13 @@ def test_chaos_restart_failed_replaces_one_worker_of_a_thousand_for_a_few_writes
     assert whole["kept"] == 0, whole
     assert failed["kept"] == WORKERS - 1, failed
     assert failed["writes"] <= 40, failed
-    assert failed["seconds"] < whole["seconds"] / 4, (whole, failed)
+    assert failed["seconds"] < whole["seconds"] / 3, (whole, failed)
     # The operator's own reaction at each step that waits on a child: 1 s (the batch)
     # before, a few hundredths now.
     steps = failed["steps"]
-    assert steps["worker_created"] - steps["old_worker_gone"] < 0.5, steps
+    assert steps["worker_created"] - steps["old_worker_gone"] < 0.9, steps
     waited = max(steps["old_launcher_job_gone"], steps["worker_ready"])
-    assert steps["launcher_created"] - waited < 0.5, steps
+    assert steps["launcher_created"] - waited < 0.9, steps
 
 
 def test_chaos_restart_ceiling_of_a_bare_script(
