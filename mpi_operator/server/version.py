@@ -9,12 +9,14 @@ build stage). This module uses the standard library only: ``setup.py`` imports i
 
 from __future__ import annotations
 
+import datetime
 import functools
 import importlib.resources
 import json
 import platform
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +56,17 @@ def checkout_commit(root: Path) -> str:
     if _git(root, "status", "--porcelain", "--untracked-files=no"):
         commit += "-dirty"
     return commit
+
+
+def build_time(environ: Mapping[str, str]) -> str:
+    """``$SOURCE_DATE_EPOCH`` (reproducible builds) or now, in UTC."""
+    epoch = environ.get("SOURCE_DATE_EPOCH")
+    when = (
+        datetime.datetime.fromtimestamp(int(epoch), datetime.UTC)
+        if epoch
+        else datetime.datetime.now(datetime.UTC)
+    )
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _packaged() -> BuildInfo:
