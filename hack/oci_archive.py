@@ -45,7 +45,7 @@ def full_reference(name: str) -> str:
     return name
 
 
-def _member(name: str, size: int, directory: bool = False) -> tarfile.TarInfo:
+def tar_member(name: str, size: int, directory: bool = False) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
     info.size = 0 if directory else size
     info.type = tarfile.DIRTYPE if directory else tarfile.REGTYPE
@@ -90,11 +90,11 @@ def rename(source: Path, dest: Path, name: str) -> str:
             entries = sorted([(d, True) for d in dirs] + [(p, False) for p in files])
             for path, is_dir in entries:
                 if is_dir:
-                    out.addfile(_member(path, 0, directory=True))
+                    out.addfile(tar_member(path, 0, directory=True))
                 elif path == INDEX:
-                    out.addfile(_member(path, len(new_index)), io.BytesIO(new_index))
+                    out.addfile(tar_member(path, len(new_index)), io.BytesIO(new_index))
                 else:
-                    out.addfile(_member(path, files[path].size), src.extractfile(files[path]))
+                    out.addfile(tar_member(path, files[path].size), src.extractfile(files[path]))
         partial.replace(dest)
     return str(manifests[0]["digest"])
 

@@ -29,7 +29,7 @@ import tarfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oci_archive import CONTAINERD_NAME, OCI_REF_NAME, _member, full_reference
+from oci_archive import CONTAINERD_NAME, OCI_REF_NAME, full_reference, tar_member
 
 ENTRYPOINT = "/opt/mpi-operator"
 ARCH = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
@@ -51,12 +51,12 @@ def _descriptor(media_type: str, blob: bytes) -> dict[str, object]:
 def _layer(binary: Path) -> bytes:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        tar.addfile(_member("opt", 0, directory=True))
+        tar.addfile(tar_member("opt", 0, directory=True))
         data = binary.read_bytes()
-        member = _member(ENTRYPOINT.lstrip("/"), len(data))
+        member = tar_member(ENTRYPOINT.lstrip("/"), len(data))
         member.mode = 0o755
         tar.addfile(member, io.BytesIO(data))
-        tmp = _member("tmp", 0, directory=True)
+        tmp = tar_member("tmp", 0, directory=True)
         tmp.mode = 0o1777
         tar.addfile(tmp)
     return out.getvalue()
@@ -97,9 +97,9 @@ def build(binary: Path, dest: Path, name: str) -> str:
     partial = dest.with_name(dest.name + ".partial")
     with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as out:
         for directory in ("blobs", "blobs/sha256"):
-            out.addfile(_member(directory, 0, directory=True))
+            out.addfile(tar_member(directory, 0, directory=True))
         for path in sorted(files):
-            out.addfile(_member(path, len(files[path])), io.BytesIO(files[path]))
+            out.addfile(tar_member(path, len(files[path])), io.BytesIO(files[path]))
     partial.replace(dest)
     return str(manifest_desc["digest"])
 

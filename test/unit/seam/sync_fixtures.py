@@ -402,3 +402,27 @@ def adoption(resource: str, name: str) -> list[tuple[str, str, str]]:
     if resource == "secrets":
         return [("create", resource, name), ("list", resource, ""), ("update", resource, name)]
     return [("create", resource, name), ("get", resource, name), ("patch", resource, name)]
+
+
+# -- a running Kubeflow job (failure tests) -----------------------------------
+async def running(builder: MPIJobBuilder, replicas: int = 2) -> SyncWorld:
+    """Children exist, workers Ready, the launcher pod runs, Running is written."""
+    world = kubeflow_world(builder.workers(replicas).obj())
+    await world.converge()
+    for i in range(replicas):
+        world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
+    launcher = world.cached("Job", "pi-launcher")
+    assert launcher is not None
+    world.add(PodBuilder.of_job(launcher, "x7k2p").running().obj())
+    await world.converge()
+    world.clear()
+    return world
+
+
+def fail_worker(world: SyncWorld, index: int, exit_code: int = 1) -> None:
+    failed = PodBuilder("x").failed(exit_code).obj()["status"]
+    world.change("Pod", f"pi-worker-{index}", {"status": failed})
+
+
+def conditions(world: SyncWorld) -> dict[str, tuple[str, str]]:
+    return {t: (s, r) for t, s, r in world.conditions()}

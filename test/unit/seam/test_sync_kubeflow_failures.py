@@ -11,36 +11,22 @@ from typing import Any
 import pytest
 from recording_client import conflict, internal_error, invalid, merge_patch
 from seam_objects import MPIJobBuilder, PodBuilder, pod_status
-from sync_fixtures import DELETE_WORKERS, REPEATS, SYNC_FAILED, SyncWorld, kubeflow_world
+from sync_fixtures import (
+    DELETE_WORKERS,
+    REPEATS,
+    SYNC_FAILED,
+    SyncWorld,
+    conditions,
+    fail_worker,
+    kubeflow_world,
+    running,
+)
 
 STATUS = ("update", "mpijobs/status", "pi")
 LAUNCHER = "pi-launcher"
 LAUNCHER_POD = "pi-launcher-x7k2p"
 STOP_LAUNCHER = ("patch", "jobs", LAUNCHER)
 ATTEMPT = "training.kubeflow.org/restart-attempt"
-
-
-async def running(builder: MPIJobBuilder, replicas: int = 2) -> SyncWorld:
-    """Children exist, workers Ready, the launcher pod runs, Running is written."""
-    world = kubeflow_world(builder.workers(replicas).obj())
-    await world.converge()
-    for i in range(replicas):
-        world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
-    launcher = world.cached("Job", LAUNCHER)
-    assert launcher is not None
-    world.add(PodBuilder.of_job(launcher, "x7k2p").running().obj())
-    await world.converge()
-    world.clear()
-    return world
-
-
-def fail_worker(world: SyncWorld, index: int, exit_code: int = 1) -> None:
-    failed = PodBuilder("x").failed(exit_code).obj()["status"]
-    world.change("Pod", f"pi-worker-{index}", {"status": failed})
-
-
-def conditions(world: SyncWorld) -> dict[str, tuple[str, str]]:
-    return {t: (s, r) for t, s, r in world.conditions()}
 
 
 # -- failure policy ----------------------------------------------------------------

@@ -6,36 +6,13 @@ from __future__ import annotations
 
 from recording_client import merge_patch
 from seam_objects import MPIJobBuilder, PodBuilder, pod_status
-from sync_fixtures import SyncWorld, kubeflow_world
+from sync_fixtures import SyncWorld, conditions, fail_worker, running
 
 STATUS = ("update", "mpijobs/status", "pi")
 LAUNCHER = "pi-launcher"
 LAUNCHER_POD = "pi-launcher-x7k2p"
 ATTEMPT = "training.kubeflow.org/restart-attempt"
 DELETING = {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}
-
-
-async def running(builder: MPIJobBuilder, replicas: int = 2) -> SyncWorld:
-    """Children exist, workers Ready, the launcher pod runs, Running is written."""
-    world = kubeflow_world(builder.workers(replicas).obj())
-    await world.converge()
-    for i in range(replicas):
-        world.change("Pod", f"pi-worker-{i}", {"status": pod_status("Running", ready=True)})
-    launcher = world.cached("Job", LAUNCHER)
-    assert launcher is not None
-    world.add(PodBuilder.of_job(launcher, "x7k2p").running().obj())
-    await world.converge()
-    world.clear()
-    return world
-
-
-def fail_worker(world: SyncWorld, index: int, exit_code: int = 1) -> None:
-    failed = PodBuilder("x").failed(exit_code).obj()["status"]
-    world.change("Pod", f"pi-worker-{index}", {"status": failed})
-
-
-def conditions(world: SyncWorld) -> dict[str, tuple[str, str]]:
-    return {t: (s, r) for t, s, r in world.conditions()}
 
 
 # -- RestartFailed: replace only what failed -------------------------------------------
