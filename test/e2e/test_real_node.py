@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from examples_support import EXAMPLES, apply, docs, wait_for_condition
+from examples_support import (
+    EXAMPLES,
+    apply,
+    condition,
+    docs,
+    items,
+    mpijob,
+    wait_for_condition,
+)
 from placement_support import assert_placement, kubeflow_hosts
 from real_node_support import (
     PI_RESULT,
@@ -302,3 +310,67 @@ def test_restart_failed_replaces_only_the_killed_worker_and_runs_pi_again(
     assert_placement(real_cluster, real_ns, name, log, hosts=[healthy, killed], slots=1)
     events = real_cluster.kubectl("get", "events", "-n", real_ns).stdout
     assert "MPIJobRestartingFailed" in events, events
+
+
+def _running_launcher_ranks(cluster: LocalCluster, ns: str, job: str, seen: set[str]) -> int:
+    """How many ranks the job's running launcher pod (one not in ``seen``) says started;
+    0 while there is none (a restart replacing it, say)."""
+    pods = [
+        p
+        for p in items(cluster, f"/api/v1/namespaces/{ns}/pods")
+        if p["metadata"]["name"].startswith(f"{job}-launcher")
+        and p["metadata"]["name"] not in seen
+        and not p["metadata"].get("deletionTimestamp")
+        and p["status"].get("phase") == "Running"
+    ]
+    if len(pods) != 1:
+        return 0
+    log = cluster.kubectl("logs", "-n", ns, pods[0]["metadata"]["name"], check=False).stdout
+    if str(log).count("rank started on") < 2:
+        return 0
+    seen.add(pods[0]["metadata"]["name"])
+    return 2
+
+
+def test_restart_failed_past_max_restarts_fails_the_job_naming_the_pod(
+    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
+) -> None:
+    """maxRestarts 1: the first kill replaces the worker and the launcher; the second,
+    of the replacement while the new mpirun runs, fails the job, naming that pod."""
+    name = "pi-exhausted"
+    apply(real_cluster, real_ns, on_real_node(_killable_pi(name, "RestartFailed")))
+    killed = f"{name}-worker-1"
+    launchers: set[str] = set()
+    try:
+        for attempt in (0, 1):
+
+            def ranks_started() -> bool:
+                assert operator.poll() is None, operator.output()[-4000:]
+                return _running_launcher_ranks(real_cluster, real_ns, name, launchers) == 2
+
+            wait_until(ranks_started, RUN_TIMEOUT, f"attempt {attempt}'s ranks on both workers")
+            status, worker = real_cluster.request(
+                "GET", f"/api/v1/namespaces/{real_ns}/pods/{killed}"
+            )
+            assert status == 200, worker
+            os.kill(_container_pid(real_cluster, worker), signal.SIGKILL)
+
+        def failed() -> Obj | None:
+            assert operator.poll() is None, operator.output()[-4000:]
+            job = mpijob(real_cluster, real_ns, name)
+            return job if condition(job, "Failed") == "True" else None
+
+        done = wait_until(failed, RUN_TIMEOUT, f"mpijob {name} Failed")
+    except BaseException:
+        print(explain(real_cluster, real_ns))
+        raise
+    status = done["status"]
+    assert len(launchers) == 2, launchers
+    assert status["restartCount"] == 1, status
+    assert status["lastFailure"]["pod"] == killed, status
+    (failure,) = [c for c in status["conditions"] if c["type"] == "Failed"]
+    assert failure["reason"] == "ReachedMaxRestarts", failure
+    assert failure["message"] == (
+        f"reached maxRestarts 1 (rule worker-killed): worker {killed} container mpi-worker "
+        "terminated: Error (exit 137)"
+    ), failure

@@ -16,13 +16,13 @@ from mpi_operator.api.quantity import Quantity, QuantityError
 from mpi_operator.api.scheduling import (
     SCHEDULER_PLUGINS_API_VERSION,
     VOLCANO_API_VERSION,
-    WORKLOAD_API_API_VERSION,
     GangKind,
     GangScheduling,
 )
 from mpi_operator.api.v2beta1 import MPIJob, ReplicaSpec, ReplicaType
 from mpi_operator.builders.kubeflow.common import controller_owner_reference
 from mpi_operator.builders.meta import deep_copy, own_dict
+from mpi_operator.builders.workload_api import join_pod_group, workload_pod_group
 
 POD_GROUP_KIND = "PodGroup"
 POD_GROUP_PLURAL = "podgroups"
@@ -230,12 +230,7 @@ def new_workload_api_pod_group(job: MPIJob) -> Obj:
     """The ``scheduling.k8s.io/v1alpha2`` PodGroup of a job (ours): a gang of
     ``minCount`` pods, counted as for the other PodGroups. The API has no queue,
     priority, resources or timeout: the pods' own priority class applies."""
-    return {
-        "apiVersion": WORKLOAD_API_API_VERSION,
-        "kind": POD_GROUP_KIND,
-        "metadata": _metadata(job),
-        "spec": {"schedulingPolicy": {"gang": {"minCount": calculate_min_available(job)}}},
-    }
+    return workload_pod_group(_metadata(job), calculate_min_available(job))
 
 
 def new_pod_group(job: MPIJob, gang: GangScheduling, priority_classes: Mapping[str, int]) -> Obj:
@@ -261,8 +256,7 @@ def decorate_pod_template(template: Mapping[str, Any], job_name: str, gang: Gang
     with ``template`` everything but the objects on the way to the fields it sets."""
     result: Obj = dict(template)
     if gang.kind is GangKind.WORKLOAD_API:
-        # The pod joins the group by name; its scheduler is the one it names.
-        own_dict(result, "spec")["schedulingGroup"] = {"podGroupName": job_name}
+        join_pod_group(own_dict(result, "spec"), job_name)
         return result
     own_dict(result, "spec")["schedulerName"] = gang.scheduler_name
     metadata = own_dict(result, "metadata")

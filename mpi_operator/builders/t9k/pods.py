@@ -12,6 +12,9 @@ and workers sshd unless ``replicaSpecs`` override them; after a resume
 can drop the launcher's init container with ``skipInitContainer``. Pods are
 annotated with the mode they were built for (``batch.tensorstack.dev/run-mode``:
 normal, debug, resumed) so the controller replaces them when the mode changes.
+
+Pods of a job that names the t9k scheduler go to it; otherwise, with the operator's
+``--gang-scheduling=workload-api``, they join the job's Workload API PodGroup.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from mpi_operator.builders.t9k.common import (
     worker_name,
 )
 from mpi_operator.builders.t9k.config import CONFIG_MOUNT_PATH, HOSTFILE_KEY, HOSTFILE_PATH
+from mpi_operator.builders.workload_api import join_pod_group
 
 #: The launcher's init container image: busybox 1.36 (1.36.1), pinned by the digest of
 #: its multi-arch image index on Docker Hub, so that a re-pushed tag cannot change what
@@ -138,7 +142,12 @@ def pod_run_mode(pod: Obj) -> str:
 
 
 def _pod(
-    job: MPIJob, name: str, replica_type: ReplicaType, index: int, resumed: bool
+    job: MPIJob,
+    name: str,
+    replica_type: ReplicaType,
+    index: int,
+    resumed: bool,
+    workload_api: bool,
 ) -> tuple[Obj, Obj]:
     """The pod skeleton from the worker template, and its MPI container. Copy-on-write
     (see own_dict): the pod shares with the job every part it does not change."""
@@ -156,6 +165,8 @@ def _pod(
         labels[GROUP_NAME_LABEL] = job.name
         labels[QUEUE_LABEL] = scheduler.queue or ""
         pod_spec["schedulerName"] = T9K_SCHEDULER_NAME
+    elif workload_api:
+        join_pod_group(pod_spec, job.name)
     pod_meta: Obj = {"name": name, "namespace": job.namespace, "labels": labels}
     pod_meta["annotations"] = {
         **(meta.get("annotations") or {}),
@@ -174,8 +185,13 @@ def _pod(
     return pod, container
 
 
-def new_worker_pod(job: MPIJob, index: int, *, resumed: bool = False) -> Obj:
-    pod, container = _pod(job, worker_name(job, index), ReplicaType.WORKER, index, resumed)
+def new_worker_pod(
+    job: MPIJob, index: int, *, resumed: bool = False, workload_api: bool = False
+) -> Obj:
+    """``workload_api``: the operator runs with ``--gang-scheduling=workload-api``; the
+    pod joins the job's Workload API PodGroup unless the job names the t9k scheduler."""
+    name = worker_name(job, index)
+    pod, container = _pod(job, name, ReplicaType.WORKER, index, resumed, workload_api)
     sshd = [job.spec.ssh.sshd_path or "/usr/sbin/sshd", "-De"]
     _set_command(container, sshd, _override(job, ReplicaType.WORKER, resumed))
     return pod
@@ -197,9 +213,15 @@ def _strip_gpus(container: Obj) -> None:
 
 
 def new_launcher_pod(
-    job: MPIJob, *, resumed: bool = False, init_image: str = DEFAULT_INIT_IMAGE
+    job: MPIJob,
+    *,
+    resumed: bool = False,
+    init_image: str = DEFAULT_INIT_IMAGE,
+    workload_api: bool = False,
 ) -> Obj:
-    pod, container = _pod(job, launcher_name(job), ReplicaType.LAUNCHER, 0, resumed)
+    """``workload_api`` as for :func:`new_worker_pod`."""
+    name = launcher_name(job)
+    pod, container = _pod(job, name, ReplicaType.LAUNCHER, 0, resumed, workload_api)
     pod_spec = pod["spec"]
     # Sidecars of the workers would keep the launcher pod from ever finishing.
     pod_spec["containers"] = [container]

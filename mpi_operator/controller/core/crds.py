@@ -13,6 +13,9 @@ from mpi_operator.client import KubeClient, Lister, Resource, SharedInformer
 from mpi_operator.client.errors import ApiError, RetrySoonError, is_not_served
 from mpi_operator.controller.core.owner import SyncError
 
+#: What a gang scheduler's PodGroup is needed for, as the message of a missing one says.
+GANG_SCHEDULING_FLAG = "--gang-scheduling"
+
 #: Longest wait before retrying a job whose child's CRD was missing.
 RETRY_CAP = 30.0
 

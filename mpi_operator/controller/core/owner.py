@@ -31,6 +31,7 @@ from mpi_operator.client import (
     SECRETS,
     WARNING,
     ApiError,
+    Lister,
     Resource,
     is_already_exists,
     is_controlled_by,
@@ -136,6 +137,28 @@ async def create_or_adopt(
         patch = {"metadata": {"labels": dict(owner.labels)}}
         existing = await ctx.client.patch(resource, owner.namespace, name, patch)
     return existing
+
+
+async def create_unless_cached(
+    ctx: CoreContext, owner: Owner, resource: Resource, lister: Lister, desired: Obj
+) -> Obj | None:
+    """For a kind whose cache is not filtered by label, so that it holds every object of
+    the kind (PodGroups, on which the role grants no get: nothing is ever adopted): the
+    cached child, once known to be the owner's, else None once ``desired`` is created. A
+    create that finds the name taken before the cache shows it raises, and the sync that
+    retries reads it from the cache."""
+    name = desired["metadata"]["name"]
+    current = lister.get(owner.namespace, name)
+    if current is None:
+        try:
+            await ctx.client.create(resource, owner.namespace, owner.label(desired))
+            return None
+        except ApiError as err:
+            current = lister.get(owner.namespace, name)
+            if not is_already_exists(err) or current is None:
+                raise
+    ensure_controlled(ctx, owner, current, resource.kind)
+    return current
 
 
 async def create_pod(

@@ -41,7 +41,6 @@ from mpi_operator.client import (
     SECRETS,
     SERVICES,
     Resource,
-    is_already_exists,
     is_controlled_by,
 )
 from mpi_operator.client.kubeapi import (
@@ -50,11 +49,12 @@ from mpi_operator.client.kubeapi import (
     POD_GROUPS_WORKLOAD_API,
     ApiError,
 )
-from mpi_operator.controller.core.crds import raise_if_not_served
+from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, raise_if_not_served
 from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended
 from mpi_operator.controller.core.owner import (
     Owner,
     create_or_adopt,
+    create_unless_cached,
     delete,
     ensure_controlled,
     warn,
@@ -171,37 +171,19 @@ def _priority_classes(ctx: SyncContext) -> dict[str, int]:
     return {str(pc["metadata"]["name"]): int(pc.get("value") or 0) for pc in lister.list()}
 
 
-async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
-    try:
-        return await _ensure_pod_group(ctx, owner, job)
-    except ApiError as err:
-        raise_if_not_served(err, _pod_group_resource(ctx), "--gang-scheduling")
-        raise
-
-
-async def _ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
+async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
     gang = ctx.options.gang
     assert gang is not None and ctx.listers.pod_groups is not None
     resource = _pod_group_resource(ctx)
     desired = new_pod_group(job, gang, _priority_classes(ctx))
-    current = ctx.listers.pod_groups.get(job.namespace, job.name)
-    if current is None:
-        try:
-            created: Obj = await ctx.client.create(resource, job.namespace, owner.label(desired))
-            return created
-        except ApiError as err:
-            # Never read from the API (the role grants no get on PodGroups): their
-            # cache is not filtered by label, so it holds every PodGroup, and one it
-            # has not seen yet is a retry away, as in the reference operator.
-            current = ctx.listers.pod_groups.get(job.namespace, job.name)
-            if not is_already_exists(err) or current is None:
-                raise
-    ensure_controlled(ctx, owner, current, "PodGroup")
-    if not pod_group_specs_equal(gang, current, desired):
-        updated = updated_pod_group(current, desired)
-        result: Obj = await ctx.client.replace(resource, job.namespace, job.name, updated)
-        return result
-    return current
+    try:
+        current = await create_unless_cached(ctx, owner, resource, ctx.listers.pod_groups, desired)
+        if current is not None and not pod_group_specs_equal(gang, current, desired):
+            updated = updated_pod_group(current, desired)
+            await ctx.client.replace(resource, job.namespace, job.name, updated)
+    except ApiError as err:
+        raise_if_not_served(err, resource, GANG_SCHEDULING_FLAG)
+        raise
 
 
 async def delete_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:

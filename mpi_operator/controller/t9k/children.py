@@ -17,13 +17,23 @@ from mpi_operator.api.t9k import (
 )
 from mpi_operator.builders.t9k.common import config_name, secret_name
 from mpi_operator.builders.t9k.config import new_config_map
-from mpi_operator.builders.t9k.podgroup import new_pod_group
+from mpi_operator.builders.t9k.podgroup import (
+    new_pod_group,
+    new_workload_pod_group,
+    uses_workload_api,
+)
 from mpi_operator.builders.t9k.secret import new_ssh_secret
 from mpi_operator.builders.t9k.service import new_service
 from mpi_operator.client import CONFIGMAPS, SECRETS, SERVICES
 from mpi_operator.client.errors import ApiError
-from mpi_operator.controller.core.crds import raise_if_not_served
-from mpi_operator.controller.core.owner import Owner, create_or_adopt, ensure_controlled
+from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
+from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, raise_if_not_served
+from mpi_operator.controller.core.owner import (
+    Owner,
+    create_or_adopt,
+    create_unless_cached,
+    ensure_controlled,
+)
 from mpi_operator.controller.core.pods import PodCollection, create_pods, delete_pod_collection
 from mpi_operator.controller.t9k.context import T9K_POD_GROUPS, SyncContext
 
@@ -65,11 +75,19 @@ async def ensure_ssh_secret(ctx: SyncContext, owner: Owner, job: MPIJob) -> None
 
 
 async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
-    """Creates the t9k scheduler's PodGroup, or brings its spec up to date (called only
-    when pods are about to be created). Read from its cache, started on first use."""
+    """The job's PodGroup, if it has one, before its pods are made (called only when
+    pods are about to be created): the t9k scheduler's, or the Workload API's."""
+    if job.t9k_scheduler is not None:
+        await _ensure_t9k_pod_group(ctx, owner, job)
+    elif uses_workload_api(job, ctx.options.workload_api):
+        await _ensure_workload_pod_group(ctx, owner, job)
+
+
+async def _ensure_t9k_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+    """Creates the t9k scheduler's PodGroup, or brings its spec up to date. Read from
+    its cache, started on first use."""
     desired = new_pod_group(job)
-    if desired is None:
-        return
+    assert desired is not None
     try:
         lister = await ctx.listers.pod_groups.lister(ctx.client, job.namespace)
         current = lister.get(job.namespace, job.name)
@@ -82,6 +100,20 @@ async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
             await ctx.client.replace(T9K_POD_GROUPS, job.namespace, job.name, updated)
     except ApiError as err:
         raise_if_not_served(err, T9K_POD_GROUPS, POD_GROUP_NEEDED_FOR)
+        raise
+
+
+async def _ensure_workload_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+    """Creates the Workload API's PodGroup unless its cache (every PodGroup of that API:
+    not filtered by label) has it. It is set at creation and never updated, as the
+    Kubeflow jobs' of that API."""
+    lister = ctx.listers.gang_pod_groups
+    assert lister is not None
+    desired = new_workload_pod_group(job)
+    try:
+        await create_unless_cached(ctx, owner, POD_GROUPS_WORKLOAD_API, lister, desired)
+    except ApiError as err:
+        raise_if_not_served(err, POD_GROUPS_WORKLOAD_API, GANG_SCHEDULING_FLAG)
         raise
 
 

@@ -33,6 +33,9 @@ class T9kOptions:
 
     init_image: str = DEFAULT_INIT_IMAGE
     """Image of the launcher's wait-for-workers init container (needs sh, nslookup, nc)."""
+    workload_api: bool = False
+    """``--gang-scheduling=workload-api``: a job that does not name the t9k scheduler gets
+    a Workload API PodGroup, and its pods join it (set from ControllerOptions.gang)."""
 
 
 @dataclass(slots=True)
@@ -44,6 +47,8 @@ class Listers:
     secrets: Lister
     pod_groups: OnDemandCache
     """The t9k scheduler's PodGroups, cached once a job needs one (its CRD is optional)."""
+    gang_pod_groups: Lister | None = None
+    """The Workload API's PodGroups of T9k jobs (with ``workload_api`` only)."""
 
 
 @dataclass(slots=True, kw_only=True)

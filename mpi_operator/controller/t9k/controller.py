@@ -9,12 +9,13 @@ the API client (and the recorder, when one is passed in).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Unpack
 
 import structlog
 from prometheus_client import CollectorRegistry, Histogram
 
+from mpi_operator.api.scheduling import GangKind
 from mpi_operator.api.t9k import API_VERSION, KIND
 from mpi_operator.client import (
     CONFIGMAPS,
@@ -28,6 +29,7 @@ from mpi_operator.client import (
     is_not_found,
 )
 from mpi_operator.client.informer import namespace_scopes
+from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
 from mpi_operator.controller.core.crds import OnDemandCache
 from mpi_operator.controller.core.pods import slim_pod
 from mpi_operator.controller.queue_controller import (
@@ -79,6 +81,9 @@ class T9kInformers(JobInformers):
     secrets: SharedInformer
     pod_groups: SharedInformer
     """Not the factory's: started by the first sync that needs it (an optional CRD)."""
+    gang_pod_groups: SharedInformer | None = None
+    """The Workload API's PodGroups, with ``--gang-scheduling=workload-api`` only (the
+    start-up checks have found the API served then)."""
 
 
 class T9kMPIJobController(QueueController):
@@ -93,8 +98,11 @@ class T9kMPIJobController(QueueController):
         t9k_options: T9kOptions | None = None,
         **wiring: Unpack[Wiring],
     ) -> None:
-        """``options.gang`` does not apply (T9k jobs choose their scheduler themselves)."""
+        """Of ``options.gang`` only the Workload API applies, to the jobs that do not name
+        the t9k scheduler (volcano and scheduler-plugins do not: a T9k job chooses its
+        scheduler itself)."""
         super().__init__(QUEUE_NAME, client, options, reference=job_reference, **wiring)
+        workload_api = options.gang is not None and options.gang.kind is GangKind.WORKLOAD_API
         self.reconcile_duration = Histogram(
             "mpi_operator_t9k_reconcile_duration_seconds",
             "Time taken by one sync of a T9k MPIJob, by result",
@@ -102,7 +110,7 @@ class T9kMPIJobController(QueueController):
             registry=self.registry,
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
-        self.informers = self._informers(client, options)
+        self.informers = self._informers(client, options, workload_api)
         i = self.informers
         self.syncer = T9kMPIJobSyncer(
             SyncContext(
@@ -114,10 +122,11 @@ class T9kMPIJobController(QueueController):
                     configmaps=i.configmaps.lister,
                     secrets=i.secrets.lister,
                     pod_groups=OnDemandCache(i.pod_groups, POD_GROUP_NEEDED_FOR),
+                    gang_pod_groups=i.gang_pod_groups.lister if i.gang_pod_groups else None,
                 ),
                 recorder=self.recorder,
                 clock=self.clock,
-                options=t9k_options or T9kOptions(),
+                options=replace(t9k_options or T9kOptions(), workload_api=workload_api),
                 state=self.state,
                 requeue=self.continue_later,
                 continuing=self.queue.continuing,
@@ -136,7 +145,9 @@ class T9kMPIJobController(QueueController):
             ChildHandlers(API_VERSION, KIND, i.mpijobs.lister, self.enqueue_batched)
         )
 
-    def _informers(self, client: KubeClient, options: ControllerOptions) -> T9kInformers:
+    def _informers(
+        self, client: KubeClient, options: ControllerOptions, workload_api: bool
+    ) -> T9kInformers:
         f = self.factory
         return T9kInformers(
             mpijobs=f.informer_for(T9K_MPIJOBS),
@@ -154,6 +165,9 @@ class T9kMPIJobController(QueueController):
                     clock=self.clock,
                 )
             ),
+            # Not filtered by label, as the Kubeflow controller's: a PodGroup of the job's
+            # name that is not its own is seen, and named in the error, without a read.
+            gang_pod_groups=f.informer_for(POD_GROUPS_WORKLOAD_API) if workload_api else None,
         )
 
 

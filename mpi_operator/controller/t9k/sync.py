@@ -153,11 +153,15 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             return {}
         await children.ensure_pod_group(ctx, owner, job)
         resumed = was_paused(job)
+        workload_api = ctx.options.workload_api
 
         def build(replica_type: ReplicaType, index: int) -> Obj:
             if replica_type is ReplicaType.LAUNCHER:
-                return new_launcher_pod(job, resumed=resumed, init_image=ctx.options.init_image)
-            return new_worker_pod(job, index, resumed=resumed)
+                image = ctx.options.init_image
+                return new_launcher_pod(
+                    job, resumed=resumed, init_image=image, workload_api=workload_api
+                )
+            return new_worker_pod(job, index, resumed=resumed, workload_api=workload_api)
 
         pending = [(name, partial(build, t, i)) for t, i, name in missing]
         return await children.create_pods_of(ctx, owner, pending)

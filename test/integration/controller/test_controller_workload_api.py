@@ -4,13 +4,15 @@ placed by the real kube-scheduler's gang plugin on the full shape's KWOK nodes.
 The job's pods are steered to nodes of the test's own (a node selector), whose CPU fits
 three of its four pods (three workers and the launcher, one CPU each): as a gang none is
 bound until a node for the fourth appears; without gang scheduling three are bound at
-once. A restart (a failure policy's RestartJob) places the new pods as a gang again.
+once. A restart (a failure policy's RestartJob) places the new pods as a gang again. A
+T9k job (its launcher pod and three workers) is placed as a gang the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,14 +20,18 @@ from controller_harness import Cluster, mpijob
 from harness import api_client, controllers
 
 from devcluster import components
+from devcluster.crds import crds_installed
 from devcluster.polling import eventually
 from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.client import PODS, KubeClient, Resource
 from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
 from mpi_operator.controller.kubeflow.controller import MPIJobController
+from mpi_operator.controller.t9k import T9kMPIJobController
+from mpi_operator.controller.t9k.context import T9K_MPIJOBS
 
 Obj = dict[str, Any]
 ATTEMPT = "training.kubeflow.org/restart-attempt"
+T9K_CRD = Path(__file__).resolve().parents[3] / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 
 
@@ -156,3 +162,35 @@ async def test_a_restart_places_the_new_pods_as_a_gang(
         await _none_bound_while(cluster, 5, attempt="1")
         await cluster.kube.patch(NODES, None, nodes[1], {"spec": {"unschedulable": False}})
         await _all_bound(cluster, attempt="1")
+
+
+def _t9k_job(ns: str) -> Obj:
+    container = {"name": "mpi-worker", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+    template = {"spec": {"nodeSelector": {"gang-test": ns}, "containers": [container]}}
+    worker = {"replicas": 3, "cmd": ["./pi"], "template": template}
+    return {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "job"},
+        "spec": {"worker": worker},
+    }
+
+
+async def test_a_t9k_jobs_gang_is_bound_only_when_all_of_it_fits(
+    full_cluster: Any, full_namespace: str, cluster: Cluster, nodes: list[str]
+) -> None:
+    ns = full_namespace
+    _add_node(full_cluster, nodes, ns, cpu="3")
+    with crds_installed(full_cluster, (T9K_CRD,)):
+        async with controllers(full_cluster, ns, T9kMPIJobController) as start:
+            await start(gang=GangScheduling.workload_api())
+            await cluster.kube.create(T9K_MPIJOBS, ns, _t9k_job(ns))
+            await _none_bound_while(cluster, 5)
+            (group,) = await cluster.list(POD_GROUPS_WORKLOAD_API)
+            assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
+            assert group["metadata"]["ownerReferences"][0]["kind"] == "MPIJob"
+            assert group["metadata"]["ownerReferences"][0]["apiVersion"].startswith("batch.")
+            for pod in await _pods(cluster):
+                assert pod["spec"]["schedulingGroup"] == {"podGroupName": "job"}
+            _add_node(full_cluster, nodes, ns, cpu="1")
+            await _all_bound(cluster)

@@ -62,6 +62,7 @@ _INFORMER_BY_KIND = {
     "PodGroup": "pod_groups",
     "PriorityClass": "priority_classes",
 }
+_WORKLOAD_API_GROUP = "scheduling.k8s.io/"
 _INFORMER_BY_RESOURCE = {
     "mpijobs": "mpijobs",
     "mpijobs/status": "mpijobs",
@@ -117,10 +118,20 @@ class SyncWorld:
             raise KeyError(f"the {self.kind} controller has no {informer} cache here")
         return found.indexer
 
+    def _informer_of(self, informer: str, obj: Obj | None) -> str:
+        """A T9k controller caches the Workload API's PodGroups apart from the t9k
+        scheduler's (with that gang scheduling only)."""
+        api_version = str((obj or {}).get("apiVersion") or "")
+        separate = getattr(self.controller.informers, "gang_pod_groups", None) is not None
+        if informer == "pod_groups" and separate and api_version.startswith(_WORKLOAD_API_GROUP):
+            return "gang_pod_groups"
+        return informer
+
     def add(self, *objs: Obj) -> SyncWorld:
         """Puts objects into the caches (replacing any of the same name)."""
         for obj in objs:
-            self._indexer(_INFORMER_BY_KIND[obj["kind"]]).add(copy.deepcopy(obj))
+            informer = self._informer_of(_INFORMER_BY_KIND[obj["kind"]], obj)
+            self._indexer(informer).add(copy.deepcopy(obj))
         return self
 
     def job_deleted(self) -> None:
@@ -155,7 +166,8 @@ class SyncWorld:
         self._settled = len(self.client.actions)
 
     def _apply(self, action: Action) -> None:
-        indexer = self._indexer(_INFORMER_BY_RESOURCE[action.resource])
+        informer = self._informer_of(_INFORMER_BY_RESOURCE[action.resource], action.body)
+        indexer = self._indexer(informer)
         namespace = action.namespace or ""
         key = f"{namespace}/{action.name}"
         if action.verb == "create":
@@ -319,7 +331,9 @@ def kubeflow_world(job: Obj, *objects: Obj, gang_scheduling: Any = None) -> Sync
     return world.add(*objects)
 
 
-def t9k_world(job: Obj, *objects: Obj, pod_groups_synced: bool = True) -> SyncWorld:
+def t9k_world(
+    job: Obj, *objects: Obj, pod_groups_synced: bool = True, gang_scheduling: Any = None
+) -> SyncWorld:
     """The T9k controller with ``job`` and ``objects`` in its caches. Its PodGroup cache
     starts on demand (an optional CRD); here it has synced already unless
     ``pod_groups_synced`` is False (the first job that needs one has yet to come)."""
@@ -327,7 +341,7 @@ def t9k_world(job: Obj, *objects: Obj, pod_groups_synced: bool = True) -> SyncWo
     recorder = RecordingRecorder(clock, registry)
     controller = T9kMPIJobController(
         client,  # type: ignore[arg-type]
-        ControllerOptions(),
+        ControllerOptions(gang=gang_scheduling),
         recorder=recorder,
         clock=clock,
         registry=registry,

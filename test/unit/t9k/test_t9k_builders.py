@@ -10,7 +10,11 @@ import pytest
 from mpi_operator.api.t9k import MPIJob, parse, set_defaults
 from mpi_operator.builders.ssh import SSHKeyPair
 from mpi_operator.builders.t9k.config import hostfile, new_config_map
-from mpi_operator.builders.t9k.podgroup import new_pod_group
+from mpi_operator.builders.t9k.podgroup import (
+    new_pod_group,
+    new_workload_pod_group,
+    uses_workload_api,
+)
 from mpi_operator.builders.t9k.pods import (
     WAIT_FOR_WORKERS_SCRIPT,
     mpirun_command,
@@ -333,6 +337,48 @@ def test_custom_ssh_paths_and_scheduler() -> None:
         "spec": {"minMember": 3, "queue": "gpu", "priority": 50},
     }
     assert new_pod_group(make()) is None
+
+
+def test_with_the_workload_api_every_pod_joins_the_jobs_gang() -> None:
+    job = make()
+    assert uses_workload_api(job, workload_api=True)
+    assert new_workload_pod_group(job) == {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": "pi",
+            "namespace": "ns",
+            "labels": LABELS,
+            "ownerReferences": [OWNER],
+        },
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+    }
+    for pod in (
+        new_worker_pod(job, 1, workload_api=True),
+        new_launcher_pod(job, workload_api=True),
+    ):
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": "pi"}
+        assert "schedulerName" not in pod["spec"]
+    # Nothing else changes: the pod is the one built without the option, plus the group.
+    joined = new_worker_pod(job, 1, workload_api=True)
+    del joined["spec"]["schedulingGroup"]
+    assert joined == new_worker_pod(job, 1)
+
+
+def test_a_job_that_names_the_t9k_scheduler_keeps_it_under_the_workload_api() -> None:
+    job = make(scheduler={"t9kScheduler": {"queue": "gpu"}})
+    assert not uses_workload_api(job, workload_api=True)
+    worker = new_worker_pod(job, 0, workload_api=True)
+    assert worker["spec"]["schedulerName"] == "t9k-scheduler"
+    assert "schedulingGroup" not in worker["spec"]
+    assert "schedulingGroup" not in new_launcher_pod(job, workload_api=True)["spec"]
+
+
+def test_without_the_workload_api_no_pod_joins_a_group() -> None:
+    job = make()
+    assert not uses_workload_api(job, workload_api=False)
+    assert "schedulingGroup" not in new_worker_pod(job, 0)["spec"]
+    assert "schedulingGroup" not in new_launcher_pod(job)["spec"]
 
 
 def mpi(pod: dict[str, Any]) -> dict[str, Any]:
