@@ -36,6 +36,8 @@ LABELS = {
     "batch.tensorstack.dev/operator-name": "mpi-operator",
     "batch.tensorstack.dev/job-name": "pi",
 }
+#: The metadata of the job's PodGroup, of either API.
+POD_GROUP_META = {"name": "pi", "namespace": "ns", "labels": LABELS, "ownerReferences": [OWNER]}
 SSH_VOLUME = {
     "name": "ssh-auth",
     "secret": {
@@ -328,12 +330,7 @@ def test_custom_ssh_paths_and_scheduler() -> None:
     assert new_pod_group(job) == {
         "apiVersion": "scheduler.tensorstack.dev/v1beta1",
         "kind": "PodGroup",
-        "metadata": {
-            "name": "pi",
-            "namespace": "ns",
-            "labels": LABELS,
-            "ownerReferences": [OWNER],
-        },
+        "metadata": POD_GROUP_META,
         "spec": {"minMember": 3, "queue": "gpu", "priority": 50},
     }
     assert new_pod_group(make()) is None
@@ -345,12 +342,7 @@ def test_with_the_workload_api_every_pod_joins_the_jobs_gang() -> None:
     assert new_workload_pod_group(job) == {
         "apiVersion": "scheduling.k8s.io/v1alpha2",
         "kind": "PodGroup",
-        "metadata": {
-            "name": "pi",
-            "namespace": "ns",
-            "labels": LABELS,
-            "ownerReferences": [OWNER],
-        },
+        "metadata": POD_GROUP_META,
         "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
     }
     for pod in (
