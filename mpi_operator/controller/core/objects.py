@@ -29,6 +29,14 @@ def parse_time(stamp: str | None) -> float | None:
         return None
 
 
+def name_of(obj: Obj) -> str:
+    return str(metadata_of(obj).get("name") or "")
+
+
+def uid_of(obj: Obj) -> str:
+    return str(metadata_of(obj).get("uid") or "")
+
+
 def labels_of(obj: Obj) -> dict[str, str]:
     labels: dict[str, str] = metadata_of(obj).get("labels") or {}
     return labels

@@ -17,6 +17,7 @@ from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import PODS
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import COLLECTION_RETRY_S, CoreContext
+from mpi_operator.controller.core.objects import name_of, uid_of
 from mpi_operator.controller.core.owner import Owner, create_pod, delete, first_error, run_all
 from mpi_operator.controller.core.state import CreationExpectations
 
@@ -310,7 +311,7 @@ async def delete_pod_collection(
     sent = ctx.state.deletions.pending(owner.key, now)
     if sent:
         # Deleted by an earlier sync whose deletes the cache does not show yet.
-        gone = {_name(pod) for pod in cached if _uid(pod) in sent}
+        gone = {name_of(pod) for pod in cached if uid_of(pod) in sent}
         names = [name for name in names if name not in gone]
         if not names:
             return
@@ -324,16 +325,8 @@ async def delete_pod_collection(
     # it terminates is not a failure for the failure policy to judge.
     doomed = set(names)
     ctx.state.deletions.expect(
-        owner.key, (_uid(pod) for pod in cached if _name(pod) in doomed), now
+        owner.key, (uid_of(pod) for pod in cached if name_of(pod) in doomed), now
     )
-
-
-def _name(pod: Obj) -> str:
-    return str(metadata_of(pod).get("name") or "")
-
-
-def _uid(pod: Obj) -> str:
-    return str(metadata_of(pod).get("uid") or "")
 
 
 async def _delete_collection(

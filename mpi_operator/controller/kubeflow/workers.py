@@ -36,10 +36,12 @@ from mpi_operator.controller.core.objects import (
     is_job_finished,
     is_job_suspended,
     is_terminating,
+    name_of,
     parse_time,
     pod_phase,
+    uid_of,
 )
-from mpi_operator.controller.core.owner import Owner, delete, first_error, resource_exists, run_all
+from mpi_operator.controller.core.owner import Owner, delete, first_error, resource_exists
 from mpi_operator.controller.core.pods import (
     PodCollection,
     create_pods,
@@ -227,10 +229,13 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> Stale:
         return Stale()
     failed_only = replaces_failed_only(job)
     stale = [p for p in worker_pods(ctx, job) if _stale(job, p, attempt, failed_only)]
-    live = [p["metadata"]["name"] for p in stale if not is_terminating(p)]
     key = f"{job.namespace}/{job.name}"
+    # A pod whose delete an earlier sync sent is not sent again while the cache has yet
+    # to show it (a sync for another child's event can come first: a 404 each time).
+    sent = ctx.state.deletions.pending(key, ctx.clock.monotonic())
+    live = [p for p in stale if not is_terminating(p) and uid_of(p) not in sent]
     now = live[: deletes_now(ctx, key, len(live))]  # the rest are the next sync's
-    deletes = [delete(ctx, PODS, job.namespace, name, None) for name in now]
+    deletes = [delete(ctx, PODS, job.namespace, name_of(p), None) for p in now]
     launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
     stale_launcher = (
         launcher is not None
@@ -240,7 +245,13 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> Stale:
     if launcher is not None and stale_launcher and not is_terminating(launcher):
         # Foreground: the Job stays, and a new one waits, until its pods are gone.
         deletes.append(delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
-    await run_all(*deletes)
+    results = await asyncio.gather(*deletes, return_exceptions=True)
+    pod_results = results[: len(now)]  # the launcher's delete, if any, comes last
+    done = (uid_of(p) for p, result in zip(now, pod_results, strict=True) if result is None)
+    ctx.state.deletions.expect(key, done, ctx.clock.monotonic())
+    error = first_error(results)
+    if error is not None:
+        raise error
     if len(live) > len(now):
         ctx.requeue(key)
     return Stale(workers=bool(stale), launcher=stale_launcher)

@@ -71,6 +71,23 @@ async def test_restart_failed_replaces_the_failed_worker_and_the_launcher_only()
     assert world.cached("Pod", "pi-worker-0") == healthy
 
 
+async def test_a_sync_before_the_cache_shows_the_delete_does_not_send_it_again() -> None:
+    world = await running(MPIJobBuilder("pi").failure_policy(2, RESTART_FAILED))
+    fail_worker(world, 1)
+    await world.sync()
+    assert ("delete", "pods", "pi-worker-1") in world.writes
+    world.forget()
+    # Another child's event brings the key back before the pod's delete event came.
+    await world.sync()
+    assert not world.recorded("delete", "pods")
+    world.clear()
+    # Once the cache shows it gone, its replacement (a new uid) is made.
+    world.remove("Pod", "pi-worker-1")
+    world.remove("Pod", LAUNCHER_POD)
+    await world.sync()
+    assert [a.name for a in world.recorded("create", "pods")] == ["pi-worker-1"]
+
+
 async def test_restart_failed_after_mpirun_failed_replaces_only_the_launcher() -> None:
     world = await running(MPIJobBuilder("pi").failure_policy(2, RESTART_FAILED))
     world.change("Pod", LAUNCHER_POD, {"status": PodBuilder("x").failed(1).obj()["status"]})
