@@ -125,8 +125,11 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             # finishes the clean-up.
             if not await self._write_status(owner, job, update):
                 return
-            await self._clean_up_workers(owner, job, pods)
-            await self._stop_waiting_launcher(job, pods, update)
+            # The cache as it is now, not as the sync read it: the delete events of an
+            # earlier finish's deletes may have come in during the write.
+            now = children.job_pods(ctx, owner)
+            await self._clean_up_workers(owner, job, now)
+            await self._stop_waiting_launcher(job, now, update)
 
         return write_then_clean_up
 

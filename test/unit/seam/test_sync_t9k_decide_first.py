@@ -7,10 +7,14 @@ Running for good."""
 
 from __future__ import annotations
 
-from recording_client import conflict, forbidden, internal_error
+import copy
+
+from recording_client import Action, conflict, forbidden, internal_error
 from seam_objects import T9kJobBuilder
 from sync_fixtures import DELETE_WORKERS, SyncWorld, pod_names, t9k_world
 from sync_fixtures import running_t9k_job as running
+
+from mpi_operator.api.object_model import Obj
 
 LAUNCHER = "pi-launcher"
 STATUS = ("update", "mpijobs/status", "pi")
@@ -120,3 +124,21 @@ async def test_a_job_whose_status_says_finished_never_gets_a_pod() -> None:
         await world.sync()
         assert pod_names(world) == []
         world.clear()
+
+
+async def test_the_clean_up_acts_on_the_cache_as_it_is_once_the_status_is_written() -> None:
+    world = await failed_worker("unfinished", workers=3)
+    await world.sync()
+    assert world.writes == [STATUS, DELETE_WORKERS]
+    # The cache has shown one delete when the key is taken again; the other's event
+    # comes while the status (one worker deleted) is written.
+    world.remove("Pod", "pi-worker-1")
+    world.forget()
+
+    def the_last_delete_event_comes(action: Action) -> Obj:
+        world.remove("Pod", "pi-worker-2")
+        return copy.deepcopy(action.body)
+
+    world.client.react("update", "mpijobs/status", the_last_delete_event_comes, times=1)
+    await world.sync()
+    assert world.writes == [STATUS]  # the gone worker is not deleted again by name
