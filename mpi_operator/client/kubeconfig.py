@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from mpi_operator.client.lean_imports import (
     InClusterConfigLoader,
     load_kube_config,
 )
+from mpi_operator.client.tls import take_tls
 
 log = structlog.get_logger()
 
@@ -53,6 +55,9 @@ class KubeconfigError(Exception):
 class ClientConfig:
     configuration: Configuration
     credentials: Credentials
+    #: Built at load (:func:`~mpi_operator.client.tls.take_tls`); None: made from
+    #: ``configuration``'s files when a connection is first needed.
+    tls: ssl.SSLContext | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +148,7 @@ async def load_client_config(
     raises :class:`KubeconfigError`."""
     resolved = resolve(kubeconfig, master, environ)
     config = Configuration()
+    tls = None
     if resolved.where == IN_CLUSTER:
         source, initial = _in_cluster(config, environ, token_file, cert_file)
     elif resolved.where:
@@ -151,6 +157,8 @@ async def load_client_config(
             kube_loader = await load_kube_config(
                 config_file=resolved.where, context=context, client_configuration=config
             )
+            # Blocks for a few ms, once per load; see take_tls for why not in a thread.
+            tls = take_tls(config)
         except Exception as err:
             raise KubeconfigError(
                 f"kubeconfig {resolved.where} ({resolved.origin}) cannot be used: {err}"
@@ -160,7 +168,7 @@ async def load_client_config(
         source, initial = StaticSource(None), Token(None)
     if master:
         config.host = master
-    return ClientConfig(config, Credentials(source, initial))
+    return ClientConfig(config, Credentials(source, initial), tls)
 
 
 def _in_cluster(

@@ -86,6 +86,7 @@ for _cls in (ApiClient, Configuration):
     _client = sys.modules["kubernetes_asyncio.client"]
     if _cls.__name__ not in _client.__dict__:
         _client.__dict__[_cls.__name__] = _cls
+from kubernetes_asyncio.config import kube_config as _kube_config  # noqa: E402
 from kubernetes_asyncio.config.dateutil import parse_rfc3339  # noqa: E402
 from kubernetes_asyncio.config.exec_provider import ExecProvider  # noqa: E402
 from kubernetes_asyncio.config.incluster_config import (  # noqa: E402
@@ -94,6 +95,14 @@ from kubernetes_asyncio.config.incluster_config import (  # noqa: E402
     InClusterConfigLoader,
 )
 from kubernetes_asyncio.config.kube_config import load_kube_config  # noqa: E402
+
+
+def loader_temp_files() -> dict[str, str]:
+    """The files the kubeconfig loader wrote its ``*-data`` to, by content (its private
+    cache, which it reuses and deletes at exit; read anew each time, as it rebinds it)."""
+    files: dict[str, str] = _kube_config._temp_files
+    return files
+
 
 __all__ = [
     "SERVICE_CERT_FILENAME",
@@ -104,5 +113,6 @@ __all__ = [
     "InClusterConfigLoader",
     "RESTClientObject",
     "load_kube_config",
+    "loader_temp_files",
     "parse_rfc3339",
 ]

@@ -38,6 +38,7 @@ import asyncio
 import asyncio.sslproto
 import contextlib
 import os
+import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -55,8 +56,9 @@ from mpi_operator.client.errors import ApiError
 from mpi_operator.client.fair_slots import FairSlots
 from mpi_operator.client.fence import LeadershipFence
 from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
-from mpi_operator.client.lean_imports import ApiClient, Configuration, RESTClientObject
+from mpi_operator.client.lean_imports import ApiClient, Configuration
 from mpi_operator.client.ratelimit import DISPATCH_TICK
+from mpi_operator.client.tls import tls_context
 
 log = structlog.get_logger()
 
@@ -103,6 +105,7 @@ class ApiTransport:
         user_agent: str = "mpi-operator",
         credentials: Credentials | None = None,
         fence: LeadershipFence | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         small_tls_read_buffers()
         self.api_client = api_client
@@ -117,7 +120,8 @@ class ApiTransport:
         # come, and tokens handed out in ticks while requests wait.
         self.throttles = ClientsetThrottles(qps, burst, self.clock, tick=DISPATCH_TICK)
         self.user_agent = user_agent
-        self._pool: RESTClientObject | None = None
+        #: None: built from the configuration's files on first use.
+        self._tls = tls
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
         self._proxy: str | None = None
@@ -142,6 +146,7 @@ class ApiTransport:
             clock=clock,
             user_agent=user_agent,
             credentials=config.credentials,
+            tls=config.tls,
         )
 
     @classmethod
@@ -165,13 +170,12 @@ class ApiTransport:
         self._closed = True
         if self._session is not None:
             await self._session.close()
-        if self._pool is not None:
-            await self._pool.close()
         await self.api_client.close()
 
     def _http(self) -> aiohttp.ClientSession:
-        """Our session, made on first use, on a kubernetes_asyncio connector (its TLS
-        set-up) without a connection limit (see the module's docstring).
+        """Our session, made on first use, on a connector with the configuration's TLS
+        context (as kubernetes_asyncio's REST client builds it, unless the load built
+        it) and no connection limit (see the module's docstring).
 
         Deviation from kubernetes_asyncio's own session: trust_env is off (it reads
         ~/.netrc and the proxy variables in a thread on every request); a proxy from
@@ -180,10 +184,9 @@ class ApiTransport:
         if self._closed:
             raise RuntimeError("the API transport is closed")
         if self._session is None:
-            self._pool = RESTClientObject(self.configuration, maxsize=0)
+            tls = self._tls or tls_context(self.configuration)
             self._session = aiohttp.ClientSession(
-                connector=self._pool.pool_manager.connector,
-                connector_owner=False,
+                connector=aiohttp.TCPConnector(limit=0, ssl=tls),
                 trust_env=False,
                 read_bufsize=2**21,
             )

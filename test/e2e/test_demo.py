@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,6 +108,11 @@ def demos() -> Iterator[list[Demo]]:
     for demo in started:
         demo.kill()
         print(demo.output)
+        # The operator's log directory, which the demo keeps after a failure for its
+        # user, goes with the test.
+        for d in set(demo.workdirs()):
+            if "demo-logs" in d:
+                shutil.rmtree(d, ignore_errors=True)
 
 
 def _assert_nothing_left(demo: Demo) -> None:

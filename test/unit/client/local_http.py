@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Protocol, TypeVar
@@ -12,14 +13,16 @@ from mpi_operator.client.lean_imports import ApiClient, Configuration
 
 
 @asynccontextmanager
-async def serving(app: web.Application) -> AsyncIterator[str]:
-    """Serves ``app`` on 127.0.0.1 until the block ends; yields its base URL."""
+async def serving(app: web.Application, tls: ssl.SSLContext | None = None) -> AsyncIterator[str]:
+    """Serves ``app`` on 127.0.0.1 (over ``tls``, if given) until the block ends;
+    yields its base URL."""
     runner = web.AppRunner(app, shutdown_timeout=0.1)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)
         await site.start()
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+        scheme = "https" if tls else "http"
+        yield f"{scheme}://127.0.0.1:{runner.addresses[0][1]}"
     finally:
         await runner.cleanup()
 
