@@ -14,7 +14,6 @@ is skipped rather than failed.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +35,7 @@ from mpi_operator.client.resources import (
     SERVICES,
     Resource,
 )
+from mpi_operator.controller.core.owner import run_all
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 
 log = structlog.get_logger(__name__)
@@ -78,8 +78,10 @@ class Preflight:
     async def run(self) -> None:
         await self.check_crd()
         checks = [(r, ns) for r in self.watched_resources() for ns in self.scopes(r)]
-        await asyncio.gather(*(self.check_list(r, ns) for r, ns in checks))
-        await asyncio.gather(*(self.check_watch(r, ns) for r, ns in checks))
+        # Every check ends before the first failure is raised: none is left in flight
+        # when the process closes its clients (a TLS read cut short logs an error).
+        await run_all(*(self.check_list(r, ns) for r, ns in checks))
+        await run_all(*(self.check_watch(r, ns) for r, ns in checks))
         await self.check_lock_namespace()
         await self.check_leases()
 
