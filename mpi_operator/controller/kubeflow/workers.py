@@ -13,7 +13,7 @@ finished job's workers in one delete of their collection
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -235,23 +235,17 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> Stale:
     sent = ctx.state.deletions.pending(key, ctx.clock.monotonic())
     live = [p for p in stale if not is_terminating(p) and uid_of(p) not in sent]
     now = live[: deletes_now(ctx, key, len(live))]  # the rest are the next sync's
-    deletes = [delete(ctx, PODS, job.namespace, name_of(p), None) for p in now]
     launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
     stale_launcher = (
         launcher is not None
         and is_controlled_by(launcher, job.uid)
         and attempt_of(launcher) < attempt
     )
+    also: list[Awaitable[None]] = []
     if launcher is not None and stale_launcher and not is_terminating(launcher):
         # Foreground: the Job stays, and a new one waits, until its pods are gone.
-        deletes.append(delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
-    results = await asyncio.gather(*deletes, return_exceptions=True)
-    pod_results = results[: len(now)]  # the launcher's delete, if any, comes last
-    done = (uid_of(p) for p, result in zip(now, pod_results, strict=True) if result is None)
-    ctx.state.deletions.expect(key, done, ctx.clock.monotonic())
-    error = first_error(results)
-    if error is not None:
-        raise error
+        also.append(delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
+    await _delete_expected(ctx, job, [(name_of(p), uid_of(p)) for p in now], *also)
     if len(live) > len(now):
         ctx.requeue(key)
     return Stale(workers=bool(stale), launcher=stale_launcher)
@@ -263,15 +257,24 @@ async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[s
     pods whose delete was sent are kept (deletion expectations of the job state)
     so that a sync before the cache shows the deletes does not judge, report and delete
     them again; a delete that failed keeps its pod in judgement for the retry."""
-    if not pods:
-        return
-    key = f"{job.namespace}/{job.name}"
+    if pods:
+        await _delete_expected(ctx, job, pods)
+
+
+async def _delete_expected(
+    ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[str, str]], *also: Awaitable[None]
+) -> None:
+    """Deletes the job's pods (name, uid) and awaits ``also`` alongside; the uids of
+    the pods whose delete was sent become deletion expectations, then the first
+    error, if any, is raised."""
     results = await asyncio.gather(
         *(delete(ctx, PODS, job.namespace, name, None) for name, _ in pods),
+        *also,
         return_exceptions=True,
     )
-    sent = (uid for (_, uid), result in zip(pods, results, strict=True) if result is None)
-    ctx.state.deletions.expect(key, sent, ctx.clock.monotonic())
+    pod_results = results[: len(pods)]  # ``also`` comes last
+    sent = (uid for (_, uid), result in zip(pods, pod_results, strict=True) if result is None)
+    ctx.state.deletions.expect(f"{job.namespace}/{job.name}", sent, ctx.clock.monotonic())
     error = first_error(results)
     if error is not None:
         raise error
