@@ -3,7 +3,7 @@
 ``import kubernetes_asyncio`` (or any of its submodules) first runs the package's
 ``__init__``, which imports ``client/__init__``: every API group and about 800 model
 classes. That is about 3 s and 30 MiB of a 90 MiB process, for a program that only
-needs ``Configuration``, ``ApiClient`` (for its aiohttp connector and TLS setup) and
+needs ``Configuration``, ``ApiClient`` (for its bearer-token settings) and
 the kubeconfig, in-cluster and exec credential loaders.
 
 Before anything else imports them, :func:`_defer` registers ``kubernetes_asyncio``,
@@ -78,7 +78,6 @@ for _name in _DEFERRED:
 # Only submodules from here on: none of these runs a deferred package's __init__.
 from kubernetes_asyncio.client.api_client import ApiClient  # noqa: E402
 from kubernetes_asyncio.client.configuration import Configuration  # noqa: E402
-from kubernetes_asyncio.client.rest import RESTClientObject  # noqa: E402
 
 # The config loaders do ``from kubernetes_asyncio.client import ApiClient, Configuration``:
 # the two names the package's __init__ would export, set here so that it need not run.
@@ -111,7 +110,6 @@ __all__ = [
     "Configuration",
     "ExecProvider",
     "InClusterConfigLoader",
-    "RESTClientObject",
     "load_kube_config",
     "loader_temp_files",
     "parse_rfc3339",
