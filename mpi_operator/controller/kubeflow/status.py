@@ -30,6 +30,7 @@ from mpi_operator.controller.core.objects import (
     is_job_past_deadline,
     is_job_succeeded,
     parse_time,
+    pod_phase,
 )
 from mpi_operator.controller.core.state import TRANSIENT
 from mpi_operator.controller.core.writes import PASSING, PROGRESS, Event, Spacing
@@ -72,7 +73,12 @@ class Finished:
 
 @dataclass(frozen=True, slots=True)
 class Clearing:
-    """A restart is under way: an earlier attempt's children are going."""
+    """A restart is under way: an earlier attempt's children are going. ``failures``:
+    workers a RestartFailed restart kept that failed since it was decided, judged by
+    the failure policy like any other failure (``deleted`` as for :class:`Children`)."""
+
+    failures: Sequence[Obj] = ()
+    deleted: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +138,8 @@ def next_status(job: MPIJob, facts: Facts, now: datetime) -> StatusUpdate:
             _fail(view, update, INVALID_POD_TEMPLATE, message, now)
         elif isinstance(facts, Children):
             _from_children(view, update, facts, now)
+        elif isinstance(facts, Clearing) and facts.failures:
+            _judge_kept(view, update, facts, now)
     refresh_state(status)
     return update
 
@@ -182,9 +190,10 @@ def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: d
     policy = job.spec.run_policy.failure_policy
     # A launcher that succeeded after a retry leaves failed pods: not a failure. One
     # past activeDeadlineSeconds ends the job whatever its pods say, as without a policy.
-    settled = launcher is not None and (
-        is_job_succeeded(launcher) or is_job_past_deadline(launcher)
-    )
+    # A launcher pod that succeeded settles it too: its Job is Complete a moment later.
+    settled = (
+        launcher is not None and (is_job_succeeded(launcher) or is_job_past_deadline(launcher))
+    ) or any(pod_phase(pod) == "Succeeded" for pod in launcher_pods)
     bystanders = children.bystanders
     if policy is not None and not is_suspended(job) and not settled:
         judged = [*workers, *bystanders]
@@ -206,6 +215,18 @@ def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: d
         # the job, and writes the status again; we stop the launcher and clean up
         # before the one write, so nothing runs on a finished job.
         _finish(job, update)
+
+
+def _judge_kept(job: MPIJob, update: StatusUpdate, clearing: Clearing, now: datetime) -> None:
+    """A worker a RestartFailed restart kept failed while the restart is under way: the
+    policy judges it as any failure (restart again, fail, or ignore it)."""
+    policy = job.spec.run_policy.failure_policy
+    assert policy is not None  # only a restart by the policy is cleared
+    judgement = judge(policy, job, (), clearing.failures, clearing.deleted)
+    update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.decision.ignored]
+    update.events += judgement.events
+    if judgement.decision.action is not None:
+        _act(job, update, judgement.decision, now)
 
 
 def _act(job: MPIJob, update: StatusUpdate, decision: Decision, now: datetime) -> None:

@@ -25,7 +25,7 @@ from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.client import MPIJOBS
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import Syncer, cached
-from mpi_operator.controller.core.objects import is_job_finished, parse_time
+from mpi_operator.controller.core.objects import is_job_finished, parse_time, pod_phase
 from mpi_operator.controller.core.owner import Owner, run_all
 from mpi_operator.controller.core.writes import dump_status, report_invalid, write_status
 from mpi_operator.controller.kubeflow.children import (
@@ -57,6 +57,7 @@ from mpi_operator.controller.kubeflow.status import (
 )
 from mpi_operator.controller.kubeflow.workers import (
     Stale,
+    cached_workers,
     clear_stale,
     collect_finished,
     count_ready,
@@ -127,9 +128,14 @@ class MPIJobSyncer(Syncer[SyncContext]):
             return Finished()
         policy = job.spec.run_policy.failure_policy
         stale = await clear_stale(ctx, job) if policy is not None else Stale()
+        if stale.failures:
+            # A worker the restart kept failed: judged before anything new is made.
+            pending = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
+            return Clearing(stale.failures, pending)
         if stale.launcher and not stale.workers and replaces_failed_only(job):
             # A RestartFailed restart whose failed workers are gone: their replacements
-            # start while the old launcher Job goes; the new one waits for both.
+            # start while the old launcher Job goes; the new one waits for it (and, with
+            # no gang scheduling, for every worker to be Ready).
             return await self._replace_failed_workers(owner, job)
         if stale:
             # A restart is under way: nothing new until the last attempt's children are gone.
@@ -140,6 +146,16 @@ class MPIJobSyncer(Syncer[SyncContext]):
             # Deviation: the reference judges no worker once its launcher finished; a
             # worker that failed first (an OOM that made mpirun exit) is still the culprit.
             bystanders = [w for w in worker_pods(ctx, job) if owner.controls(w)]
+        if launcher is None or not is_job_finished(launcher):
+            # Deviation: the reference creates these three one after another.
+            await run_all(
+                ensure_service(ctx, owner, job),
+                ensure_config_map(ctx, owner, job),
+                ensure_ssh_secret(ctx, owner, job),
+            )
+            finishing = self._finishing(owner, job, launcher, policy is not None)
+            if finishing is not None:
+                return finishing
         try:
             launcher, workers = await self._create_children(owner, job, launcher)
         except _Rejected as rejected:
@@ -148,15 +164,41 @@ class MPIJobSyncer(Syncer[SyncContext]):
             launcher = await self._sync_launcher_suspension(owner, job, launcher, workers)
         if is_suspended(job):
             await self._clean_up_workers(owner, job)
-        launcher_pods: list[Obj] = []
+        launcher_pods = self._launcher_pods(job, launcher)
         if launcher is not None:
-            uid = str(launcher["metadata"].get("uid") or "")
-            launcher_pods = ctx.listers.pods.by_controller_uid(uid, job.namespace)
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
         deleted: frozenset[str] = frozenset()
         if policy is not None:
             deleted = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
         return Children(launcher, launcher_pods, workers, deleted, bystanders)
+
+    def _finishing(
+        self, owner: Owner, job: MPIJob, launcher: Obj | None, judged: bool
+    ) -> Children | None:
+        """The children as the cache shows them, when they already finish the job: a
+        sync whose decision is Failed creates nothing (no missing worker, no launcher)
+        before that status is written. Looked at only when a pod failed or the workers'
+        Ready timeout applies, the only ways a job ends before its launcher Job does."""
+        ctx = self.ctx
+        if is_suspended(job):
+            return None
+        workers = cached_workers(ctx, owner, job)
+        launcher_pods = self._launcher_pods(job, launcher)
+        failed = any(pod_phase(p) == "Failed" for p in (*workers, *launcher_pods))
+        if not failed and job.spec.run_policy.workers_ready_timeout_seconds is None:
+            return None
+        deleted: frozenset[str] = frozenset()
+        if judged:
+            deleted = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
+        facts = Children(launcher, launcher_pods, workers, deleted)
+        update = next_status(job, facts, ctx.clock.now())
+        return facts if is_finished(update.status) else None
+
+    def _launcher_pods(self, job: MPIJob, launcher: Obj | None) -> list[Obj]:
+        if launcher is None:
+            return []
+        uid = str(launcher["metadata"].get("uid") or "")
+        return self.ctx.listers.pods.by_controller_uid(uid, job.namespace)
 
     async def _replace_failed_workers(self, owner: Owner, job: MPIJob) -> Clearing | Rejected:
         """Creates the workers a RestartFailed restart replaces (and nothing else) while
@@ -175,19 +217,13 @@ class MPIJobSyncer(Syncer[SyncContext]):
     async def _create_children(
         self, owner: Owner, job: MPIJob, launcher: Obj | None
     ) -> tuple[Obj | None, list[Obj]]:
-        """Service, ConfigMap, Secret, PodGroup, workers and launcher, as far as the job
-        needs them now; returns the launcher and the workers. Raises :class:`_Rejected`
-        when the API server rejects a worker pod or the launcher Job as Invalid."""
+        """PodGroup, workers and launcher, as far as the job needs them now; returns
+        the launcher and the workers. Raises :class:`_Rejected` when the API server
+        rejects a worker pod or the launcher Job as Invalid."""
         ctx = self.ctx
         workers: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
             return launcher, workers
-        # Deviation: the reference creates these three one after another.
-        await run_all(
-            ensure_service(ctx, owner, job),
-            ensure_config_map(ctx, owner, job),
-            ensure_ssh_secret(ctx, owner, job),
-        )
         try:
             if not is_suspended(job):
                 if ctx.options.gang is not None:
@@ -195,7 +231,11 @@ class MPIJobSyncer(Syncer[SyncContext]):
                 workers = await ensure_workers(ctx, owner, job)
             at_startup = job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
             # A RestartFailed restart's mpirun needs every host: it waits for them all.
-            at_startup = at_startup and not replaces_failed_only(job)
+            # Not under gang scheduling: the group's quorum counts the launcher (workers
+            # + 1 by default), so held back it would keep the replacements unplaced for
+            # good; it is made as at the job's start, placed with them.
+            held = replaces_failed_only(job) and ctx.options.gang is None
+            at_startup = at_startup and not held
             if launcher is None and (at_startup or count_ready(workers) == len(workers)):
                 launcher = await create_launcher(ctx, owner, job)
         except ApiError as err:

@@ -24,6 +24,7 @@ from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.v2beta1 import (
     REPLICA_INDEX_LABEL,
     CleanPodPolicy,
+    ConditionType,
     MPIJob,
     ReplicaType,
     TTLPolicy,
@@ -33,6 +34,7 @@ from mpi_operator.builders.kubeflow.worker import new_worker
 from mpi_operator.client import JOBS, MPIJOBS, PODS, Resource, is_controlled_by, is_not_found
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.objects import (
+    get_condition,
     is_job_finished,
     is_job_suspended,
     is_terminating,
@@ -59,7 +61,7 @@ from mpi_operator.controller.kubeflow.context import (
     with_restart_attempt,
     worker_selector,
 )
-from mpi_operator.controller.kubeflow.policy import replaces_failed_only, restarting
+from mpi_operator.controller.kubeflow.policy import failed_pod, replaces_failed_only, restarting
 
 #: What cleanPodPolicy Running deletes: pods that have not finished (Pending, Running).
 UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown"
@@ -96,6 +98,16 @@ async def _create_missing(
     # Nothing of a new worker but its name and phase is read before the cache has it.
     created = await create_pods(ctx, owner, pods, NO_KIND, failed, answer=False)
     return {by_name[name]: pod for name, pod in created.items()}
+
+
+def cached_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Obj]:
+    """The workers as the cache shows them, one per replica, without a write: a
+    missing one (or one not ours) counts as a pod that has not started."""
+    spec = job.replica_spec(ReplicaType.WORKER)
+    replicas = (spec.replicas or 0) if spec is not None else 0
+    ours = {name_of(p): p for p in worker_pods(ctx, job) if owner.controls(p)}
+    names = worker_names(job.name, replicas)
+    return [ours.get(name) or _not_started(job, i) for i, name in enumerate(names)]
 
 
 async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Obj]:
@@ -207,12 +219,35 @@ def _stale(job: MPIJob, pod: Obj, attempt: int, failed_only: bool) -> bool:
     return not failed_only or pod_phase(pod) in ("Failed", "Succeeded")
 
 
+def _decided_at(job: MPIJob) -> float | None:
+    """When the restart under way was decided: its Restarting condition's last update
+    (a restart decided again while one is under way moves it)."""
+    condition = get_condition(job.status, ConditionType.RESTARTING) if job.status else None
+    if condition is None:
+        return None
+    return parse_time(condition.last_update_time or condition.last_transition_time)
+
+
+def _failed_since(pod: Obj, decided: float | None) -> bool:
+    """A worker that failed after the restart was decided: a new failure, not one the
+    restart replaces. A failure of unknown time, or of the decision's own second
+    (stamps have second precision), counts as one the restart replaces."""
+    if decided is None or pod_phase(pod) != "Failed":
+        return False
+    failure = failed_pod(pod)
+    ended = parse_time(failure.finished_at) if failure is not None else None
+    return ended is not None and ended > decided
+
+
 @dataclass(frozen=True, slots=True)
 class Stale:
-    """What is left of the earlier attempts' children a restart replaces."""
+    """What is left of the earlier attempts' children a restart replaces, and
+    (``failures``) the workers a RestartFailed restart kept that failed since it was
+    decided: those are judged by the failure policy, not cleared."""
 
     workers: bool = False
     launcher: bool = False
+    failures: tuple[Obj, ...] = ()
 
     def __bool__(self) -> bool:
         return self.workers or self.launcher
@@ -233,6 +268,13 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> Stale:
     # A pod whose delete an earlier sync sent is not sent again while the cache has yet
     # to show it (a sync for another child's event can come first: a 404 each time).
     sent = ctx.state.deletions.pending(key, ctx.clock.monotonic())
+    failures: list[Obj] = []
+    if failed_only:
+        # A healthy worker the restart kept that failed since: the policy's to judge.
+        decided = _decided_at(job)
+        failures = [p for p in stale if _failed_since(p, decided)]
+        stale = [p for p in stale if not _failed_since(p, decided)]
+        failures = [p for p in failures if not is_terminating(p) and uid_of(p) not in sent]
     live = [p for p in stale if not is_terminating(p) and uid_of(p) not in sent]
     now = live[: deletes_now(ctx, key, len(live))]  # the rest are the next sync's
     launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
@@ -248,7 +290,7 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> Stale:
     await _delete_expected(ctx, job, [(name_of(p), uid_of(p)) for p in now], *also)
     if len(live) > len(now):
         ctx.requeue(key)
-    return Stale(workers=bool(stale), launcher=stale_launcher)
+    return Stale(workers=bool(stale), launcher=stale_launcher, failures=tuple(failures))
 
 
 async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[str, str]]) -> None:
@@ -257,8 +299,14 @@ async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[s
     pods whose delete was sent are kept (deletion expectations of the job state)
     so that a sync before the cache shows the deletes does not judge, report and delete
     them again; a delete that failed keeps its pod in judgement for the retry."""
-    if pods:
-        await _delete_expected(ctx, job, pods)
+    if not pods:
+        return
+    key = f"{job.namespace}/{job.name}"
+    now = pods[: deletes_now(ctx, key, len(pods))]  # capped as every delete path is
+    await _delete_expected(ctx, job, now)
+    if len(pods) > len(now):
+        # The rest are judged again by the next sync, once these deletes are expected.
+        ctx.requeue(key)
 
 
 async def _delete_expected(
