@@ -34,7 +34,6 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticKnownError
 
 #: A Kubernetes object in wire (JSON) form, as the API server and the caches hold it.
 Obj = dict[str, Any]
@@ -61,22 +60,23 @@ class _NotAMember:
         return "<not a member>"
 
 
-def _enum_error(handler: ValidatorFunctionWrapHandler) -> PydanticKnownError:
-    """The enum's own error ("input should be 'a', 'b' or 'c'"), found without giving the
-    enum the real value: its ``ValueError`` formats the value with ``repr``, which
-    recurses once per level and raises RecursionError for a value nested about 1,000
-    deep, escaping validation (the error is re-raised for the real input by pydantic)."""
+def _enum_error(value: Any, handler: ValidatorFunctionWrapHandler) -> ValidationError:
+    """The enum's own error ("input should be 'a', 'b' or 'c'") for ``value``, found
+    without giving the enum the value: its ``ValueError`` formats the value with
+    ``repr``, which recurses once per level and raises RecursionError for a value
+    nested about 1,000 deep, escaping validation."""
     try:
         handler(_NotAMember())
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        return PydanticKnownError(first["type"], first.get("ctx"))  # type: ignore[arg-type]
-    return PydanticKnownError("enum", {"expected": "a member"})  # not reached: no member
+        line = {"type": first["type"], "loc": (), "input": value, "ctx": first.get("ctx", {})}
+        return ValidationError.from_exception_data(exc.title, [line])  # type: ignore[list-item]
+    raise AssertionError("an enum took a value that is no member")
 
 
 def _lenient_enum(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
     if isinstance(value, dict | list):
-        raise _enum_error(handler)
+        raise _enum_error(value, handler)
     try:
         return handler(value)
     except ValidationError:
