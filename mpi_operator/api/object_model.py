@@ -53,7 +53,30 @@ def _strict(info: ValidationInfo) -> bool:
     return bool(info.context and info.context.get(STRICT))
 
 
+class _NotAMember:
+    """Stands in for an object or list given for an enumerated field (see below)."""
+
+    def __repr__(self) -> str:
+        return "<not a member>"
+
+
+def _enum_error(value: Any, handler: ValidatorFunctionWrapHandler) -> ValidationError:
+    """The enum's own error ("input should be 'a', 'b' or 'c'") for ``value``, found
+    without giving the enum the value: its ``ValueError`` formats the value with
+    ``repr``, which recurses once per level and raises RecursionError for a value
+    nested about 1,000 deep, escaping validation."""
+    try:
+        handler(_NotAMember())
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        line = {"type": first["type"], "loc": (), "input": value, "ctx": first.get("ctx", {})}
+        return ValidationError.from_exception_data(exc.title, [line])  # type: ignore[list-item]
+    raise AssertionError("an enum took a value that is no member")
+
+
 def _lenient_enum(value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+    if isinstance(value, dict | list):
+        raise _enum_error(value, handler)
     try:
         return handler(value)
     except ValidationError:
@@ -119,6 +142,40 @@ class ApiModel(BaseModel):
                 f"unknown field(s) {', '.join(unknown)} of {cls.__name__}; its fields: {fields}"
             )
         return data
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def copy_models(model: M) -> M:
+    """A copy of ``model`` and of every model in it, sharing its JSON values (free-form
+    fields such as pod templates, and unknown fields): what defaulting a copy needs, as
+    defaulting sets model fields only and never changes a JSON value. Unlike
+    ``model_copy(deep=True)``, whose ``copy.deepcopy`` recurses twice per level of a JSON
+    value and raises RecursionError at about 500 levels, this recursion follows the
+    schema's models alone, a few levels whatever the user's data. Models are found in
+    fields, and in the lists and dicts that fields hold (a list's items or a dict's values
+    are scanned, not walked into)."""
+    copied = model.model_copy()
+    for name in type(model).model_fields:
+        value = copied.__dict__.get(name)
+        held = _copy_held(value)
+        if held is not value:
+            copied.__dict__[name] = held
+    return copied
+
+
+def _copy_held(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return copy_models(value)
+    if isinstance(value, list) and any(isinstance(item, BaseModel) for item in value):
+        return [copy_models(item) if isinstance(item, BaseModel) else item for item in value]
+    if isinstance(value, dict) and any(isinstance(item, BaseModel) for item in value.values()):
+        return {
+            key: copy_models(item) if isinstance(item, BaseModel) else item
+            for key, item in value.items()
+        }
+    return value
 
 
 class ApiObject(ApiModel):

@@ -129,7 +129,8 @@ class Quantity:
             return parse_quantity(repr(value))
         if isinstance(value, str):
             return parse_quantity(value.strip())
-        raise QuantityError(f"quantity must be a string or a number, not {value!r}")
+        # Named by type: the repr of an object nested ~1,000 deep raises RecursionError.
+        raise QuantityError(f"quantity must be a string or a number, not {type(value).__name__}")
 
     # -- accessors --------------------------------------------------------
 

@@ -20,6 +20,7 @@ from mpi_operator.api.limits import (
     template_limit_errors,
     worker_cap_errors,
 )
+from mpi_operator.api.object_model import copy_models
 from mpi_operator.api.pod_template import template_errors
 from mpi_operator.api.t9k.defaults import set_defaults
 from mpi_operator.api.t9k.slots import gpu_slots
@@ -34,8 +35,10 @@ WORKER_REPLICAS_PATH = "spec.worker.replicas"
 
 def validate(job: MPIJob) -> list[FieldError]:
     """All field errors of the T9k MPIJob once defaulted (a copy is defaulted; ``job`` is
-    left as it is); empty when it is valid."""
-    return validate_defaulted(set_defaults(job.model_copy(deep=True)))
+    left as it is); empty when it is valid. The copy shares the JSON values, which
+    defaulting leaves alone: a deep copy of one nested about 500 levels deep (the
+    template, metadata, an unknown field) raises RecursionError."""
+    return validate_defaulted(set_defaults(copy_models(job)))
 
 
 def validate_defaulted(job: MPIJob) -> list[FieldError]:
@@ -167,11 +170,25 @@ def parse(obj: dict[str, Any]) -> MPIJob:
     try:
         return MPIJob.model_validate(obj)
     except ValidationError as exc:
-        errors: list[FieldError] = []
+        # A str|bool union (cleanUpWorkers) reports one error per member: one error
+        # names the field, with what each member expected ("a valid string or ...").
+        found: dict[str, tuple[Any, list[str]]] = {}
         for err in exc.errors(include_url=False):
             loc = err["loc"]
-            # A str|bool union reports one error per member; name the field once.
             if loc and loc[-1] in ("str", "bool"):
                 loc = loc[:-1]
-            errors.append(invalid(_pydantic_path(loc), err.get("input"), err["msg"].lower()))
+            entry = found.setdefault(_pydantic_path(loc), (err.get("input"), []))
+            entry[1].append(err["msg"].lower())
+        errors = [
+            invalid(path, value, _either(messages)) for path, (value, messages) in found.items()
+        ]
         raise InvalidObjectError(errors) from None
+
+
+def _either(messages: list[str]) -> str:
+    """``input should be a valid string or a valid boolean`` from a union's messages."""
+    first, *rest = list(dict.fromkeys(messages))
+    prefix = "input should be "
+    if first.startswith(prefix):
+        rest = [m.removeprefix(prefix) for m in rest]
+    return " or ".join([first, *rest])

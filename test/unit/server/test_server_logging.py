@@ -69,7 +69,9 @@ def test_secrets_are_redacted() -> None:
     record = json.loads(_lines(out)[0])
     assert record["token"] == record["bearer_token"] == record["client_key_data"] == REDACTED
     assert record["password"] == REDACTED
-    assert record["secret"] == "job-ssh"  # a Secret's name is not secret material
+    # A string under "secret" is taken for the secret itself (a Secret's name is
+    # logged as secretName, which stays; see test_secret_named_keys_are_redacted).
+    assert record["secret"] == REDACTED
     assert "abc" not in out.getvalue()
 
 
@@ -200,10 +202,94 @@ def test_secret_text_is_scrubbed_everywhere(text: str, gone: str) -> None:
     assert REDACTED in str(record["detail"])
 
 
+# user:password, admin:s3cr3t! and u:pw in base64 without their "=" padding.
+_UNPADDED = ("dXNlcjpwYXNzd29yZA", "YWRtaW46czNjcjN0IQ", "dTpwdw")
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        (f"Authorization: Basic {_UNPADDED[0]}", _UNPADDED[0]),
+        (f"headers {{'Authorization': 'basic {_UNPADDED[1]}'}}", _UNPADDED[1]),
+        (f"sent BASIC {_UNPADDED[2]}, got 401", _UNPADDED[2]),
+    ],
+    ids=["header", "repr", "short"],
+)
+def test_unpadded_basic_credentials_are_scrubbed(text: str, gone: str) -> None:
+    record, raw = _record(detail=text)
+    assert gone not in raw
+    assert "asic [REDACTED]" in str(record["detail"]) or "ASIC [REDACTED]" in raw
+
+
+@pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [
+        ("GET https://user:pass@host/ failed", "GET https://[REDACTED]@host/ failed"),
+        ("postgres://admin:hunter2@db:5432/jobs", "postgres://[REDACTED]@db:5432/jobs"),
+        (
+            "proxy http://u:p%40ss:w@proxy:3128 refused",
+            "proxy http://[REDACTED]@proxy:3128 refused",
+        ),
+        (
+            "url='https://:tok3n@registry.example/v2'",
+            "url='https://[REDACTED]@registry.example/v2'",
+        ),
+    ],
+    ids=["https", "postgres", "encoded", "no-user"],
+)
+def test_url_passwords_are_scrubbed(text: str, scrubbed: str) -> None:
+    record, _ = _record(detail=text, nested={"list": [text]})
+    assert record["detail"] == scrubbed
+    assert record["nested"] == {"list": [scrubbed]}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "secret",
+        "Secret",
+        "client-secret",
+        "client_secret",
+        "clientSecret",
+        "api_key",
+        "apiKey",
+        "x-api-key",
+        "X-API-Key",
+        "cookie",
+        "Cookie",
+        "set-cookie",
+        "Set-Cookie",
+        "proxy-authorization",
+        "access_token",
+        "refresh_token",
+    ],
+)
+def test_secret_named_keys_are_redacted(key: str) -> None:
+    record, raw = _record(headers={key: "s3cr3t-v4lue"}, nested=[{key: ["s3cr3t-v4lue"]}])
+    assert "s3cr3t-v4lue" not in raw
+    assert record["headers"] == {key: REDACTED}
+
+
+def test_keys_naming_a_secret_are_left_alone() -> None:
+    """A Secret's name and references hold no secret material; an object under a
+    "secret" key (a pod's secret volume) is walked, not dropped."""
+    volume = {"name": "ssh", "secret": {"secretName": "pi-ssh", "defaultMode": 384}}
+    fields = {
+        "secretName": "pi-ssh",
+        "secret_ref": {"name": "creds"},
+        "imagePullSecrets": [{"name": "registry"}],
+        "volumes": [volume],
+        "secret": None,
+    }
+    record, _ = _record(**fields)
+    assert {k: record[k] for k in fields} == fields
+
+
 def test_ordinary_text_is_left_alone() -> None:
     text = (
         "public key ssh-ed25519 AAAAC3Nza; the bearer of bad news; -----; basic "
-        "information; Basic auth; eyJob name.eyJ"
+        "information; Basic auth; Basic abc; eyJob name.eyJ; ssh://git@github.com/x; "
+        "https://host/p?at=a:b@c; mailto:ops@example.com; host:port@v2"
     )
     record, _ = _record(detail=text, event_count=3, ratio=0.5, flag=True, nothing=None)
     assert record["detail"] == text
