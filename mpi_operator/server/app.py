@@ -94,6 +94,7 @@ class Operator:
         self.fence = LeadershipFence(
             opts.renew_deadline,
             exempt=(LEASES.path(opts.lock_namespace), LEASES.path(opts.lock_namespace, LOCK_NAME)),
+            margin=opts.lease_duration - opts.renew_deadline,
         )
         self._stopping = asyncio.Event()
         self._fatal = asyncio.Event()
