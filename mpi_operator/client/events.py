@@ -13,6 +13,13 @@ Like client-go, an error answered by the API server gives up on that event at
 once (so does a write the leadership fence refuses), while a network error is
 retried up to 12 times, 10 s apart (the first sleep randomised so that
 recorders do not retry in lockstep).
+
+Events are recorded as the reference operator's controller records them: source
+component (and ``reportingComponent``, as client-go sets it from the source)
+``mpi-job-controller``. The reference's ``mpi-operator`` recorder only reports
+leader election; MPIJob events came from the controller's own. Keeping the string
+means that an operator replaced in place keeps a job's events under one source, and
+``--field-selector source=mpi-job-controller`` (or an alert on it) keeps matching.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ MAX_MESSAGE_LENGTH = 1024
 QUEUE_SIZE = 1000
 MAX_TRIES = 12
 RETRY_SLEEP = 10.0
+#: The reference's controllerAgentName: the source of every MPIJob event (both kinds).
+COMPONENT = "mpi-job-controller"
 
 
 class EventSink(Protocol):
@@ -105,7 +114,7 @@ class EventRecorder:
         self,
         sink: EventSink | KubeClient,
         *,
-        component: str = "mpi-operator",
+        component: str = COMPONENT,
         host: str = "",
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,

@@ -54,7 +54,7 @@ from mpi_operator.client.clock import Clock, RealClock
 from mpi_operator.client.credentials import Credentials
 from mpi_operator.client.errors import ApiError
 from mpi_operator.client.fair_slots import FairSlots
-from mpi_operator.client.fence import LeadershipFence
+from mpi_operator.client.fence import LeadershipFence, fenced_timeout
 from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
 from mpi_operator.client.lean_imports import ApiClient, Configuration
 from mpi_operator.client.ratelimit import DISPATCH_TICK
@@ -273,9 +273,7 @@ class ApiTransport:
                 # Last, so that a write that waited for the throttle or a slot is judged
                 # when it leaves.
                 await self.fence.admit(method, path)
-                left = self.fence.fresh_for(method, path)
-                if left is not None:
-                    client_timeout = _connect_within(client_timeout, left)
+                client_timeout = fenced_timeout(client_timeout, self.fence, method, path)
             resp: aiohttp.ClientResponse = await session.request(
                 method,
                 url,
@@ -376,15 +374,3 @@ def _env_proxy(host: str) -> str | None:
     if not parsed.hostname or urllib.request.proxy_bypass(parsed.hostname):
         return None
     return urllib.request.getproxies().get(parsed.scheme or "https")
-
-
-def _connect_within(timeout: aiohttp.ClientTimeout, seconds: float) -> aiohttp.ClientTimeout:
-    """``timeout`` with getting a connection (TCP and TLS) bounded by ``seconds``."""
-    seconds = max(seconds, 0.001)  # aiohttp takes 0 for no limit at all
-    return aiohttp.ClientTimeout(
-        total=timeout.total,
-        connect=min(timeout.connect or seconds, seconds),
-        sock_read=timeout.sock_read,
-        sock_connect=timeout.sock_connect,
-        ceil_threshold=timeout.ceil_threshold,
-    )

@@ -233,6 +233,11 @@ class QueueController:
         all follow the API server."""
         return self.factory.health_failures()
 
+    def worker_failures(self) -> list[str]:
+        """The sync workers whose task ended while the controller runs (it has fewer
+        workers than it should, for good); empty while all take keys."""
+        return self.runner.health_failures()
+
     async def wait_for_informer_failure(self) -> str:
         """Returns, with what died and why, once one of the informers has died."""
         return await self.factory.wait_for_failure()

@@ -17,6 +17,14 @@ While the API server cannot be reached, a key's backoff stops growing at
 :data:`UNAVAILABLE_RETRY_CAP` (and at its own cap for a
 :class:`~mpi_operator.client.errors.RetrySoonError`), so every job catches up soon
 after the server (or the missing CRD) is back, even if no informer event arrives.
+
+The workers are supervised. An exception that escapes a key's bookkeeping (the
+queue's or the failure record's, outside the sync's own ``try``) would otherwise end
+its worker task silently, one worker fewer for good while ``/healthz`` stays green.
+It is logged with the MPIJob key, the key is requeued with backoff and marked done
+(as after a failed sync), and the worker takes the next key. A worker that cannot go
+on at all (its task ended: the queue itself failed) is reported by
+:meth:`SyncRunner.health_failures`, which fails ``/healthz``.
 """
 
 from __future__ import annotations
@@ -69,6 +77,7 @@ class SyncRunner:
         self._duration = duration
         self.failures = failures
         self._workers: list[asyncio.Task[None]] = []
+        self._stopping = False
         self._finishes: set[asyncio.Task[None]] = set()
         # At most one finish per worker in flight: a worker whose last finish is still
         # running waits for it before taking another key's.
@@ -92,10 +101,31 @@ class SyncRunner:
         while await self.process_next_work_item():
             pass
 
+    def health_failures(self) -> list[str]:
+        """The workers that ended while the runner was not stopping (why, if known);
+        empty while every worker takes keys."""
+        failures = []
+        for task in self._workers:
+            if not task.done() or self._stopping:
+                continue
+            err = None if task.cancelled() else task.exception()
+            failures.append(
+                f"{task.get_name()} ended: {err!r}" if err else f"{task.get_name()} ended"
+            )
+        return failures
+
     async def process_next_work_item(self) -> bool:
         key, shutdown = await self.queue.get()
         if shutdown or key is None:
             return False
+        try:
+            await self._process(key)
+        except Exception:
+            # Not expected (_done marks the key done on every path): the worker goes on.
+            self._requeue_after_crash(key)
+        return True
+
+    async def _process(self, key: str) -> None:
         started = time.perf_counter()
         error: Exception | None = None
         finish: Finish | None = None
@@ -117,7 +147,6 @@ class SyncRunner:
             await slot.wait()
         else:
             self._done(key, started, error)
-        return True
 
     async def _run_finish(
         self, key: str, started: float, finish: Finish, slot: asyncio.Event
@@ -132,7 +161,10 @@ class SyncRunner:
             error = err
         finally:
             slot.set()
-        self._done(key, started, error)
+        try:
+            self._done(key, started, error)
+        except Exception:
+            self._requeue_after_crash(key)
 
     @contextlib.contextmanager
     def _done_if_cancelled(self, key: str, *, finishing: bool = False) -> Iterator[None]:
@@ -153,23 +185,39 @@ class SyncRunner:
 
     def _done(self, key: str, started: float, error: Exception | None) -> None:
         """Forgets the key's backoff after a success, or requeues it with backoff after
-        a failure; the key is done either way."""
-        result = "success"
+        a failure; the key is done either way, exactly once. Bookkeeping that fails
+        counts as a failed sync: logged with the key, which is requeued with backoff."""
+        result = "success" if error is None else "error"
         try:
             if error is None:
                 self.queue.forget(key)
                 if self.failures is not None:
                     self.failures.clear(key)
             else:
-                result = "error"
                 self._report_failure(key, error)
-        finally:
+        except Exception:
+            result = "error"
+            self._requeue_after_crash(key)
+        try:
             self.queue.done(key)
-            elapsed = time.perf_counter() - started
-            self._duration.labels(result).observe(elapsed)
+        except Exception:
+            log.exception("could not mark the key done", controller=self.name, mpijob=key)
+        elapsed = time.perf_counter() - started
+        self._duration.labels(result).observe(elapsed)
         log.debug(
             "synced", controller=self.name, mpijob=key, seconds=round(elapsed, 4), result=result
         )
+
+    def _requeue_after_crash(self, key: str) -> None:
+        """Something failed outside the key's sync: logged with the key, which is
+        requeued with backoff, so that neither the worker nor the key is lost."""
+        log.exception(
+            "sync worker failed outside the sync; key requeued", controller=self.name, mpijob=key
+        )
+        try:
+            self.queue.add_rate_limited(key)
+        except Exception:
+            log.exception("could not requeue the key", controller=self.name, mpijob=key)
 
     def _report_failure(self, key: str, err: Exception) -> None:
         self._requeue_failed(key, err)
@@ -205,6 +253,7 @@ class SyncRunner:
         cancels the rest. The workers end first, so no finish begins after the finishes
         are counted: each one is awaited, and one cut off by the deadline is cancelled
         and logged, never left running past stop()."""
+        self._stopping = True
         self.queue.shut_down()
         if not self._workers:
             return

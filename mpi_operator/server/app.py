@@ -42,6 +42,7 @@ from mpi_operator.server.http import (
     HealthCheck,
     HttpServer,
     InformersCheck,
+    SyncWorkersCheck,
     healthz_app,
     metrics_app,
 )
@@ -82,6 +83,8 @@ class Controller(Protocol):
 
     def informer_failures(self) -> list[str]: ...
 
+    def worker_failures(self) -> list[str]: ...
+
     async def wait_for_informer_failure(self) -> str: ...
 
 
@@ -94,6 +97,7 @@ class Operator:
         self.fence = LeadershipFence(
             opts.renew_deadline,
             exempt=(LEASES.path(opts.lock_namespace), LEASES.path(opts.lock_namespace, LOCK_NAME)),
+            margin=opts.lease_duration - opts.renew_deadline,
         )
         self._stopping = asyncio.Event()
         self._fatal = asyncio.Event()
@@ -210,7 +214,11 @@ class Operator:
             log.exception("controller set-up failed")
             log.error(f"error setting up the controller: {err}")
             return EXIT_FAILURE
-        checks: list[HealthCheck] = [self.healthz, InformersCheck(self.informer_failures)]
+        checks: list[HealthCheck] = [
+            self.healthz,
+            InformersCheck(self.informer_failures),
+            SyncWorkersCheck(self.worker_failures),
+        ]
         healthz = HttpServer("healthz", healthz_app(checks), *opts.health_listen)
         try:
             await healthz.start()
@@ -307,6 +315,9 @@ class Operator:
 
     def informer_failures(self) -> list[str]:
         return [f for c in self.controllers for f in c.informer_failures()]
+
+    def worker_failures(self) -> list[str]:
+        return [f for c in self.controllers for f in c.worker_failures()]
 
     async def _first_informer_failure(self) -> str:
         waits = [asyncio.ensure_future(c.wait_for_informer_failure()) for c in self.controllers]

@@ -3,8 +3,9 @@
 ``/healthz`` answers 200 ``ok`` while every registered check passes and 500
 with one ``[-]name failed`` line per failing check otherwise, like the
 Kubernetes healthz handlers; ``/healthz/<name>`` runs one check. The
-operator's checks: ``leaderElection`` and ``informers`` (one has died, or has
-been unable to list for over a minute). ``/metrics`` exposes a Prometheus
+operator's checks: ``leaderElection``, ``informers`` (one has died, or has
+been unable to list for over a minute) and ``syncWorkers`` (a sync worker's task
+ended: the controller has fewer workers than it should, for good). ``/metrics`` exposes a Prometheus
 registry (the default one unless told otherwise) in the format the scraper asks
 for.
 """
@@ -49,6 +50,12 @@ class InformersCheck:
 
     def check(self) -> str | None:
         return "; ".join(self._failures()) or None
+
+
+class SyncWorkersCheck(InformersCheck):
+    """Fails once a sync worker has ended while the controller runs."""
+
+    name = "syncWorkers"
 
 
 def _run_checks(checks: Sequence[HealthCheck]) -> tuple[bool, list[str]]:

@@ -5,6 +5,8 @@ opens with the two commands."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import re
 import subprocess
@@ -79,3 +81,105 @@ def test_the_readme_links_into_the_docs() -> None:
     assert links
     for link in links:
         assert (ROOT / link).exists(), link
+
+
+# -- every event reason the code emits is in troubleshooting's table ---------------
+#
+# Reasons are found in the source, where an event is made: ``Event(type, REASON, ...)``,
+# ``recorder.event(obj, type, REASON, ...)``, ``warn(ctx, owner, REASON, ...)`` and the
+# status's ``_fail(job, update, REASON, ...)``; a create's ``failed=(REASON, message)``
+# (or such a pair bound to a name ending in ``failed``); and every module constant whose
+# name ends in ``REASON``. A reason given as a literal or a module constant is resolved;
+# any other (a variable) must be one of DYNAMIC_REASON_SITES, whose reasons come from
+# constants found above, or from the API server.
+
+PACKAGE = ROOT / "mpi_operator"
+TROUBLESHOOTING = DOCS / "operations" / "troubleshooting.md"
+#: Where the reason argument is, by the called name.
+REASON_ARGUMENT = {"Event": 1, "event": 2, "warn": 2, "_fail": 2}
+#: Event sites whose reason is a variable: where it comes from.
+DYNAMIC_REASON_SITES = {
+    # The launcher Job's Failed condition's reason (the API server's), else MPIJobFailed.
+    "mpi_operator.controller.kubeflow.conditions:_launcher_status",
+    # _fail's callers pass constants (found at their calls).
+    "mpi_operator.controller.kubeflow.status:_fail",
+    # A failure policy's Decision: one of policy.py's *_REASON constants.
+    "mpi_operator.controller.kubeflow.status:mark",
+    # The launcher builder's warnings: builders' *_REASON constants.
+    "mpi_operator.controller.kubeflow.children:_report_warnings",
+    # owner.warn and create_or_adopt's ``failed``: constants at their callers.
+    "mpi_operator.controller.core.owner:warn",
+    "mpi_operator.controller.core.owner:_create",
+    "mpi_operator.controller.core.writes:write_status",
+}
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _reasons_in(path: Path) -> tuple[set[str], set[str]]:
+    """The reasons ``path`` emits, and the sites whose reason is a variable."""
+    module_name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    module = importlib.import_module(module_name)
+    tree = ast.parse(path.read_text())
+    reasons: set[str] = set()
+    dynamic: set[str] = set()
+
+    def resolve(node: ast.expr, site: str) -> None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            reasons.add(node.value)
+        elif isinstance(node, ast.Name) and isinstance(getattr(module, node.id, None), str):
+            reasons.add(getattr(module, node.id))
+        else:
+            dynamic.add(f"{module_name}:{site}")
+
+    def pair(node: ast.expr | None, site: str) -> None:
+        if isinstance(node, ast.Tuple) and len(node.elts) == 2:
+            resolve(node.elts[0], site)
+
+    def visit(node: ast.AST, site: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = site
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner = child.name
+            if isinstance(child, ast.Call):
+                index = REASON_ARGUMENT.get(_called_name(child))
+                if index is not None and len(child.args) > index:
+                    resolve(child.args[index], inner)
+                for keyword in child.keywords:
+                    if keyword.arg == "failed":
+                        pair(keyword.value, inner)
+            if isinstance(child, ast.Assign):
+                for target in child.targets:
+                    name = getattr(target, "id", "")
+                    if name.lower().endswith("failed"):
+                        pair(child.value, inner)
+                    if name.endswith("REASON"):
+                        resolve(child.value, inner)
+            visit(child, inner)
+
+    visit(tree, "<module>")
+    return reasons, dynamic
+
+
+def _emitted_reasons() -> tuple[set[str], set[str]]:
+    reasons: set[str] = set()
+    dynamic: set[str] = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "sdk" in path.relative_to(PACKAGE).parts:
+            continue  # the SDK emits no events
+        found, sites = _reasons_in(path)
+        reasons |= found
+        dynamic |= sites
+    return reasons, dynamic
+
+
+def test_every_event_reason_the_code_emits_is_in_troubleshooting() -> None:
+    reasons, dynamic = _emitted_reasons()
+    assert dynamic <= DYNAMIC_REASON_SITES, "say where these sites' reasons come from"
+    assert {"MPIJobCreated", "SyncFailed", "ValidationError"} <= reasons  # the scan works
+    table = set(re.findall(r"^\| `([^|]*)`", TROUBLESHOOTING.read_text(), re.MULTILINE))
+    documented = {r.strip() for row in table for r in row.replace("`", "").split(",")}
+    assert sorted(reasons - documented) == []

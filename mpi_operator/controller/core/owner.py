@@ -34,6 +34,7 @@ from mpi_operator.client import (
     Lister,
     Resource,
     is_already_exists,
+    is_conflict,
     is_controlled_by,
     is_not_found,
 )
@@ -226,12 +227,24 @@ async def delete(
     namespace: str,
     name: str,
     propagation: str | None = None,
+    *,
+    uid: str | None = None,
 ) -> None:
-    """Deletes the object; one that is gone already is no error."""
+    """Deletes the object; one that is gone already is no error.
+
+    ``uid``: the object's uid, when the caller knows which object it means. The delete
+    then carries it as a precondition, so that it can only take that object, never
+    another of the same name: a delete sent late (by a deposed leader, or after the
+    object was deleted and made anew) would otherwise remove its successor. A 409 for
+    the failed precondition means that object is gone too (the name is another's now),
+    so it is no error either."""
+    preconditions = {"uid": uid} if uid else None
     try:
-        await ctx.client.delete(resource, namespace, name, propagation_policy=propagation)
+        await ctx.client.delete(
+            resource, namespace, name, propagation_policy=propagation, preconditions=preconditions
+        )
     except ApiError as err:
-        if not is_not_found(err):
+        if not (is_not_found(err) or (preconditions is not None and is_conflict(err))):
             raise
 
 

@@ -6,7 +6,7 @@ Pod deletion one request per pod, at most :data:`MAX_DELETES_PER_SYNC` in one sy
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -68,15 +68,22 @@ def deletes_now(ctx: CoreContext, key: str, count: int) -> int:
 
 
 async def delete_pods(
-    ctx: CoreContext, key: str, namespace: str, names: Sequence[str]
+    ctx: CoreContext,
+    key: str,
+    namespace: str,
+    names: Sequence[str],
+    *,
+    uids: Mapping[str, str] | None = None,
 ) -> Sequence[str]:
     """Deletes the first of the pods ``names`` (:func:`deletes_now`) all at once, as the
     Job controller does; returns those. When pods are left, the MPIJob ``key`` is
     requeued for them (behind the jobs waiting for a turn) once these deletes
     succeeded; the callers pass no pod that is already terminating, so the next sync
-    goes on with the rest."""
+    goes on with the rest. ``uids``: the pods' uids by name, as the cache shows them;
+    a pod's delete then takes only that pod (see :func:`.owner.delete`)."""
     now = names[: deletes_now(ctx, key, len(names))]
-    await run_all(*(delete(ctx, PODS, namespace, name) for name in now))
+    known = uids or {}
+    await run_all(*(delete(ctx, PODS, namespace, name, uid=known.get(name)) for name in now))
     if len(names) > len(now):
         # Deviation: the Job controller waits for the pods' delete events to sync again.
         ctx.requeue(key)
@@ -320,7 +327,8 @@ async def delete_pod_collection(
         # none is in flight any more (the owner's syncs never overlap, so no create is).
         ctx.state.creations.clear(owner.key)
     else:
-        names = await delete_pods(ctx, owner.key, collection.namespace, names)
+        uids = {name_of(pod): uid_of(pod) for pod in cached}
+        names = await delete_pods(ctx, owner.key, collection.namespace, names, uids=uids)
     # Kept for the deletes one by one too: a pod deleted here that turns Failed while
     # it terminates is not a failure for the failure policy to judge.
     doomed = set(names)

@@ -50,7 +50,7 @@ from mpi_operator.client.kubeapi import (
     ApiError,
 )
 from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, raise_if_not_served
-from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended
+from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended, uid_of
 from mpi_operator.controller.core.owner import (
     Owner,
     create_or_adopt,
@@ -193,7 +193,7 @@ async def delete_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
     if current is None:
         return
     ensure_controlled(ctx, owner, current, "PodGroup")
-    await delete(ctx, _pod_group_resource(ctx), job.namespace, job.name)
+    await delete(ctx, _pod_group_resource(ctx), job.namespace, job.name, uid=uid_of(current))
 
 
 # ------------------------ launcher ------------------------

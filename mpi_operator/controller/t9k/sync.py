@@ -42,6 +42,7 @@ from mpi_operator.controller.core.objects import (
     format_time,
     is_terminating,
     pod_phase,
+    uid_of,
 )
 from mpi_operator.controller.core.owner import Owner, run_all
 from mpi_operator.controller.core.pods import delete_pods
@@ -184,7 +185,8 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         key = f"{job.namespace}/{job.name}"
         # A terminating pod is not deleted again (500 deletes at most go in one sync).
         going = [name for name in surplus if not is_terminating(pods[name])]
-        await delete_pods(self.ctx, key, job.namespace, [*stale, *going])
+        uids = {name: uid_of(pods[name]) for name in [*stale, *going]}
+        await delete_pods(self.ctx, key, job.namespace, [*stale, *going], uids=uids)
         for name in surplus:
             del pods[name]
         deleted_at = format_time(self.ctx.clock.now())
@@ -210,8 +212,13 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             or pod_phase(launcher) != "Pending"
         ):
             return
+        name = launcher_name(job)
         await delete_pods(
-            self.ctx, f"{job.namespace}/{job.name}", job.namespace, [launcher_name(job)]
+            self.ctx,
+            f"{job.namespace}/{job.name}",
+            job.namespace,
+            [name],
+            uids={name: uid_of(launcher)},
         )
 
     async def _clean_up_workers(self, owner: Owner, job: MPIJob, pods: dict[str, Obj]) -> None:

@@ -39,7 +39,7 @@ async def test_repeated_event_is_created_then_patched_to_count_two(
 
         await eventually(settled, what="one Failed event with count 2 and one Created event")
         _, failed = await events()
-        assert failed["source"]["component"] == "mpi-operator"
+        assert failed["source"]["component"] == "mpi-job-controller"
         assert failed["involvedObject"]["uid"] == target["metadata"]["uid"]
         assert failed["involvedObject"]["kind"] == "ConfigMap"
         assert failed["lastTimestamp"] >= failed["firstTimestamp"]

@@ -89,7 +89,8 @@ async def test_first_event_is_created_with_reference_source_and_count_one() -> N
         "uid": "u-1",
         "resourceVersion": "7",
     }
-    assert ev["source"] == {"component": "mpi-operator"}
+    assert ev["source"] == {"component": "mpi-job-controller"}
+    assert ev["reportingComponent"] == "mpi-job-controller"
     assert ev["count"] == 1
     assert ev["type"] == NORMAL
     await rec.stop()

@@ -352,6 +352,20 @@ def t9k_world(
     return world.add(*objects)
 
 
+def own_recorder(kind: str) -> EventRecorder:
+    """The recorder a controller of ``kind`` ("kubeflow" or "t9k") builds for itself when
+    none is passed in (the process passes the Kubeflow one's to the T9k controller)."""
+    cls = MPIJobController if kind == "kubeflow" else T9kMPIJobController
+    controller = cls(
+        RecordingClient(),  # type: ignore[arg-type]
+        ControllerOptions(),
+        clock=FakeClock(),
+        registry=CollectorRegistry(),
+    )
+    recorder: EventRecorder = controller.recorder
+    return recorder
+
+
 def pod_names(world: SyncWorld, verb: str = "create") -> list[str]:
     return [a.name for a in world.recorded(verb, "pods")]
 
