@@ -126,7 +126,8 @@ async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Ob
             and owner.controls(pod)
             and not is_terminating(pod)
         ]
-        await delete_pods(ctx, owner.key, job.namespace, surplus)
+        uids = {name_of(p): uid_of(p) for p in pods}
+        await delete_pods(ctx, owner.key, job.namespace, surplus, uids=uids)
     in_flight = ctx.in_flight(owner.key, (p["metadata"]["name"] for p in pods))
     # One set lookup per worker instead of reading each pod's owner references.
     controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
@@ -156,6 +157,7 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
         return
     keep_finished = job.spec.run_policy.clean_pod_policy == CleanPodPolicy.RUNNING
     doomed: list[str] = []
+    uids: dict[str, str] = {}
     foreign: str | None = None
     for name in worker_names(job.name, spec.replicas or 0):
         pod = ctx.listers.pods.get(job.namespace, name)
@@ -169,6 +171,7 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
         if is_terminating(pod):
             continue  # Deviation: the reference deletes a terminating pod again on every sync.
         doomed.append(name)
+        uids[name] = uid_of(pod)
     if foreign is None:
         selected = PodCollection(
             job.namespace, worker_selector(job.name), UNFINISHED_PODS if keep_finished else None
@@ -178,7 +181,7 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
         return
     # Deviation: the reference deletes one pod at a time and stops at the first pod
     # it does not own; we delete all of ours at once, then report that pod.
-    await delete_pods(ctx, owner.key, job.namespace, doomed)
+    await delete_pods(ctx, owner.key, job.namespace, doomed, uids=uids)
     raise resource_exists(ctx, owner, foreign, NO_KIND)
 
 
@@ -286,7 +289,8 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> Stale:
     also: list[Awaitable[None]] = []
     if launcher is not None and stale_launcher and not is_terminating(launcher):
         # Foreground: the Job stays, and a new one waits, until its pods are gone.
-        also.append(delete(ctx, JOBS, job.namespace, launcher_name(job), "Foreground"))
+        name = launcher_name(job)
+        also.append(delete(ctx, JOBS, job.namespace, name, "Foreground", uid=uid_of(launcher)))
     await _delete_expected(ctx, job, [(name_of(p), uid_of(p)) for p in now], *also)
     if len(live) > len(now):
         ctx.requeue(key)
@@ -316,7 +320,7 @@ async def _delete_expected(
     the pods whose delete was sent become deletion expectations, then the first
     error, if any, is raised."""
     results = await asyncio.gather(
-        *(delete(ctx, PODS, job.namespace, name, None) for name, _ in pods),
+        *(delete(ctx, PODS, job.namespace, name, None, uid=uid) for name, uid in pods),
         *also,
         return_exceptions=True,
     )

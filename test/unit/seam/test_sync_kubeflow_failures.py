@@ -42,7 +42,10 @@ async def test_restart_job_deletes_pods_and_launcher_but_keeps_the_shared_childr
         ("delete", "jobs", LAUNCHER),
     ]
     (delete_launcher,) = world.recorded("delete", "jobs", LAUNCHER)
-    assert delete_launcher.options == {"propagation_policy": "Foreground"}
+    assert delete_launcher.options == {
+        "propagation_policy": "Foreground",
+        "preconditions": {"uid": "uid-pi-launcher"},  # never a successor of the same name
+    }
     assert not [w for w in world.writes if w[1] in ("services", "secrets")]
     assert not [w for w in world.writes if w[0] == "delete" and w[1] == "configmaps"]
     assert world.status["restartCount"] == 1
