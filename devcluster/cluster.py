@@ -172,7 +172,10 @@ class LocalCluster(ClusterAccess):
         kwok_config.write_text("\n---\n".join(docs))
         layout = self._layout()
         kcm = components.controller_manager_args(
-            bins["kube-controller-manager"], layout, endpoints=self.shape == REAL
+            bins["kube-controller-manager"],
+            layout,
+            endpoints=self.shape == REAL,
+            workload_api=self.workload_api,
         )
         self._run("kube-controller-manager", kcm)
         scheduler = components.scheduler_args(

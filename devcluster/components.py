@@ -28,6 +28,13 @@ KCM_CONTROLLERS = (
 )
 #: Also in the ``real`` shape: the headless Services' DNS records come from EndpointSlices.
 KCM_ENDPOINT_CONTROLLERS = ("endpointslice-controller", "endpoints-controller")
+#: With the Workload API: kube-apiserver's PodGroupProtection admission puts the
+#: ``scheduling.k8s.io/podgroup-protection`` finalizer on every PodGroup, and only this
+#: controller (which runs when GenericWorkload is on in kube-controller-manager) removes
+#: it, once no pod that is neither Succeeded nor Failed names the group. Without it a
+#: deleted PodGroup stays, terminating, forever: a job re-created with its name cannot
+#: have its own.
+KCM_WORKLOAD_API_CONTROLLERS = ("podgroup-protection-controller",)
 #: Capacity of each fake node of the full shape.
 NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "250", "nvidia.com/gpu": "8"}
 
@@ -139,8 +146,12 @@ def _component_common(component: str, layout: Layout) -> list[str]:
     ]
 
 
-def controller_manager_args(binary: Path, layout: Layout, *, endpoints: bool = False) -> list[str]:
+def controller_manager_args(
+    binary: Path, layout: Layout, *, endpoints: bool = False, workload_api: bool = False
+) -> list[str]:
     controllers = KCM_CONTROLLERS + (KCM_ENDPOINT_CONTROLLERS if endpoints else ())
+    if workload_api:
+        controllers += KCM_WORKLOAD_API_CONTROLLERS
     return [
         str(binary),
         *_component_common("kube-controller-manager", layout),
@@ -151,11 +162,14 @@ def controller_manager_args(binary: Path, layout: Layout, *, endpoints: bool = F
         "--kube-api-qps=500",
         "--kube-api-burst=1000",
         "--concurrent-job-syncs=10",
+        *([WORKLOAD_API_GATES] if workload_api else []),
     ]
 
 
 #: The Kubernetes Workload API and its gang scheduling (alpha in 1.35 and 1.36): the
-#: feature gates on kube-apiserver and kube-scheduler, the API group on kube-apiserver.
+#: feature gates on kube-apiserver, kube-scheduler and kube-controller-manager (whose
+#: podgroup-protection-controller needs GenericWorkload; GangScheduling, which needs
+#: GenericWorkload, is the scheduler's), the API group on kube-apiserver.
 WORKLOAD_API_GATES = "--feature-gates=GenericWorkload=true,GangScheduling=true"
 WORKLOAD_API_APISERVER = [WORKLOAD_API_GATES, "--runtime-config=scheduling.k8s.io/v1alpha2=true"]
 

@@ -7,9 +7,12 @@ may use Leases, and that the lock namespace exists. Each failure raises
 :class:`PreflightError` with a one-line message naming what is wrong.
 
 Listing is probed for real (``limit=1``); watching is asked of the API server
-with a SelfSubjectAccessReview. A probe that cannot be made because of our
-own missing rights (reading Namespaces is not in the operator's ClusterRole)
-is skipped rather than failed.
+with a SelfSubjectAccessReview. The gang scheduler's PodGroup API (``--gang-scheduling``)
+not being served does not stop the process: it is logged as a warning, and only the
+jobs that need a PodGroup fail, each with a ``SyncFailed`` event naming the API (T9k
+jobs, and every job of another controller, are served meanwhile). A probe that cannot
+be made because of our own missing rights (reading Namespaces is not in the operator's
+ClusterRole) is skipped rather than failed.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from mpi_operator.client.resources import (
     SERVICES,
     Resource,
 )
+from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, not_served
 from mpi_operator.controller.core.owner import run_all
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 
@@ -74,6 +78,11 @@ class Preflight:
         if self.gang is not None:
             resources += [pod_group_resource(self.gang), PRIORITY_CLASSES]
         return resources
+
+    def is_gang_api(self, resource: Resource) -> bool:
+        """Whether ``resource`` is the gang scheduler's PodGroup, which only the jobs that
+        need one need."""
+        return self.gang is not None and resource == pod_group_resource(self.gang)
 
     async def run(self) -> None:
         await self.check_crd()
@@ -144,10 +153,15 @@ class Preflight:
                     f"RBAC forbids listing {resource.plural}.{resource.group or 'core'} in "
                     f"{where}: {err.message}"
                 ) from err
+            if err.status == 404 and self.is_gang_api(resource):
+                log.warning(
+                    "gang scheduling's API is not served: the jobs that need it fail until it is",
+                    reason=not_served(resource, GANG_SCHEDULING_FLAG),
+                )
+                return
             if err.status == 404 and resource.group and resource is not MPIJOBS:
                 raise PreflightError(
-                    f"{resource.kind} ({resource.plural}.{resource.group}/{resource.version}) "
-                    f"is not served by the API server: is its CRD installed? ({err.message})"
+                    f"{resource.kind}: {not_served(resource, 'the operator')} ({err.message})"
                 ) from err
             raise PreflightError(f"listing {resource} in {where} failed: {err}") from err
 

@@ -1,6 +1,11 @@
-"""A child kind the API server does not serve: the message names the CRD to install.
+"""A child kind the API server does not serve: the message names what to install or
+enable.
 
-Without it the log says ``404 Not Found: 404 page not found``, which names nothing.
+Without it the log says ``404 Not Found: 404 page not found``, which names nothing. A
+kind of a CRD (Volcano's, scheduler-plugins', the t9k scheduler's PodGroup) is "not
+installed"; a kind of a built-in API group (the Workload API's PodGroup,
+scheduling.k8s.io/v1alpha2) has no CRD to install: it is "not served", and the message
+says which feature gates and ``--runtime-config`` turn it on.
 The sync fails and is retried (at most :data:`RETRY_CAP` apart, so the job goes on
 soon after the CRD is installed), and the failure becomes a ``SyncFailed`` Warning
 event on the MPIJob (:mod:`~mpi_operator.controller.runner`). No condition is set:
@@ -21,19 +26,56 @@ RETRY_CAP = 30.0
 
 
 class MissingCRDError(RetrySoonError):
-    """The CRD of a child the job needs is not installed."""
+    """The API of a child the job needs is not served: its CRD is not installed, or its
+    built-in API group is not enabled."""
 
     retry_cap = RETRY_CAP
+
+
+#: What turns on a built-in API group that clusters may lack, by ``group/version``.
+BUILT_IN_ENABLEMENT = {
+    "scheduling.k8s.io/v1alpha2": (
+        "the feature gates GenericWorkload=true,GangScheduling=true (kube-apiserver, "
+        "kube-scheduler; GenericWorkload on kube-controller-manager too) and "
+        "--runtime-config=scheduling.k8s.io/v1alpha2=true (kube-apiserver)"
+    ),
+}
 
 
 def crd_name(resource: Resource) -> str:
     return f"{resource.plural}.{resource.group}"
 
 
+def is_built_in(resource: Resource) -> bool:
+    """Whether Kubernetes itself serves the group (``*.k8s.io`` is reserved for it; the
+    ``*.x-k8s.io`` groups of SIG projects are CRDs)."""
+    group = resource.group
+    return (
+        not group
+        or group == "k8s.io"
+        or (group.endswith(".k8s.io") and not group.endswith(".x-k8s.io"))
+    )
+
+
+def not_served(resource: Resource, needed_for: str) -> str:
+    """Why the API server does not serve ``resource``, and what to do about it."""
+    if is_built_in(resource):
+        how = BUILT_IN_ENABLEMENT.get(
+            resource.api_version, f"--runtime-config={resource.api_version}=true"
+        )
+        return (
+            f"the API group {resource.api_version} ({resource.kind}) is not served; "
+            f"enable it with {how} to use {needed_for}"
+        )
+    return (
+        f'the CRD "{crd_name(resource)}" ({resource.api_version} {resource.kind}) is not '
+        f"installed; install it to use {needed_for}"
+    )
+
+
 def missing_crd(resource: Resource, needed_for: str, err: ApiError) -> MissingCRDError:
     return MissingCRDError(
-        f'the CRD "{crd_name(resource)}" ({resource.api_version} {resource.kind}) is not '
-        f"installed; install it to use {needed_for} (the API server answered: "
+        f"{not_served(resource, needed_for)} (the API server answered: "
         f"{err.status} {err.message.strip()})"
     )
 
@@ -46,12 +88,16 @@ def raise_if_not_served(err: ApiError, resource: Resource, needed_for: str) -> N
 
 # ------------------------ on demand ------------------------
 #
-# The cache of a child kind whose CRD may be installed after the operator started (the
-# t9k scheduler's PodGroup): its informer is not started with the others, whose initial
-# sync would wait forever for a kind that is not served, but the first time a sync needs
-# it, once one LIST shows the kind served. From then on the sync reads the cache, as for
-# every other child; until then a job that needs the kind fails its sync with
-# :class:`MissingCRDError`, naming the CRD, and is retried.
+# The cache of a child kind whose CRD may be installed, or whose API group enabled, after
+# the operator started (every PodGroup: the t9k scheduler's, and the gang scheduler's of
+# --gang-scheduling, whose API a cluster may lack as well): its informer is not started
+# with the others, whose initial sync would wait forever for a kind that is not served,
+# but the first time a sync needs it, once one LIST shows the kind served. From then on
+# the sync reads the cache, as for every other child; until then a job that needs the
+# kind fails its sync with :class:`MissingCRDError`, naming the CRD or API group, and is
+# retried; jobs that do not need it, and the process, carry on. Its informer never
+# lists an API that is not served (a LIST that 404s again and again would mark the
+# informer stalled, and the whole process unhealthy).
 
 
 #: How long a sync waits for the cache's first LIST before it is retried.

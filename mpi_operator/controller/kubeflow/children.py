@@ -49,7 +49,11 @@ from mpi_operator.client.kubeapi import (
     POD_GROUPS_WORKLOAD_API,
     ApiError,
 )
-from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, raise_if_not_served
+from mpi_operator.controller.core.crds import (
+    GANG_SCHEDULING_FLAG,
+    MissingCRDError,
+    raise_if_not_served,
+)
 from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended, uid_of
 from mpi_operator.controller.core.owner import (
     Owner,
@@ -177,7 +181,8 @@ async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
     resource = _pod_group_resource(ctx)
     desired = new_pod_group(job, gang, _priority_classes(ctx))
     try:
-        current = await create_unless_cached(ctx, owner, resource, ctx.listers.pod_groups, desired)
+        lister = await ctx.listers.pod_groups.lister(ctx.client, job.namespace)
+        current = await create_unless_cached(ctx, owner, resource, lister, desired)
         if current is not None and not pod_group_specs_equal(gang, current, desired):
             updated = updated_pod_group(current, desired)
             await ctx.client.replace(resource, job.namespace, job.name, updated)
@@ -189,7 +194,11 @@ async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
 async def delete_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
     if ctx.options.gang is None or ctx.listers.pod_groups is None:
         return
-    current = ctx.listers.pod_groups.get(job.namespace, job.name)
+    try:
+        lister = await ctx.listers.pod_groups.lister(ctx.client, job.namespace)
+    except MissingCRDError:
+        return  # not served: there is no PodGroup to delete
+    current = lister.get(job.namespace, job.name)
     if current is None:
         return
     ensure_controlled(ctx, owner, current, "PodGroup")

@@ -23,6 +23,7 @@ from mpi_operator.api.v2beta1 import (
 from mpi_operator.builders.kubeflow.common import LAUNCHER_SUFFIX, WORKER
 from mpi_operator.client import Lister
 from mpi_operator.controller.core.context import CoreContext
+from mpi_operator.controller.core.crds import OnDemandCache
 from mpi_operator.controller.core.owner import Owner, reference
 from mpi_operator.controller.queue_controller import ControllerOptions
 
@@ -40,7 +41,9 @@ class Listers:
     services: Lister
     configmaps: Lister
     secrets: Lister
-    pod_groups: Lister | None = None
+    pod_groups: OnDemandCache | None = None
+    """The gang scheduler's PodGroups (with ``--gang-scheduling``), cached once a sync
+    needs them and their API is served."""
     priority_classes: Lister | None = None
 
 

@@ -21,6 +21,7 @@ from mpi_operator.client import (
     split_key,
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
+from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, OnDemandCache
 from mpi_operator.controller.core.pods import slim_pod
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 from mpi_operator.controller.kubeflow.context import (
@@ -110,7 +111,21 @@ class MPIJobController(QueueController):
             services=f.informer_for(SERVICES, label_selector=OPERATOR_SELECTOR),
             configmaps=f.informer_for(CONFIGMAPS, label_selector=OPERATOR_SELECTOR),
             secrets=f.informer_for(SECRETS, label_selector=OPERATOR_SELECTOR),
-            pod_groups=f.informer_for(pod_group_resource(gang)) if gang else None,
+            # Not started with the others but by the first sync that needs it, once a
+            # LIST shows its API served: a cluster without the gang scheduler's API
+            # (its CRD, or the Workload API's feature gates) fails only the jobs that
+            # need a PodGroup, with an event naming what is missing, instead of the
+            # initial sync of every cache never ending (or its LIST failing in a loop).
+            pod_groups=f.on_demand(
+                SharedInformer(
+                    self.client,
+                    pod_group_resource(gang),
+                    namespace=self.options.namespace,
+                    clock=self.clock,
+                )
+            )
+            if gang
+            else None,
             priority_classes=f.informer_for(PRIORITY_CLASSES) if gang else None,
         )
 
@@ -133,6 +148,8 @@ class Informers(JobInformers):
             services=self.services.lister,
             configmaps=self.configmaps.lister,
             secrets=self.secrets.lister,
-            pod_groups=self.pod_groups.lister if self.pod_groups else None,
+            pod_groups=(
+                OnDemandCache(self.pod_groups, GANG_SCHEDULING_FLAG) if self.pod_groups else None
+            ),
             priority_classes=self.priority_classes.lister if self.priority_classes else None,
         )

@@ -107,10 +107,11 @@ async def _ensure_workload_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob
     """Creates the Workload API's PodGroup unless its cache (every PodGroup of that API:
     not filtered by label) has it. It is set at creation and never updated, as the
     Kubeflow jobs' of that API."""
-    lister = ctx.listers.gang_pod_groups
-    assert lister is not None
+    cache = ctx.listers.gang_pod_groups
+    assert cache is not None
     desired = new_workload_pod_group(job)
     try:
+        lister = await cache.lister(ctx.client, job.namespace)
         await create_unless_cached(ctx, owner, POD_GROUPS_WORKLOAD_API, lister, desired)
     except ApiError as err:
         raise_if_not_served(err, POD_GROUPS_WORKLOAD_API, GANG_SCHEDULING_FLAG)

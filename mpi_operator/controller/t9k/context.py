@@ -47,8 +47,9 @@ class Listers:
     secrets: Lister
     pod_groups: OnDemandCache
     """The t9k scheduler's PodGroups, cached once a job needs one (its CRD is optional)."""
-    gang_pod_groups: Lister | None = None
-    """The Workload API's PodGroups of T9k jobs (with ``workload_api`` only)."""
+    gang_pod_groups: OnDemandCache | None = None
+    """The Workload API's PodGroups of T9k jobs (with ``workload_api`` only), cached once a
+    job needs one and the API is served."""
 
 
 @dataclass(slots=True, kw_only=True)

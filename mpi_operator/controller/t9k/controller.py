@@ -30,7 +30,7 @@ from mpi_operator.client import (
 )
 from mpi_operator.client.informer import namespace_scopes
 from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
-from mpi_operator.controller.core.crds import OnDemandCache
+from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, OnDemandCache
 from mpi_operator.controller.core.pods import slim_pod
 from mpi_operator.controller.queue_controller import (
     ChildHandlers,
@@ -82,8 +82,8 @@ class T9kInformers(JobInformers):
     pod_groups: SharedInformer
     """Not the factory's: started by the first sync that needs it (an optional CRD)."""
     gang_pod_groups: SharedInformer | None = None
-    """The Workload API's PodGroups, with ``--gang-scheduling=workload-api`` only (the
-    start-up checks have found the API served then)."""
+    """The Workload API's PodGroups, with ``--gang-scheduling=workload-api`` only; not the
+    factory's either: a cluster may lack the API (its feature gates are alpha)."""
 
 
 class T9kMPIJobController(QueueController):
@@ -122,7 +122,11 @@ class T9kMPIJobController(QueueController):
                     configmaps=i.configmaps.lister,
                     secrets=i.secrets.lister,
                     pod_groups=OnDemandCache(i.pod_groups, POD_GROUP_NEEDED_FOR),
-                    gang_pod_groups=i.gang_pod_groups.lister if i.gang_pod_groups else None,
+                    gang_pod_groups=(
+                        OnDemandCache(i.gang_pod_groups, GANG_SCHEDULING_FLAG)
+                        if i.gang_pod_groups
+                        else None
+                    ),
                 ),
                 recorder=self.recorder,
                 clock=self.clock,
@@ -167,7 +171,14 @@ class T9kMPIJobController(QueueController):
             ),
             # Not filtered by label, as the Kubeflow controller's: a PodGroup of the job's
             # name that is not its own is seen, and named in the error, without a read.
-            gang_pod_groups=f.informer_for(POD_GROUPS_WORKLOAD_API) if workload_api else None,
+            # Started on demand as well (see the Kubeflow controller's PodGroups).
+            gang_pod_groups=f.on_demand(
+                SharedInformer(
+                    client, POD_GROUPS_WORKLOAD_API, namespace=options.namespace, clock=self.clock
+                )
+            )
+            if workload_api
+            else None,
         )
 
 

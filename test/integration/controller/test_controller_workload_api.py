@@ -6,6 +6,12 @@ three of its four pods (three workers and the launcher, one CPU each): as a gang
 bound until a node for the fourth appears; without gang scheduling three are bound at
 once. A restart (a failure policy's RestartJob) places the new pods as a gang again. A
 T9k job (its launcher pod and three workers) is placed as a gang the same way.
+
+Every such PodGroup carries kube-apiserver's ``scheduling.k8s.io/podgroup-protection``
+finalizer, which kube-controller-manager's podgroup-protection-controller removes once no
+pod that is neither Succeeded nor Failed names the group: the last tests prove that a
+PodGroup deleted with its job, or by cleanPodPolicy, is gone once its pods are, and that
+a job of the same name gets a PodGroup of its own.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from devcluster import components
 from devcluster.crds import crds_installed
 from devcluster.polling import eventually
 from mpi_operator.api.scheduling import GangScheduling
-from mpi_operator.client import PODS, KubeClient, Resource
+from mpi_operator.client import MPIJOBS, PODS, KubeClient, Resource
 from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
 from mpi_operator.controller.kubeflow.controller import MPIJobController
 from mpi_operator.controller.t9k import T9kMPIJobController
@@ -194,3 +200,104 @@ async def test_a_t9k_jobs_gang_is_bound_only_when_all_of_it_fits(
                 assert pod["spec"]["schedulingGroup"] == {"podGroupName": "job"}
             _add_node(full_cluster, nodes, ns, cpu="1")
             await _all_bound(cluster)
+
+
+# ------------------------ PodGroups that go ------------------------
+
+
+async def _gone(kube: KubeClient, resource: Resource, ns: str, name: str, within: float) -> None:
+    """``name`` is no longer there (a PodGroup kept by its finalizer is still there)."""
+
+    async def check() -> bool:
+        items = (await kube.list(resource, ns))["items"]
+        return all(i["metadata"]["name"] != name for i in items)
+
+    await eventually(check, within=within, what=f"{resource.plural} {name} gone")
+
+
+async def _group_owned_by(cluster: Cluster, uid: str) -> Obj:
+    group: Obj = {}
+
+    async def check() -> bool:
+        for g in await cluster.list(POD_GROUPS_WORKLOAD_API):
+            if g["metadata"]["ownerReferences"][0]["uid"] == uid:
+                group.update(g)
+                return True
+        return False
+
+    await eventually(check, within=30, what="a PodGroup owned by the new job")
+    return group
+
+
+async def test_a_deleted_jobs_pod_group_goes_once_its_pods_are_gone(
+    full_cluster: Any, full_namespace: str, cluster: Cluster, nodes: list[str]
+) -> None:
+    ns = full_namespace
+    _add_node(full_cluster, nodes, ns, cpu="4")
+    async with controllers(full_cluster, ns, MPIJobController) as start:
+        await start(gang=GangScheduling.workload_api())
+        await cluster.create(_job(ns))
+        await _all_bound(cluster)
+        (group,) = await cluster.list(POD_GROUPS_WORKLOAD_API)
+        assert "scheduling.k8s.io/podgroup-protection" in group["metadata"]["finalizers"]
+        await cluster.kube.delete(MPIJOBS, ns, "job")
+        await _gone(cluster.kube, PODS, ns, "job-worker-0", within=60)
+        await _gone(cluster.kube, POD_GROUPS_WORKLOAD_API, ns, "job", within=30)
+
+
+async def test_a_job_recreated_with_the_same_name_gets_its_own_pod_group(
+    full_cluster: Any, full_namespace: str, cluster: Cluster, nodes: list[str]
+) -> None:
+    """Re-created as soon as the old MPIJob is gone, while its PodGroup and pods are
+    still terminating: the new job waits for them, then runs as a gang."""
+    ns = full_namespace
+    _add_node(full_cluster, nodes, ns, cpu="4")
+    async with controllers(full_cluster, ns, MPIJobController) as start:
+        await start(gang=GangScheduling.workload_api())
+        await cluster.create(_job(ns))
+        await _all_bound(cluster)
+        await cluster.kube.delete(MPIJOBS, ns, "job")
+        await _gone(cluster.kube, MPIJOBS, ns, "job", within=30)
+        new = await cluster.create(_job(ns))
+        group = await _group_owned_by(cluster, new["metadata"]["uid"])
+        assert not group["metadata"].get("deletionTimestamp")
+        await _all_bound(cluster)
+        for pod in await _pods(cluster):
+            assert pod["spec"]["schedulingGroup"] == {"podGroupName": "job"}
+        for worker in await cluster.workers():
+            assert worker["metadata"]["ownerReferences"][0]["uid"] == new["metadata"]["uid"]
+        await cluster.wait_condition("Running", within=30)
+
+
+@pytest.mark.parametrize("policy", ["All", "Running"])
+async def test_clean_up_deletes_the_pod_group_and_it_goes(
+    full_cluster: Any, full_namespace: str, cluster: Cluster, nodes: list[str], policy: str
+) -> None:
+    """A finished job's clean-up deletes its workers and its PodGroup (as the reference
+    does its Volcano one); the group goes at once, the launcher pod being Succeeded."""
+    ns = full_namespace
+    _add_node(full_cluster, nodes, ns, cpu="4")
+    job = _job(ns, cleanPodPolicy=policy)
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+    launcher["metadata"]["annotations"] = {"kwok.mpi-operator.io/complete-after": "2s"}
+    async with controllers(full_cluster, ns, MPIJobController) as start:
+        await start(gang=GangScheduling.workload_api())
+        await cluster.create(job)
+        await cluster.wait_condition("Succeeded", within=60)
+        await _gone(cluster.kube, POD_GROUPS_WORKLOAD_API, ns, "job", within=30)
+        assert await cluster.job()  # the job stays, its PodGroup does not
+
+
+async def test_a_deleted_t9k_jobs_pod_group_goes_once_its_pods_are_gone(
+    full_cluster: Any, full_namespace: str, cluster: Cluster, nodes: list[str]
+) -> None:
+    ns = full_namespace
+    _add_node(full_cluster, nodes, ns, cpu="4")
+    with crds_installed(full_cluster, (T9K_CRD,)):
+        async with controllers(full_cluster, ns, T9kMPIJobController) as start:
+            await start(gang=GangScheduling.workload_api())
+            await cluster.kube.create(T9K_MPIJOBS, ns, _t9k_job(ns))
+            await _all_bound(cluster)
+            await cluster.kube.delete(T9K_MPIJOBS, ns, "job")
+            await _gone(cluster.kube, PODS, ns, "job-worker-0", within=60)
+            await _gone(cluster.kube, POD_GROUPS_WORKLOAD_API, ns, "job", within=30)

@@ -163,3 +163,17 @@ def test_read_audit_events_between_offsets_skips_partial_lines(tmp_path: Path) -
     assert [audit_user(e) for e in read_audit_events(log, len(first))] == ["b"]
     assert read_audit_events(log, 0, len(first)) == events[:1]
     assert read_audit_events(tmp_path / "missing.log") == []
+
+
+def test_with_the_workload_api_the_controller_manager_removes_podgroup_finalizers(
+    layout: components.Layout,
+) -> None:
+    """kube-apiserver's PodGroupProtection admission puts a finalizer on every Workload
+    API PodGroup; kube-controller-manager's podgroup-protection-controller, which runs
+    only with GenericWorkload on there too, is what removes it."""
+    got = flags(components.controller_manager_args(Path("kcm"), layout, workload_api=True))
+    assert "podgroup-protection-controller" in got["controllers"].split(",")
+    assert "GenericWorkload=true" in got["feature-gates"].split(",")
+    without = flags(components.controller_manager_args(Path("kcm"), layout))
+    assert "podgroup-protection-controller" not in without["controllers"].split(",")
+    assert "feature-gates" not in without

@@ -327,6 +327,8 @@ def kubeflow_world(job: Obj, *objects: Obj, gang_scheduling: Any = None) -> Sync
         clock=clock,
         registry=registry,
     )
+    if controller.informers.pod_groups is not None:  # started on demand: synced here
+        controller.informers.pod_groups.replace([], "0")
     world = _world("kubeflow", job, controller, client, clock=clock, recorder=recorder)
     return world.add(*objects)
 
@@ -348,6 +350,8 @@ def t9k_world(
     )
     if pod_groups_synced:
         controller.informers.pod_groups.replace([], "0")  # an empty first LIST
+    if controller.informers.gang_pod_groups is not None:
+        controller.informers.gang_pod_groups.replace([], "0")
     world = _world("t9k", job, controller, client, clock=clock, recorder=recorder)
     return world.add(*objects)
 

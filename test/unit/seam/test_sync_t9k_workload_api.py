@@ -86,7 +86,10 @@ async def test_a_cluster_without_the_api_is_named_on_the_job() -> None:
     world = workload_world()
     world.client.fail("create", "podgroups", ApiError(404, "404 page not found"))
     error = await world.sync_error()
-    assert 'the CRD "podgroups.scheduling.k8s.io"' in str(error)
+    # A built-in API group: not served (no CRD to install), with how to enable it.
+    assert "the API group scheduling.k8s.io/v1alpha2 (PodGroup) is not served" in str(error)
+    assert "--runtime-config=scheduling.k8s.io/v1alpha2=true" in str(error)
+    assert "CRD" not in str(error)
     assert "--gang-scheduling" in str(error)
     assert world.recorded("create", "pods") == []
 
