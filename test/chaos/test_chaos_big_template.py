@@ -167,8 +167,11 @@ def test_chaos_the_largest_template_on_500_workers_costs_the_operator_little(
         # Its launcher, its workers, the small job's worker: then count the workers.
         wait_until(lambda: all_pods() >= WORKERS + 2, 120, "the big job's 500 workers", 0.2)
         fan_out_s = time.monotonic() - started
-        assert big_workers() == WORKERS
         assert leading(proc)
+    # Counted once the sampler stopped: the pages of 500 pods with 64 KiB templates take
+    # this process's GIL while they are decoded, which the sampler's thread would time as
+    # the operator's answer (the p99 read 0.63 s once, from samples taken then).
+    assert big_workers() == WORKERS
     peak_rss_mib = _rss_kib(proc.pid, "VmHWM") / 1024
     metrics = proc.metrics()
     lag_within, lag_samples = _lag_within(metrics, "0.1")
