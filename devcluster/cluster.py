@@ -7,6 +7,7 @@ import functools
 import json
 import shutil
 import ssl
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -27,6 +28,11 @@ from .waiting import StopWaitingError, wait_for
 
 SHAPES = (API, FULL, REAL)
 STAGES_DIR = Path(__file__).parent / "stages"
+
+
+#: Every start of a cluster in this process, (shape, seconds): the test suite's
+#: summary counts them (test/conftest.py).
+STARTS: list[tuple[str, float]] = []
 
 
 class LocalCluster(ClusterAccess):
@@ -118,11 +124,14 @@ class LocalCluster(ClusterAccess):
         """Start everything and wait until it is ready; on failure stop it all and raise."""
         teardown.install_signal_handlers()
         teardown.track(self)
+        began = time.monotonic()
         try:
             self._start()
         except BaseException:
             self.stop()
             raise
+        finally:
+            STARTS.append((self.shape, time.monotonic() - began))
         if self.detached:  # outlives us: not stopped at exit
             teardown.untrack(self)
 

@@ -28,6 +28,11 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
+#: Every operator process started in this process (its log's name): counted in the
+#: test suite's summary (test/conftest.py).
+OPERATOR_STARTS: list[str] = []
+
+
 class OperatorProcess:
     """One ``python -m mpi_operator.cmd`` child with loopback healthz and metrics ports."""
 
@@ -61,6 +66,7 @@ class OperatorProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> OperatorProcess:
+        OPERATOR_STARTS.append(self.log_path.name)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as out:
             self.proc = subprocess.Popen(

@@ -22,6 +22,7 @@ never build them.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
@@ -29,7 +30,9 @@ import pytest
 from devcluster import API, FULL, REAL, BinariesMissingError, LocalCluster
 from devcluster.access import ClusterError
 from devcluster.audit import SERVICE_ACCOUNTS
+from devcluster.cluster import STARTS
 from devcluster.realnode import preflight
+from devcluster.testing import OPERATOR_STARTS
 
 _API_FIXTURES = {"api_cluster", "namespace"}
 _FULL_FIXTURES = {"full_cluster", "full_namespace"}
@@ -128,3 +131,45 @@ def full_namespace(full_cluster: LocalCluster, request: pytest.FixtureRequest) -
     if not full_cluster.processes["kube-apiserver"].alive():
         full_cluster.start_apiserver()
     full_cluster.delete_namespace(name)
+
+
+# -- where the time goes -------------------------------------------------------------
+#
+# The summary at the end of a run: per suite (test/<suite>/), the time of the tests'
+# setup, call and teardown (a session cluster's start is in the setup of the first test
+# that asks for it), and the local clusters and operator processes this process started.
+# Clusters a test starts in a child process (make demo, the migration's kubectl runs) are
+# not counted. docs/development/tests.md gives the figures of a full run.
+
+_PHASES: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+
+
+def _suite(nodeid: str) -> str:
+    parts = nodeid.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "test" else parts[0]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    phases = _PHASES[_suite(report.nodeid)]
+    phases[report.when] += report.duration
+    if report.when == "call":
+        phases["tests"] += 1
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _PHASES:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("where the time goes")
+    write(f"{'suite':<14}{'tests':>7}{'setup s':>10}{'call s':>10}{'teardown s':>12}")
+    for suite, p in sorted(_PHASES.items()):
+        write(
+            f"{suite:<14}{int(p['tests']):>7}{p['setup']:>10.0f}{p['call']:>10.0f}"
+            f"{p['teardown']:>12.0f}"
+        )
+    by_shape: dict[str, list[float]] = defaultdict(list)
+    for shape, seconds in STARTS:
+        by_shape[shape].append(seconds)
+    for shape, times in sorted(by_shape.items()):
+        write(f"cluster starts, {shape}: {len(times)}, {sum(times):.0f} s in all")
+    write(f"operator processes started: {len(OPERATOR_STARTS)}")

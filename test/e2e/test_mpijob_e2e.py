@@ -83,6 +83,12 @@ async def test_job_runs_to_success_through_kubectl(
     )["items"]
     reasons = {e["reason"] for e in events if e["involvedObject"]["kind"] == "MPIJob"}
     assert {"MPIJobCreated", "MPIJobRunning", "MPIJobSucceeded"} <= reasons
+    # The reference's event source: a query (or an alert) on it finds every one of them.
+    selector = "involvedObject.name=pi,source=mpi-job-controller"
+    sourced = await kubectl_json(
+        full_cluster, "get", "events", "-n", ns, "--field-selector", selector
+    )
+    assert {e["reason"] for e in sourced["items"]} == reasons
 
 
 async def test_failed_launcher_fails_the_job_with_the_pod_reason(
