@@ -54,11 +54,23 @@ def is_not_found(err: BaseException) -> bool:
     return isinstance(err, ApiError) and err.status == 404
 
 
+#: The message of the 404 for a resource the API server does not serve in a group it
+#: serves (a built-in group's version not enabled, scheduling.k8s.io/v1alpha2 say).
+NOT_SERVED_MESSAGE = "the server could not find the requested resource"
+
+
 def is_not_served(err: BaseException) -> bool:
-    """A 404 without a Status body ("404 page not found"): the API server does not serve
-    the resource at all, e.g. its CRD is not installed. A missing object is a 404 too,
-    with a Status of reason NotFound."""
-    return isinstance(err, ApiError) and err.status == 404 and not err.body
+    """A 404 that is not about an object: the API server does not serve the resource at
+    all. Without a Status body ("404 page not found") when no handler knows the group
+    (a CRD not installed); with a NotFound Status that names no object when the group is
+    served but not this version or resource. A missing object is a 404 too, with a
+    Status that names it (``details.name``)."""
+    if not isinstance(err, ApiError) or err.status != 404:
+        return False
+    if not err.body:
+        return True
+    details = err.body.get("details") or {}
+    return not details.get("name") and err.message.strip() == NOT_SERVED_MESSAGE
 
 
 def is_conflict(err: BaseException) -> bool:
