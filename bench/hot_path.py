@@ -109,7 +109,7 @@ def recorded_job_controller() -> Any:
     from prometheus_client import CollectorRegistry
 
     from mpi_operator.controller.kubeflow.controller import MPIJobController
-    from mpi_operator.controller.queue_controller import ControllerOptions
+    from mpi_operator.controller.options import ControllerOptions
 
     client: Any = object()  # never used: nothing is started or synced
     controller = MPIJobController(client, ControllerOptions(), registry=CollectorRegistry())

@@ -10,6 +10,6 @@
 """
 
 from mpi_operator.controller.kubeflow.controller import MPIJobController
-from mpi_operator.controller.queue_controller import ControllerOptions
+from mpi_operator.controller.options import ControllerOptions
 
 __all__ = ["ControllerOptions", "MPIJobController"]

@@ -22,7 +22,7 @@ from devcluster.testing import OperatorProcess, wait_until
 from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.client import KubeClient
 from mpi_operator.controller.kubeflow.controller import MPIJobController
-from mpi_operator.controller.queue_controller import ControllerOptions
+from mpi_operator.controller.options import ControllerOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "v2beta1"

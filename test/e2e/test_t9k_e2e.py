@@ -43,7 +43,7 @@ from devcluster.polling import eventually
 from devcluster.sample_jobs import pi_mpijob
 from mpi_operator.client import KubeClient
 from mpi_operator.controller.kubeflow.controller import MPIJobController
-from mpi_operator.controller.queue_controller import ControllerOptions
+from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k import T9kMPIJobController
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,8 @@ from prometheus_client import CollectorRegistry
 
 from devcluster.polling import eventually
 from mpi_operator.client import EVENTS, PODS, KubeClient, Resource
-from mpi_operator.controller.queue_controller import ControllerOptions, QueueController
+from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.queue_controller import QueueController
 
 Obj = dict[str, Any]
 C = TypeVar("C", bound=QueueController)

@@ -20,7 +20,7 @@ from mpi_operator.api.v2beta1.types import ConditionType
 from mpi_operator.client.kubeapi import KubeClient
 from mpi_operator.client.leaderelection import LeaderElectionConfig, LeaderElector
 from mpi_operator.controller.kubeflow.controller import MPIJobController
-from mpi_operator.controller.queue_controller import ControllerOptions
+from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k.controller import T9kMPIJobController
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import Clock
-from mpi_operator.controller.runner import Reporter, SyncFailures
+from mpi_operator.controller.core.failures import Reporter, SyncFailures
 
 # -------------------- Creation and deletion expectations --------------------
 #

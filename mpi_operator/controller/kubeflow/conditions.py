@@ -40,7 +40,7 @@ from mpi_operator.controller.core.objects import (
 )
 from mpi_operator.controller.core.objects import get_condition as get_condition
 from mpi_operator.controller.core.writes import Event
-from mpi_operator.controller.kubeflow.policy import culprit
+from mpi_operator.controller.kubeflow.culprit import culprit
 
 CREATED_REASON = "MPIJobCreated"
 SUCCEEDED_REASON = "MPIJobSucceeded"

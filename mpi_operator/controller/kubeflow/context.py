@@ -25,7 +25,7 @@ from mpi_operator.client import Lister
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.crds import OnDemandCache
 from mpi_operator.controller.core.owner import Owner, reference
-from mpi_operator.controller.queue_controller import ControllerOptions
+from mpi_operator.controller.options import ControllerOptions
 
 OPERATOR_SELECTOR = f"{OPERATOR_NAME_LABEL}={OPERATOR_NAME}"
 #: The Kind in the ErrResourceExists message of most children: the reference reads it

@@ -23,6 +23,7 @@ from mpi_operator.client import (
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
 from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, OnDemandCache
 from mpi_operator.controller.core.pods import slim_pod
+from mpi_operator.controller.handlers import ChildHandlers, Urgent
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 from mpi_operator.controller.kubeflow.context import (
     OPERATOR_SELECTOR,
@@ -35,12 +36,10 @@ from mpi_operator.controller.kubeflow.context import (
 )
 from mpi_operator.controller.kubeflow.policy import replacing_failed
 from mpi_operator.controller.kubeflow.sync import MPIJobSyncer
+from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import (
-    ChildHandlers,
-    ControllerOptions,
     JobInformers,
     QueueController,
-    Urgent,
     Wiring,
 )
 from mpi_operator.controller.runner import SyncRunner

@@ -1,7 +1,8 @@
 """The one author of a Kubeflow MPIJob's status: a pure function from the job, what
 the sync found (its children, or why it stopped before looking at them) and the
 time, to the new status, its events and the child writes that go with it
-(:func:`next_status`), including the workers' Ready timeout.
+(:func:`next_status`), including the workers' Ready timeout
+(:mod:`~mpi_operator.controller.kubeflow.ready_timeout`).
 
 The sync gathers the facts, calls :func:`next_status` once, writes the status once,
 and then performs the child writes the written decision asks for.
@@ -29,7 +30,6 @@ from mpi_operator.controller.core.objects import (
     format_time,
     is_job_past_deadline,
     is_job_succeeded,
-    parse_time,
     pod_phase,
 )
 from mpi_operator.controller.core.state import TRANSIENT
@@ -46,6 +46,11 @@ from mpi_operator.controller.kubeflow.conditions import (
     update_status,
 )
 from mpi_operator.controller.kubeflow.policy import Decision, judge
+from mpi_operator.controller.kubeflow.ready_timeout import (
+    NOT_READY_REASON,
+    not_ready_message,
+    ready_seconds_left,
+)
 
 #: The reason of the Failed condition when the API server rejects a pod template.
 INVALID_POD_TEMPLATE = "InvalidPodTemplate"
@@ -322,54 +327,3 @@ def _without(obj: Obj, key: str) -> Obj:
 def _fanning_out(status: JobStatus) -> bool:
     """Started but not yet Running, nor finished: the phase whose progress is spaced."""
     return not is_finished(status) and not has_true_condition(status, ConditionType.RUNNING)
-
-
-# ------------------------ ready timeout ------------------------
-#
-# ``runPolicy.workersReadyTimeoutSeconds`` (ours): a job whose workers are not all Ready
-# that long after it started, resumed or restarted, and that has not run since, fails
-# (reason ``WorkersNotReady``) naming the workers that were not Ready. The decision is
-# pure; the clock comes in as ``now``.
-
-
-NOT_READY_REASON = "WorkersNotReady"
-_NAMED = 10
-
-
-def ready_seconds_left(job: MPIJob, now: datetime) -> float | None:
-    """Until the workers' time to be Ready is over; None when no timeout applies."""
-    timeout = job.spec.run_policy.workers_ready_timeout_seconds
-    status = job.status
-    if timeout is None or status is None or is_suspended(job):
-        return None
-    if has_true_condition(status, ConditionType.RUNNING):
-        return None
-    if has_true_condition(status, ConditionType.SUSPENDED):
-        # Resumed in this sync: its startTime is reset below, the clock starts then.
-        return None
-    stamps = [parse_time(status.start_time)]
-    restarting = get_condition(status, ConditionType.RESTARTING)
-    if restarting is not None and restarting.status == "True":
-        stamps.append(parse_time(restarting.last_update_time))
-    known = [s for s in stamps if s is not None]
-    if not known:
-        return None
-    return max(known) + timeout - now.timestamp()
-
-
-def _ready(pod: Obj) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def not_ready_message(job: MPIJob, workers: Sequence[Obj], now: datetime) -> str | None:
-    """The Failed condition's message once the timeout is over with workers not Ready."""
-    left = ready_seconds_left(job, now)
-    if left is None or left > 0:
-        return None
-    names = [str(w["metadata"].get("name")) for w in workers if not _ready(w)]
-    if not names:
-        return None
-    listed = ", ".join(names[:_NAMED]) + (", ..." if len(names) > _NAMED else "")
-    timeout = job.spec.run_policy.workers_ready_timeout_seconds
-    return f"{len(names)}/{len(workers)} workers were not Ready within {timeout}s: {listed}"

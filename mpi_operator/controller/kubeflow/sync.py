@@ -45,6 +45,7 @@ from mpi_operator.controller.kubeflow.conditions import (
 )
 from mpi_operator.controller.kubeflow.context import SyncContext, job_reference, owner_of
 from mpi_operator.controller.kubeflow.policy import replaces_failed_only
+from mpi_operator.controller.kubeflow.restart import Stale, clear_stale, recreate_ignored
 from mpi_operator.controller.kubeflow.status import (
     Children,
     Clearing,
@@ -55,15 +56,12 @@ from mpi_operator.controller.kubeflow.status import (
     next_status,
     spacing_of,
 )
+from mpi_operator.controller.kubeflow.ttl import collect_finished
 from mpi_operator.controller.kubeflow.workers import (
-    Stale,
     cached_workers,
-    clear_stale,
-    collect_finished,
     count_ready,
     delete_workers,
     ensure_workers,
-    recreate_ignored,
     worker_pods,
 )
 from mpi_operator.controller.runner import Finish

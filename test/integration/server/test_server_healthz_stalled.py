@@ -18,7 +18,7 @@ from devcluster.polling import eventually
 from mpi_operator.client import KubeClient
 from mpi_operator.client.kubeapi import ROLE_BINDINGS, ROLES, SERVICE_ACCOUNTS
 from mpi_operator.controller.kubeflow.controller import MPIJobController
-from mpi_operator.controller.queue_controller import ControllerOptions
+from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.server.http import InformersCheck, healthz_app
 
 THRESHOLD = 3.0

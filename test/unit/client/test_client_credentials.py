@@ -28,7 +28,7 @@ from mpi_operator.client.credentials import (
     Token,
     jwt_expiry,
 )
-from mpi_operator.controller.runner import describe
+from mpi_operator.controller.core.failures import describe
 from mpi_operator.server.logging import scrub_text
 
 API_VERSION = "client.authentication.k8s.io/v1"

@@ -23,7 +23,8 @@ from mpi_operator.client.ratelimit import DISPATCH_TICK, FairTokenBucket, reques
 from mpi_operator.client.workqueue import RateLimitingQueue
 from mpi_operator.controller.core.pods import MAX_CREATES_PER_SYNC, create_slow_start
 from mpi_operator.controller.core.state import CreationExpectations
-from mpi_operator.controller.queue_controller import ControllerOptions, new_work_queue
+from mpi_operator.controller.options import ControllerOptions
+from mpi_operator.controller.queue_controller import new_work_queue
 from mpi_operator.controller.runner import SyncRunner
 
 QPS = 1000.0

@@ -11,13 +11,13 @@ from mpi_operator.api.v2beta1 import API_VERSION, KIND
 from mpi_operator.client import DeletedFinalStateUnknown, Indexer, Lister
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.controller.core.state import CreationExpectations
-from mpi_operator.controller.kubeflow.policy import replacing_failed
-from mpi_operator.controller.queue_controller import (
+from mpi_operator.controller.handlers import (
     ChildHandlers,
     JobHandlers,
     PodObserver,
     Urgent,
 )
+from mpi_operator.controller.kubeflow.policy import replacing_failed
 
 Obj = dict[str, Any]
 

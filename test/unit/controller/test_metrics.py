@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from mpi_operator.client.kubeapi import KubeClient
 from mpi_operator.controller.kubeflow.context import ControllerMetrics
 from mpi_operator.controller.kubeflow.controller import MPIJobController
-from mpi_operator.controller.queue_controller import ControllerOptions
+from mpi_operator.controller.options import ControllerOptions
 
 
 def _series(registry: CollectorRegistry) -> set[tuple[str, str]]:

@@ -9,7 +9,7 @@ import pytest
 
 from mpi_operator.controller.core.pods import slim_pod
 from mpi_operator.controller.kubeflow.conditions import pod_phase
-from mpi_operator.controller.kubeflow.policy import failed_pod
+from mpi_operator.controller.kubeflow.culprit import failed_pod
 
 Obj = dict[str, Any]
 

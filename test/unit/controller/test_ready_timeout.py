@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mpi_operator.api.v2beta1 import MPIJob
-from mpi_operator.controller.kubeflow.status import not_ready_message, ready_seconds_left
+from mpi_operator.controller.kubeflow.ready_timeout import not_ready_message, ready_seconds_left
 
 NOW = datetime(2026, 11, 25, 3, 1, 0, tzinfo=UTC)
 

@@ -9,14 +9,14 @@ from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.errors import ApiError
 from mpi_operator.client.workqueue import RateLimitingQueue
 from mpi_operator.controller.core.crds import RETRY_CAP, MissingCRDError
-from mpi_operator.controller.queue_controller import JobHandlers
-from mpi_operator.controller.runner import (
+from mpi_operator.controller.core.failures import (
     PERSISTENT_AFTER,
     REPEATS,
     REPORT_EVERY,
     SyncFailures,
-    SyncRunner,
 )
+from mpi_operator.controller.handlers import JobHandlers
+from mpi_operator.controller.runner import SyncRunner
 
 KEY = "ns/job"
 

@@ -28,7 +28,7 @@ from mpi_operator.builders.ssh import SSHKeyPair
 from mpi_operator.client import EventRecorder, FakeClock
 from mpi_operator.client.selectors import parse_selector
 from mpi_operator.controller.kubeflow.controller import MPIJobController
-from mpi_operator.controller.queue_controller import ControllerOptions
+from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k import T9kMPIJobController
 
 Obj = dict[str, Any]

@@ -6,7 +6,7 @@ from typing import Any
 
 from mpi_operator.api.t9k import API_VERSION, KIND
 from mpi_operator.client import DeletedFinalStateUnknown, Indexer, Lister
-from mpi_operator.controller.queue_controller import ChildHandlers, JobHandlers
+from mpi_operator.controller.handlers import ChildHandlers, JobHandlers
 
 
 def owned(kind: str, api_version: str, name: str = "pi", rv: str = "1") -> dict[str, Any]:
