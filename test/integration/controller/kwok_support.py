@@ -209,9 +209,9 @@ async def fake_gang_scheduler(
 
 
 async def delete_job_and_wait(cluster: Cluster, within: float = 30) -> None:
-    """Deletes the MPIJob (foreground: the garbage collector deletes its children
-    first) and waits until it is gone."""
-    await cluster.kube.delete(cluster.resource, cluster.ns, "job", propagation_policy="Foreground")
+    """Deletes the MPIJob as ``kubectl delete`` does (background propagation: the
+    garbage collector deletes its children after it) and waits until it is gone."""
+    await cluster.kube.delete(cluster.resource, cluster.ns, "job", propagation_policy="Background")
 
     async def gone() -> bool:
         try:
