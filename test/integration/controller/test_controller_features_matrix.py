@@ -110,9 +110,11 @@ class Case:
     protection_controller: bool
     steps: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    started: float = field(default_factory=time.monotonic)
 
     def step(self, what: str) -> None:
-        self.steps.append(what)
+        """Records the step begun (and when: seconds since the case started)."""
+        self.steps.append(f"{time.monotonic() - self.started:.1f}s {what}")
 
     async def wait(
         self, check: Callable[[], Awaitable[bool]], what: str, within: float = 60
@@ -126,7 +128,7 @@ class Case:
 
 async def run_case(case: Case) -> None:
     """One case, start to end; raises AssertionError naming the step that failed."""
-    started = time.monotonic()
+    case.started = time.monotonic()
     cluster = case.cluster
     await cluster.create(_job(case.action))
     await case.wait(lambda: _condition(cluster, "Running"), "first run Running")
@@ -192,7 +194,7 @@ async def run_case(case: Case) -> None:
     await case.wait(lambda: _no_pods(cluster), "no pod left", within=30)
     if group is not None:
         await _no_pod_group_left(case, group)
-    case.seconds = time.monotonic() - started
+    case.seconds = time.monotonic() - case.started
 
 
 async def _no_pod_group_left(case: Case, group: Resource) -> None:
@@ -297,4 +299,4 @@ async def test_feature_matrix_case_ends_as_documented(
         await asyncio.wait_for(asyncio.shield(matrix.tasks[key]), CASE_SECONDS)
     except TimeoutError as err:
         raise AssertionError(f"{case}: not done in {CASE_SECONDS}s; steps {case.steps}") from err
-    print(f"MATRIX {action}/{gang}/{failure}: {case.seconds:.1f}s")
+    print(f"MATRIX {action}/{gang}/{failure}: {case.seconds:.1f}s, steps {case.steps}")
