@@ -76,7 +76,7 @@ GROUPS: dict[str, Resource | None] = {
 #: The Workload API PodGroup's finalizer, removed by kube-controller-manager's
 #: podgroup-protection controller (GenericWorkload gate) once no pod uses the group.
 PODGROUP_PROTECTION = "scheduling.k8s.io/podgroup-protection"
-CASE_SECONDS = 120  # one case's deadline, all eighteen running together
+CASE_SECONDS = 150  # one case's deadline, all eighteen running together
 VOLCANO_NODE = "kwok-node-0"
 
 
@@ -158,6 +158,7 @@ async def run_case(case: Case) -> None:
     # The restart, and the job running again.
     await case.wait(lambda: _event(cluster, EVENT[case.action]), "the restart's event")
     await case.wait(lambda: running_again(cluster), "Running again, restartCount 1")
+    case.step("the new launcher pod Running")
     new_launcher_pod = await wait_launcher_pod(cluster, "1")
     assert new_launcher_pod["spec"].get("nodeName"), (str(case), "new launcher pod unbound")
     await case.wait(lambda: _workers_running(cluster), "both workers Running")
