@@ -4,7 +4,9 @@ into the node's containerd with the printed ``ctr -n k8s.io images import`` comm
 ``--base-name``: the archive names the image ``mpi-operator-python:<version>``, the
 chart's default), then ``helm install`` of charts/mpi-operator with default values apart
 from the real node's nodeSelector and toleration. The operator runs the pi example for
-real; ``helm uninstall`` then removes the operator and keeps the CRD and the MPIJob.
+real; docs/operations/upgrade.md's Helm commands (upgrade, the CRD applied, history,
+rollback) then run as the page shows them, the operator Ready and leading after them;
+``helm uninstall`` then removes the operator and keeps the CRD and the MPIJob.
 
 The cluster's CRD (installed when the cluster starts) and any objects a previous install
 test left are first adopted into the release with docs/migrate.md's label and
@@ -12,6 +14,9 @@ annotations, as a user moving from a kubectl installation does."""
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +52,19 @@ ADOPTED = (
     "deployment/mpi-operator",
     "serviceaccount/mpi-operator",
 )
+
+
+def documented_upgrade_commands() -> list[list[str]]:
+    """The commands of docs/operations/upgrade.md's "With Helm" section, in order."""
+    text = (ROOT / "docs/operations/upgrade.md").read_text()
+    section = text.split("\n## With Helm\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+    return [shlex.split(line) for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def _in_checkout(args: list[str]) -> list[str]:
+    """Paths of the checkout (``charts/...``, ``crd/...``) made absolute."""
+    return [str(ROOT / a) if "/" in a and (ROOT / a).exists() else a for a in args]
 
 
 def _helm() -> Path:
@@ -196,6 +214,30 @@ def test_helm_install_from_the_archive_runs_pi_and_uninstall_keeps_the_jobs(
     _wait_succeeded(real_cluster, job_ns, "pi")
     log = _launcher_log(real_cluster, job_ns, "pi")
     assert PI_RESULT.search(log), log
+
+    # Upgraded and rolled back as docs/operations/upgrade.md says.
+    helm = _helm()
+    commands = documented_upgrade_commands()
+    assert [c[:2] for c in commands] == [
+        ["helm", "upgrade"],
+        ["kubectl", "apply"],
+        ["helm", "history"],
+        ["helm", "rollback"],
+    ]
+    for command in commands:
+        if command[0] == "helm":
+            _run_helm(real_cluster, helm, *_in_checkout(command[1:]))
+        else:
+            real_cluster.kubectl(*_in_checkout(command[1:]))
+    history = _run_helm(real_cluster, helm, "history", RELEASE, "-n", NS, "-o", "json").stdout
+    assert [(r["revision"], r["status"]) for r in json.loads(history)] == [
+        (1, "superseded"),
+        (2, "superseded"),
+        (3, "deployed"),
+    ], history
+    assert json.loads(history)[-1]["description"] == "Rollback to 1", history
+    _ready_operator(real_cluster)
+    assert mpijob(real_cluster, job_ns, "pi")["metadata"]["name"] == "pi"
 
     # Uninstalled: the operator goes, the CRD and the
     # MPIJob stay.

@@ -46,12 +46,14 @@ def helm() -> Path:
     return path
 
 
-def _template(helm: Path, *args: str, namespace: str = "mpi-operator") -> list[Obj]:
+def _template(
+    helm: Path, *args: str, namespace: str = "mpi-operator", release: str = "mpi-operator"
+) -> list[Obj]:
     out = subprocess.run(
         [
             helm,
             "template",
-            "mpi-operator",
+            release,
             CHART,
             "--namespace",
             namespace,

@@ -6,6 +6,29 @@ app.kubernetes.io/name: mpi-operator
 kustomize.component: mpi-operator
 {{- end -}}
 
+{{/* The chart's name: nameOverride, else the chart's. */}}
+{{- define "mpi-operator.name" -}}
+{{ .Values.nameOverride | default .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{/* The name of the operator's objects: fullnameOverride, else the chart's name. Unlike
+     the `helm create` scaffold it is not prefixed with the release's name: the objects
+     keep the names of deploy/ and of the Go operator, whatever the release is called. */}}
+{{- define "mpi-operator.fullname" -}}
+{{ .Values.fullnameOverride | default (include "mpi-operator.name" .) | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{/* The operator's ServiceAccount: serviceAccount.name, else the full name (also when the
+     chart does not create it: the user then brings a ServiceAccount of that name). */}}
+{{- define "mpi-operator.serviceAccountName" -}}
+{{ .Values.serviceAccount.name | default (include "mpi-operator.fullname" .) }}
+{{- end -}}
+
+{{/* The pod's annotations: podAnnotations over the chart's own. */}}
+{{- define "mpi-operator.podAnnotations" -}}
+{{ merge (dict) .Values.podAnnotations (dict "sidecar.istio.io/inject" "false") | toYaml }}
+{{- end -}}
+
 {{- define "mpi-operator.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
@@ -25,6 +48,11 @@ kustomize.component: mpi-operator
 {{- end -}}
 {{- if and .Values.rbac.watchNamespaces (ne .Values.rbac.scope "namespaced") -}}
 {{- fail "rbac.watchNamespaces needs rbac.scope=namespaced" -}}
+{{- end -}}
+{{- range $key, $_ := fromYaml (include "mpi-operator.labels" .) -}}
+{{- if hasKey $.Values.podLabels $key -}}
+{{- fail (printf "podLabels must not set %s: the Deployment's selector sets it" $key) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
