@@ -15,7 +15,7 @@ from typing import Any
 
 from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import DeletedFinalStateUnknown, Lister, controller_of
-from mpi_operator.controller.core.state import CreationExpectations
+from mpi_operator.controller.core.expectations import CreationExpectations
 
 
 def _meta(obj: Obj) -> dict[str, Any]:

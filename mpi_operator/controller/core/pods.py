@@ -17,9 +17,9 @@ from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import PODS
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import COLLECTION_RETRY_S, CoreContext
+from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.core.objects import name_of, uid_of
 from mpi_operator.controller.core.owner import Owner, create_pod, delete, first_error, run_all
-from mpi_operator.controller.core.state import CreationExpectations
 
 #: A pod to create: its name and the function that builds it (called only when its
 #: batch comes, so that a sync that creates 500 pods of 20,000 builds 500).
@@ -104,7 +104,7 @@ async def delete_pods(
 # so a 20,000-worker job takes turns with the others instead of holding a worker (and
 # the client's budget) for minutes, and a new job does not wait for its 500-pod syncs.
 #
-# Each name is expected (:class:`~mpi_operator.controller.core.state.CreationExpectations`)
+# Each name is expected (:class:`~mpi_operator.controller.core.expectations.CreationExpectations`)
 # before its create is sent, as client-go raises ControllerExpectations before the calls,
 # so that the informer's add event, which may come before the response, is not missed.
 # A create that fails lowers the expectation again.

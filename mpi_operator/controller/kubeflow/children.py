@@ -55,6 +55,7 @@ from mpi_operator.controller.core.crds import (
     raise_if_not_served,
 )
 from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended, uid_of
+from mpi_operator.controller.core.own_writes import CONFIG_MAP
 from mpi_operator.controller.core.owner import (
     Owner,
     create_or_adopt,
@@ -63,7 +64,6 @@ from mpi_operator.controller.core.owner import (
     ensure_controlled,
     warn,
 )
-from mpi_operator.controller.core.state import CONFIG_MAP
 from mpi_operator.controller.kubeflow.conditions import FAILED_REASON
 from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext, with_restart_attempt
 from mpi_operator.controller.kubeflow.workers import worker_pods

@@ -32,7 +32,7 @@ from mpi_operator.controller.core.objects import (
     is_job_succeeded,
     pod_phase,
 )
-from mpi_operator.controller.core.state import TRANSIENT
+from mpi_operator.controller.core.spacing import TRANSIENT
 from mpi_operator.controller.core.writes import PASSING, PROGRESS, Event, Spacing
 from mpi_operator.controller.kubeflow.conditions import (
     CREATED_REASON,

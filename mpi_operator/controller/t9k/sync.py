@@ -136,7 +136,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
 
     async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> bool:
         """The one status write of the sync; a write that only reports a fan-out's
-        progress waits (:mod:`~mpi_operator.controller.core.state`): False then."""
+        progress waits (:mod:`~mpi_operator.controller.core.spacing`): False then."""
         ctx = self.ctx
         new_status = dump_status(update.status)
         old_status = owner.obj.get("status") or {}

@@ -13,7 +13,7 @@
   kept under :data:`TASKS_BYTES` in all, whatever the pods' containers.
 
 A write that only reports a fan-out's progress (:func:`progress_only`) is spaced out
-as the Kubeflow status's (:mod:`~mpi_operator.controller.core.state`).
+as the Kubeflow status's (:mod:`~mpi_operator.controller.core.spacing`).
 """
 
 from __future__ import annotations

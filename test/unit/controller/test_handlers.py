@@ -10,7 +10,7 @@ import pytest
 from mpi_operator.api.v2beta1 import API_VERSION, KIND
 from mpi_operator.client import DeletedFinalStateUnknown, Indexer, Lister
 from mpi_operator.client.clock import FakeClock
-from mpi_operator.controller.core.state import CreationExpectations
+from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.handlers import (
     ChildHandlers,
     JobHandlers,

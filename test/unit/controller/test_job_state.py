@@ -6,13 +6,9 @@ import pytest
 
 from mpi_operator.builders.kubeflow.common import DISCOVER_HOSTS_SCRIPT_NAME, HOSTFILE_NAME
 from mpi_operator.client.clock import FakeClock
-from mpi_operator.controller.core.state import (
-    CONFIG_MAP,
-    CreationExpectations,
-    DeletionExpectations,
-    OwnWrites,
-    ProgressWrites,
-)
+from mpi_operator.controller.core.expectations import CreationExpectations, DeletionExpectations
+from mpi_operator.controller.core.own_writes import CONFIG_MAP, OwnWrites
+from mpi_operator.controller.core.spacing import ProgressWrites
 from mpi_operator.controller.kubeflow.children import _more_hosts_only
 from mpi_operator.controller.kubeflow.status import counts_only
 

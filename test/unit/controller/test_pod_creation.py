@@ -13,6 +13,7 @@ import pytest
 from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import CoreContext
+from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.pods import (
     INITIAL_BATCH,
@@ -22,7 +23,7 @@ from mpi_operator.controller.core.pods import (
     create_pods,
     create_slow_start,
 )
-from mpi_operator.controller.core.state import CreationExpectations, JobState
+from mpi_operator.controller.core.state import JobState
 
 Obj = dict[str, Any]
 
