@@ -22,7 +22,7 @@ from mpi_operator.client import (
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
 from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, OnDemandCache
-from mpi_operator.controller.core.pods import slim_pod
+from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers, Urgent
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 from mpi_operator.controller.kubeflow.context import (

@@ -2,10 +2,10 @@
 
 Missing pods are created concurrently in growing batches (8, 16, 32, ...) that stop
 at the first error, at most 500 per sync, as the Job controller's slow start does
-(:mod:`~mpi_operator.controller.core.pods`); the reference operator creates them one
+(:mod:`~mpi_operator.controller.core.slowstart`); the reference operator creates them one
 call at a time. Pods to remove are deleted all at once, at most 500 in one sync, and a
 finished job's workers in one delete of their collection
-(:mod:`~mpi_operator.controller.core.pods`).
+(:mod:`~mpi_operator.controller.core.pod_collection`).
 """
 
 from __future__ import annotations
@@ -28,12 +28,8 @@ from mpi_operator.controller.core.objects import (
     uid_of,
 )
 from mpi_operator.controller.core.owner import Owner, resource_exists
-from mpi_operator.controller.core.pods import (
-    PodCollection,
-    create_pods,
-    delete_pod_collection,
-    delete_pods,
-)
+from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
+from mpi_operator.controller.core.pods import create_pods, delete_pods
 from mpi_operator.controller.kubeflow.conditions import FAILED_REASON
 from mpi_operator.controller.kubeflow.context import (
     NO_KIND,

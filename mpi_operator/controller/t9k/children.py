@@ -34,7 +34,8 @@ from mpi_operator.controller.core.owner import (
     create_unless_cached,
     ensure_controlled,
 )
-from mpi_operator.controller.core.pods import PodCollection, create_pods, delete_pod_collection
+from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
+from mpi_operator.controller.core.pods import create_pods
 from mpi_operator.controller.t9k.context import T9K_POD_GROUPS, SyncContext
 
 POD_FAILED = ("FailedCreatePod", "pod {name}: ")
@@ -137,7 +138,7 @@ async def delete_pods_together(
 ) -> None:
     """Deletes ``names``, the job's pods (of ``replica_type`` only, if given; of those
     that have not finished only, if ``unfinished``) that are to go, in one delete of
-    their collection when it may be used (:mod:`~mpi_operator.controller.core.pods`)."""
+    their collection when it may be used (:mod:`~mpi_operator.controller.core.pod_collection`)."""
     labels = _pod_labels(owner.name)
     if replica_type is not None:
         labels[REPLICA_TYPE_LABEL] = replica_type.value
