@@ -39,7 +39,7 @@ from mpi_operator.client.resources import (
     Resource,
 )
 from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, not_served
-from mpi_operator.controller.core.owner import run_all
+from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 
 log = structlog.get_logger(__name__)

@@ -100,13 +100,13 @@ REASON_ARGUMENT = {"Event": 1, "event": 2, "warn": 2, "_fail": 2}
 #: Event sites whose reason is a variable: where it comes from.
 DYNAMIC_REASON_SITES = {
     # The launcher Job's Failed condition's reason (the API server's), else MPIJobFailed.
-    "mpi_operator.controller.kubeflow.conditions:_launcher_status",
+    "mpi_operator.controller.kubeflow.job_status:_launcher_status",
     # _fail's callers pass constants (found at their calls).
     "mpi_operator.controller.kubeflow.status:_fail",
     # A failure policy's Decision: one of policy.py's *_REASON constants.
     "mpi_operator.controller.kubeflow.status:mark",
     # The launcher builder's warnings: builders' *_REASON constants.
-    "mpi_operator.controller.kubeflow.children:_report_warnings",
+    "mpi_operator.controller.kubeflow.launcher:_report_warnings",
     # owner.warn and create_or_adopt's ``failed``: constants at their callers.
     "mpi_operator.controller.core.owner:warn",
     "mpi_operator.controller.core.owner:_create",

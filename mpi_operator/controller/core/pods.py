@@ -13,7 +13,8 @@ from functools import partial
 from mpi_operator.api.object_model import Obj
 from mpi_operator.client import PODS
 from mpi_operator.controller.core.context import CoreContext
-from mpi_operator.controller.core.owner import Owner, create_pod, delete, run_all
+from mpi_operator.controller.core.owner import Owner, create_pod, delete
+from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.core.slowstart import (
     FIRST_TURN,

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.controller.core.expectations import CreationExpectations
-from mpi_operator.controller.core.owner import first_error
+from mpi_operator.controller.core.parallel import first_error
 
 #: The Job controller's MaxPodCreateDeletePerSync.
 MAX_CREATES_PER_SYNC = 500

@@ -10,16 +10,13 @@ passes by itself) waits its turn (:class:`~.state.ProgressWrites`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import structlog
 from pydantic import BaseModel
 
 from mpi_operator.api.object_model import Obj
-from mpi_operator.client import WARNING, EventRecorder, Resource
-from mpi_operator.client.events import truncate_message
+from mpi_operator.client import Resource
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.owner import Owner
 
@@ -80,23 +77,3 @@ async def write_status(
     for event in events:
         ctx.recorder.event(owner.ref, event.type, event.reason, event.message)
     return True
-
-
-# ------------------------ invalid ------------------------
-#
-# The answer to an MPIJob (of either kind) that does not parse or validate: one
-# Warning event ``ValidationError`` naming the fields, and a log line; no retry, since
-# the same object fails the same way until the user changes it.
-
-
-log = structlog.get_logger(__name__)
-
-VALIDATION_ERROR = "ValidationError"
-
-
-def report_invalid(recorder: EventRecorder, job: Mapping[str, Any], key: str, message: str) -> None:
-    """``job``: the MPIJob with its apiVersion and kind (list items may lack them)."""
-    log.warning("mpijob is invalid", mpijob=key, api_version=job.get("apiVersion"), error=message)
-    recorder.event(
-        job, WARNING, VALIDATION_ERROR, truncate_message(f"Found validation errors: {message}")
-    )

@@ -21,19 +21,20 @@ from mpi_operator.client import (
     split_key,
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
-from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, OnDemandCache
+from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG
+from mpi_operator.controller.core.on_demand import OnDemandCache
 from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers, Urgent
 from mpi_operator.controller.kubeflow.children import pod_group_resource
 from mpi_operator.controller.kubeflow.context import (
     OPERATOR_SELECTOR,
     WORKERS_INDEX,
-    ControllerMetrics,
     Listers,
     SyncContext,
     job_reference,
     workers_index,
 )
+from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
 from mpi_operator.controller.kubeflow.policy import replacing_failed
 from mpi_operator.controller.kubeflow.sync import MPIJobSyncer
 from mpi_operator.controller.options import ControllerOptions

@@ -38,7 +38,8 @@ from mpi_operator.controller.core.objects import (
     pod_phase,
     uid_of,
 )
-from mpi_operator.controller.core.owner import delete, first_error
+from mpi_operator.controller.core.owner import delete
+from mpi_operator.controller.core.parallel import first_error
 from mpi_operator.controller.core.pods import (
     deletes_now,
 )

@@ -41,10 +41,9 @@ from mpi_operator.controller.kubeflow.conditions import (
     has_true_condition,
     is_finished,
     refresh_state,
-    replica_status,
     update_conditions,
-    update_status,
 )
+from mpi_operator.controller.kubeflow.job_status import replica_status, update_status
 from mpi_operator.controller.kubeflow.policy import Decision, judge
 from mpi_operator.controller.kubeflow.ready_timeout import (
     NOT_READY_REASON,

@@ -25,25 +25,29 @@ from mpi_operator.builders.kubeflow.common import is_suspended
 from mpi_operator.client import MPIJOBS
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import Syncer, cached
+from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import is_job_finished, parse_time, pod_phase
-from mpi_operator.controller.core.owner import Owner, run_all
-from mpi_operator.controller.core.writes import dump_status, report_invalid, write_status
+from mpi_operator.controller.core.owner import Owner
+from mpi_operator.controller.core.parallel import run_all
+from mpi_operator.controller.core.writes import dump_status, write_status
 from mpi_operator.controller.kubeflow.children import (
-    create_launcher,
     delete_pod_group,
     ensure_config_map,
     ensure_pod_group,
     ensure_service,
     ensure_ssh_secret,
-    get_launcher,
-    stop_launcher,
-    sync_suspension,
 )
 from mpi_operator.controller.kubeflow.conditions import (
     is_finished,
     is_succeeded,
 )
 from mpi_operator.controller.kubeflow.context import SyncContext, job_reference, owner_of
+from mpi_operator.controller.kubeflow.launcher import (
+    create_launcher,
+    get_launcher,
+    stop_launcher,
+    sync_suspension,
+)
 from mpi_operator.controller.kubeflow.policy import replaces_failed_only
 from mpi_operator.controller.kubeflow.restart import Stale, clear_stale, recreate_ignored
 from mpi_operator.controller.kubeflow.status import (

@@ -6,11 +6,7 @@ informers, label selector, queue and metrics, so it runs beside the Kubeflow
 controller in one process without either seeing the other's children.
 """
 
-from mpi_operator.controller.t9k.controller import (
-    T9kMPIJobController,
-    T9kOptions,
-    crd_installed,
-    t9k_controller_if_served,
-)
+from mpi_operator.controller.t9k.controller import T9kMPIJobController, T9kOptions, crd_installed
+from mpi_operator.controller.t9k.discovery import t9k_controller_if_served
 
 __all__ = ["T9kMPIJobController", "T9kOptions", "crd_installed", "t9k_controller_if_served"]

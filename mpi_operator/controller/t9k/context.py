@@ -19,7 +19,7 @@ from mpi_operator.api.t9k import (
 from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
 from mpi_operator.client import Lister, Resource
 from mpi_operator.controller.core.context import CoreContext
-from mpi_operator.controller.core.crds import OnDemandCache
+from mpi_operator.controller.core.on_demand import OnDemandCache
 from mpi_operator.controller.core.owner import Owner, reference
 
 T9K_MPIJOBS = Resource(GROUP, VERSION, PLURAL, KIND)

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Unpack
 
-import structlog
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import Histogram
 
 from mpi_operator.api.scheduling import GangKind
 from mpi_operator.api.t9k import API_VERSION, KIND
@@ -23,14 +22,13 @@ from mpi_operator.client import (
     SECRETS,
     SERVICES,
     ApiError,
-    EventRecorder,
     KubeClient,
     SharedInformer,
     is_not_found,
 )
-from mpi_operator.client.informer import namespace_scopes
 from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
-from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, OnDemandCache
+from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG
+from mpi_operator.controller.core.on_demand import OnDemandCache
 from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.options import ControllerOptions
@@ -180,56 +178,3 @@ class T9kMPIJobController(QueueController):
             if workload_api
             else None,
         )
-
-
-# ------------------------ discovery ------------------------
-#
-# Whether this process serves T9k MPIJobs: their CRD is installed and RBAC lets us list them.
-#
-# Both are asked once at start-up. Installing the CRD alone must not crash-loop an
-# operator whose RBAC predates it, so a 403 leaves the Kubeflow controller alone
-# at work, with a warning saying what is missing.
-
-
-log = structlog.get_logger(__name__)
-
-
-async def may_list(client: KubeClient, options: ControllerOptions) -> bool:
-    """Whether RBAC lets us list T9k MPIJobs in every watched namespace."""
-    try:
-        for namespace in namespace_scopes(options.namespace):
-            await client.list(T9K_MPIJOBS, namespace, limit=1, undecodable_items=True)
-    except ApiError as err:
-        if err.status != 403:
-            raise
-        log.warning(
-            "T9k MPIJob CRD installed but RBAC forbids listing its MPIJobs; not serving them",
-            error=err.message,
-        )
-        return False
-    return True
-
-
-async def t9k_controller_if_served(
-    client: KubeClient,
-    options: ControllerOptions,
-    *,
-    recorder: EventRecorder | None = None,
-    registry: CollectorRegistry | None = None,
-) -> T9kMPIJobController | None:
-    """The T9k controller (sharing ``recorder``) when its CRD is served and RBAC allows;
-    None, with the reason logged, otherwise. Other API errors of the RBAC probe raise."""
-    try:
-        installed = await crd_installed(client)
-    except ApiError as err:
-        log.warning(
-            "cannot tell whether the T9k MPIJob CRD is installed; not serving it", error=str(err)
-        )
-        return None
-    if not installed:
-        log.info("T9k MPIJob CRD not installed; serving kubeflow.org MPIJobs only")
-        return None
-    if not await may_list(client, options):
-        return None
-    log.info("serving T9k MPIJobs (batch.tensorstack.dev/v1beta1) too")
-    return T9kMPIJobController(client, options, recorder=recorder, registry=registry)

@@ -38,21 +38,17 @@ from mpi_operator.builders.t9k.pods import (
     run_mode,
 )
 from mpi_operator.controller.core.context import Syncer, cached
+from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.objects import (
     format_time,
     is_terminating,
     pod_phase,
     uid_of,
 )
-from mpi_operator.controller.core.owner import Owner, run_all
+from mpi_operator.controller.core.owner import Owner
+from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.pods import delete_pods
-from mpi_operator.controller.core.writes import (
-    PROGRESS,
-    Spacing,
-    dump_status,
-    report_invalid,
-    write_status,
-)
+from mpi_operator.controller.core.writes import PROGRESS, Spacing, dump_status, write_status
 from mpi_operator.controller.runner import Finish
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import (

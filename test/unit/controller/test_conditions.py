@@ -18,8 +18,8 @@ from mpi_operator.controller.kubeflow.conditions import (
     is_succeeded,
     refresh_state,
     update_conditions,
-    update_status,
 )
+from mpi_operator.controller.kubeflow.job_status import update_status
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=1)

@@ -10,8 +10,8 @@ from typing import Any, cast
 from prometheus_client import CollectorRegistry
 
 from mpi_operator.client.kubeapi import KubeClient
-from mpi_operator.controller.kubeflow.context import ControllerMetrics
 from mpi_operator.controller.kubeflow.controller import MPIJobController
+from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
 from mpi_operator.controller.options import ControllerOptions
 
 

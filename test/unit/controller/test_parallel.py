@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from mpi_operator.controller.core.owner import first_error, run_all
+from mpi_operator.controller.core.parallel import first_error, run_all
 
 
 async def test_calls_overlap_and_results_keep_argument_order() -> None:
