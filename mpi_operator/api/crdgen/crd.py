@@ -10,7 +10,8 @@ import yaml
 
 from mpi_operator.api.v2beta1 import types as v2
 
-from .models import DESCRIPTIONS, LAUNCHER, WORKER, ModelWalker, status_schema
+from .declarations import DESCRIPTIONS, LAUNCHER, WORKER
+from .models import ModelWalker, status_schema
 from .openapi import OPENAPI_PATH, OpenAPI, Schema
 
 HEADER = """\
