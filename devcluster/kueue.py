@@ -366,6 +366,7 @@ class Kueue:
             f"--config={config}",
             f"--kubeconfig={self.cluster.kubeconfig}",
             f"--feature-gates={FEATURE_GATES}",
+            "--zap-log-level=2",  # admission, suspend and resume decisions, in its log
         ]
         args = in_private_etc(args, self.workdir / "etc-overlay", {METRICS_CERT_DIR: cert_dir})
         self.process = Process("kueue", args, self.log)

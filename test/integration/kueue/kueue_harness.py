@@ -25,7 +25,7 @@ from devcluster.components import fake_node
 from devcluster.kueue import KUEUE_API, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, Kueue
 from devcluster.polling import eventually
 from devcluster.sample_jobs import pi_mpijob
-from mpi_operator.client import JOBS, MPIJOBS, PODS, KubeClient, Resource
+from mpi_operator.client import EVENTS, JOBS, MPIJOBS, PODS, KubeClient, Resource
 from mpi_operator.client.errors import ApiError, is_not_found
 from mpi_operator.controller.kubeflow.controller import MPIJobController
 
@@ -318,6 +318,22 @@ class KueueObjects:
 
         await eventually(ok, within=within, interval=0.2, what=f"{job} running")
         return found
+
+    async def warnings(self) -> list[tuple[str, str, str]]:
+        """(object, reason, message) of every Warning Event in the namespace, the
+        operator's and Kueue's complaints (none expected), but Kueue's Pending of a
+        Workload waiting for quota."""
+        items = (await self.kube.list(EVENTS, self.ns))["items"]
+        return [
+            (
+                f"{e['involvedObject'].get('kind')}/{e['involvedObject'].get('name')}",
+                e.get("reason", ""),
+                e.get("message", ""),
+            )
+            for e in items
+            if e.get("type") == "Warning"
+            and (e["involvedObject"].get("kind"), e.get("reason")) != ("Workload", "Pending")
+        ]
 
     async def launcher_job(self, job: str) -> Obj | None:
         try:

@@ -72,3 +72,4 @@ async def test_second_job_waits_for_the_quota_then_runs(
     await kq.wait_job("second", lambda j: not suspended(j), "resumed by Kueue")
     await kq.wait_job("second", lambda j: job_condition(j, "Succeeded")[0] == "True", "Succeeded")
     await kq.wait_workload("second", lambda w: is_true(w, "Finished"), "Finished")
+    assert await kq.warnings() == []
