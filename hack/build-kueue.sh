@@ -13,9 +13,9 @@
 #
 # Usage: hack/build-kueue.sh          build when missing, print nothing else on success
 #        hack/build-kueue.sh --print-dir  print the directory and exit
-# A cold build took 10 min 44 s on 2 cores shared with another build (module download
-# included: about 540 MB of modules); it prints
-# its log's path first and a progress line every 30 s.
+# A cold build took 10 min 44 s on 2 cores shared with another build (downloading about
+# 540 MB of modules included); it prints its log's path first and a progress line every
+# 30 s.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
