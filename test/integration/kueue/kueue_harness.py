@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -185,8 +185,15 @@ class KueueObjects:
         return name
 
     async def cluster_queue(
-        self, base: str, flavor: str, cpu: str, preemption: Obj | None = None
+        self,
+        base: str,
+        flavor: str,
+        cpu: str,
+        preemption: Obj | None = None,
+        more_flavors: Sequence[str] = (),
     ) -> str:
+        """A ClusterQueue for every namespace with ``cpu`` of quota in ``flavor`` (and as
+        much in each of ``more_flavors``, tried in that order)."""
         name = self.name(base)
         spec: Obj = {
             "namespaceSelector": {},
@@ -194,7 +201,8 @@ class KueueObjects:
                 {
                     "coveredResources": ["cpu"],
                     "flavors": [
-                        {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}
+                        {"name": f, "resources": [{"name": "cpu", "nominalQuota": cpu}]}
+                        for f in (flavor, *more_flavors)
                     ],
                 }
             ],
