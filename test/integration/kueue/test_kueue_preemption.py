@@ -3,12 +3,14 @@ a higher priority preempt a lower one, a high-priority MPIJob evicts a running
 low-priority one. Kueue suspends the low job; our operator removes its pods and says
 Suspended (its replica statuses no longer active, which is what lets Kueue release the
 quota); the high job runs and Succeeds; the low job is admitted again, runs again and
-Succeeds."""
+Succeeds. Both with the launcher made at once and with it made when the workers are
+Ready (``launcherCreationPolicy: WaitForWorkersReady``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kueue_harness import (
     KueueObjects,
     StartOperator,
@@ -22,8 +24,9 @@ from kueue_harness import (
 from devcluster.polling import eventually
 
 
+@pytest.mark.parametrize("creation", ["AtStartup", "WaitForWorkersReady"])
 async def test_higher_priority_job_preempts_and_the_preempted_job_runs_later(
-    kq: KueueObjects, start_operator: StartOperator
+    kq: KueueObjects, start_operator: StartOperator, creation: str
 ) -> None:
     await start_operator()
     low = await kq.priority_class("low", 100)
@@ -34,7 +37,9 @@ async def test_higher_priority_job_preempts_and_the_preempted_job_runs_later(
     )
     lq = await kq.local_queue("queue", cq)
 
-    await kq.create(queued_mpijob("low", lq, priority_class=low))
+    low_job = queued_mpijob("low", lq, priority_class=low)
+    low_job["spec"]["launcherCreationPolicy"] = creation
+    await kq.create(low_job)
     await kq.wait_workload("low", lambda w: is_true(w, "Admitted"), "Admitted")
     first_run = await kq.wait_running("low", workers=2)
 
