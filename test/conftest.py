@@ -32,7 +32,7 @@ from devcluster.audit import SERVICE_ACCOUNTS
 from devcluster.realnode import preflight
 
 _API_FIXTURES = {"api_cluster", "namespace"}
-_FULL_FIXTURES = {"full_cluster", "full_namespace"}
+_FULL_FIXTURES = {"full_cluster", "full_namespace", "kueue_env"}
 _REAL_FIXTURES = {"real_cluster"}
 
 
