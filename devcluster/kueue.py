@@ -182,9 +182,13 @@ def configuration(
     webhook_port: int,
     cert_dir: Path,
     frameworks: Sequence[str],
+    pods_ready_timeout: str | None = None,
 ) -> dict[str, Any]:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2): only what the suite needs."""
-    return {
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2): only what the suite needs.
+    ``pods_ready_timeout``: waitForPodsReady on, with that timeout (a Go duration), so
+    that Kueue keeps each admitted Workload's PodsReady condition (from the MPIJob's
+    Running condition) and evicts a job not Running in time; admission not blocked."""
+    config: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "namespace": NAMESPACE,
@@ -196,6 +200,9 @@ def configuration(
         "manageJobsWithoutQueueName": False,
         "integrations": {"frameworks": list(frameworks)},
     }
+    if pods_ready_timeout:
+        config["waitForPodsReady"] = {"timeout": pods_ready_timeout, "blockAdmission": False}
+    return config
 
 
 def webhook_configurations(
@@ -293,6 +300,7 @@ class Kueue:
     until the API server calls them (a dry-run MPIJob with a queue name comes back
     suspended). :meth:`stop` deletes the webhook configurations first (a write of an
     MPIJob must not fail on a webhook nobody serves), then kills the process.
+    ``pods_ready_timeout``: Kueue's waitForPodsReady (see :func:`configuration`).
     """
 
     def __init__(
@@ -302,11 +310,13 @@ class Kueue:
         *,
         files: KueueFiles | None = None,
         frameworks: Sequence[str] = (MPIJOB_FRAMEWORK,),
+        pods_ready_timeout: str | None = None,
     ) -> None:
         self.cluster = cluster
         self.workdir = workdir.resolve()
         self._files = files
         self.frameworks = list(frameworks)
+        self.pods_ready_timeout = pods_ready_timeout
         self.process: Process | None = None
         self.ports: dict[str, int] = {}
         self._webhooks: list[str] = []
@@ -357,6 +367,7 @@ class Kueue:
                     webhook_port=webhook,
                     cert_dir=cert_dir,
                     frameworks=self.frameworks,
+                    pods_ready_timeout=self.pods_ready_timeout,
                 ),
                 sort_keys=False,
             )

@@ -61,7 +61,9 @@ def kueue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KueueEnv]:
     except (BinariesMissingError, ClusterError) as e:
         pytest.fail(f"the Kueue suite cannot start here: {e}", pytrace=False)
     cluster.start()
-    kueue = Kueue(cluster, cluster.workdir / "kueue", files=files)
+    # waitForPodsReady on: each admitted Workload says PodsReady once the MPIJob is
+    # Running (the tests assert it); the timeout is long enough never to evict here.
+    kueue = Kueue(cluster, cluster.workdir / "kueue", files=files, pods_ready_timeout="5m")
     try:
         kueue.start()
         yield KueueEnv(cluster, kueue)

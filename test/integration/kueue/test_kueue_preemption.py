@@ -69,6 +69,7 @@ async def test_higher_priority_job_preempts_and_the_preempted_job_runs_later(
     await kq.wait_workload("low", lambda w: is_true(w, "Admitted"), "Admitted again", within=90)
     await kq.wait_job("low", lambda j: not suspended(j), "resumed by Kueue")
     second_run = await kq.wait_running("low", workers=2)
+    await kq.wait_workload("low", lambda w: is_true(w, "PodsReady"), "PodsReady again")
     first = {p["metadata"]["uid"] for p in first_run}
     assert not first & {p["metadata"]["uid"] for p in second_run}
     await kq.finish_launcher("low")

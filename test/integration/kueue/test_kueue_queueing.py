@@ -42,6 +42,8 @@ async def test_second_job_waits_for_the_quota_then_runs(
     await kq.wait_job(
         "first", lambda j: job_condition(j, "Running")[0] == "True", "Running", within=30
     )
+    # Kueue reads the job's Running condition as its pods being ready.
+    await kq.wait_workload("first", lambda w: is_true(w, "PodsReady"), "PodsReady")
 
     def pending(wl: dict[str, Any]) -> bool:
         reserved = condition(wl, "QuotaReserved") or {}
