@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: version image helm lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests docs
+.PHONY: version image helm kueue lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,12 @@ binaries:
 helm:
 	hack/build-helm.sh
 
+# Kueue (sigs.k8s.io/kueue, pinned in hack/tools/kueue) for the Kueue suite
+# (test/integration/kueue), built from the Go module proxy into the cache next to the
+# binaries with its CRDs and webhook manifests, when missing.
+kueue:
+	hack/build-kueue.sh
+
 # Open MPI for the test that compiles and runs the pi example (as root, when missing).
 mpi:
 	hack/install-mpi.sh
@@ -80,7 +86,7 @@ typecheck: venv
 test-unit: venv
 	$(BIN)/pytest test/unit
 
-test: venv binaries helm mpi node operator-image lint typecheck
+test: venv binaries helm kueue mpi node operator-image lint typecheck
 	$(BIN)/pytest
 
 cluster-up: venv binaries

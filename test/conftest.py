@@ -35,7 +35,7 @@ from devcluster.realnode import preflight
 from devcluster.testing import OPERATOR_STARTS
 
 _API_FIXTURES = {"api_cluster", "namespace"}
-_FULL_FIXTURES = {"full_cluster", "full_namespace"}
+_FULL_FIXTURES = {"full_cluster", "full_namespace", "kueue_env"}
 _REAL_FIXTURES = {"real_cluster"}
 
 

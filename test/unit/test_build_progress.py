@@ -59,7 +59,13 @@ def test_the_ticker_stops_when_the_step_fails() -> None:
 
 @pytest.mark.parametrize(
     "script",
-    ["build-binaries.sh", "build-node-binaries.sh", "build-helm.sh", "build-node-images.sh"],
+    [
+        "build-binaries.sh",
+        "build-node-binaries.sh",
+        "build-helm.sh",
+        "build-kueue.sh",
+        "build-node-images.sh",
+    ],
 )
 def test_slow_builds_use_it_and_name_their_log(script: str) -> None:
     text = (ROOT / "hack" / script).read_text()
