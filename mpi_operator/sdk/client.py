@@ -20,7 +20,6 @@ from typing import Any, Generic, cast
 
 import yaml
 from kubernetes import client as k8s
-from pydantic import ValidationError
 
 from mpi_operator.api import t9k, v2beta1
 from mpi_operator.api.object_model import ApiObject, metadata_of
@@ -292,26 +291,7 @@ class JobClient(Generic[JobT]):
 def _check_spec(model: type[ApiObject], body: dict[str, Any]) -> None:
     """Refuses, as :class:`InvalidSpecError`, a body with an unknown field or a value
     outside an enumeration (metadata and pod templates are the API server's to check)."""
-    try:
-        model.from_dict(body, strict=True)
-    except ValidationError as e:
-        errors = e.errors(include_url=False)
-        fields = [_path(err["loc"]) for err in errors]
-        details = "; ".join(f"{_path(err['loc'])}: {err['msg']}" for err in errors)
-        raise InvalidSpecError(f"{body.get('kind', 'MPIJob')} refused: {details}", fields) from e
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    """pydantic's error location as a field path (``spec.runPolicy.cleanPodPolicy``)."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif "[" in part or "(" in part:  # a validator's or a type's name, not a field
-            continue
-        else:
-            out += f".{part}" if out else part
-    return out
+    model.from_dict(body, strict=True)
 
 
 class MPIJobClient(JobClient[v2beta1.MPIJob]):

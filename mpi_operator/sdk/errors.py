@@ -18,8 +18,9 @@ Every error the SDK's clients raise is an :class:`SDKError`:
 * :class:`WaitTimeoutError`, :class:`JobFailedError`, :class:`LogsUnavailableError`:
   the outcomes of waiting for a job or its logs.
 
-Building a model directly (``v2beta1.RunPolicy(clean_pod_policy="Sometimes")``) raises
-pydantic's ``ValidationError``, a ``ValueError``, naming the field.
+Building a model directly (``v2beta1.RunPolicy(clean_pod_policy="Sometimes")``, or
+``v2beta1.MPIJob.from_dict(obj, strict=True)``) raises :class:`InvalidSpecError` too,
+naming the fields (:mod:`mpi_operator.api.model_errors` defines it beside the models).
 """
 
 from __future__ import annotations
@@ -28,22 +29,25 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from mpi_operator.api.model_errors import InvalidArgumentError, InvalidSpecError, SDKError
 
-class SDKError(Exception):
-    """Base of every error the SDK raises."""
-
-
-class InvalidArgumentError(SDKError, ValueError):
-    """An argument the SDK refused before any request."""
-
-
-class InvalidSpecError(InvalidArgumentError):
-    """The job was refused before any request; :attr:`fields` name what is wrong."""
-
-    def __init__(self, message: str, fields: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.fields = fields or []
-        """The paths of the refused fields (``spec.runPolicy.cleanPodPolicy``), if any."""
+__all__ = [
+    "AlreadyExistsError",
+    "ApiError",
+    "ConflictError",
+    "FieldCause",
+    "ForbiddenError",
+    "InvalidArgumentError",
+    "InvalidError",
+    "InvalidSpecError",
+    "JobFailedError",
+    "LogsUnavailableError",
+    "NotFoundError",
+    "SDKConnectionError",
+    "SDKError",
+    "WaitTimeoutError",
+    "from_api_exception",
+]
 
 
 class SDKConnectionError(SDKError, ConnectionError):
