@@ -1,5 +1,8 @@
 """The kubernetes client's failures turned into the SDK's typed errors: an error answer
-(``ApiException``) by its kind, a failed connection (urllib3's errors, socket errors) as
+(``ApiException``) by its kind, the refusal of the API server's strict field
+validation (an unknown field in a pod template) as
+:class:`~mpi_operator.sdk.errors.InvalidSpecError` naming each field, a failed
+connection (urllib3's errors, socket errors) as
 :class:`~mpi_operator.sdk.errors.SDKConnectionError`."""
 
 from __future__ import annotations
@@ -11,7 +14,12 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import MaxRetryError
 
-from .errors import SDKConnectionError, from_api_exception
+from .errors import (
+    InvalidSpecError,
+    SDKConnectionError,
+    from_api_exception,
+    strictly_refused_fields,
+)
 
 
 def _cause(error: BaseException) -> str:
@@ -29,6 +37,14 @@ def translated(host: str = "") -> Iterator[None]:
     except ApiException as e:
         if not e.status:  # the client's own failure, before any answer
             raise SDKConnectionError(f"API server{where}: {e.reason or e}") from e
-        raise from_api_exception(int(e.status), str(e.reason or ""), e.body) from e
+        error = from_api_exception(int(e.status), str(e.reason or ""), e.body)
+        fields = strictly_refused_fields(error.message)
+        if fields:
+            raise InvalidSpecError(
+                f"the API server{where} refused unknown or duplicate field(s) "
+                f"(strict field validation): {', '.join(fields)}",
+                fields,
+            ) from error
+        raise error from e
     except (Urllib3Error, OSError) as e:
         raise SDKConnectionError(f"cannot reach the API server{where}: {_cause(e)}") from e

@@ -33,6 +33,10 @@ from .kinds import KUBEFLOW, T9K, JobKind, JobT
 
 Progress = bool | Callable[[Any], None]
 
+STRICT = "Strict"
+"""The ``fieldValidation`` of every write: the API server refuses an unknown field
+(a typo in a pod template) rather than dropping it."""
+
 
 class JobClient(Generic[JobT]):
     """The operations on one MPIJob kind; use :class:`MPIJobClient` or
@@ -68,15 +72,22 @@ class JobClient(Generic[JobT]):
         """Creates the job (a model, or its wire form as a dict) in ``namespace``, else the
         job's own ``metadata.namespace``, else the client's; returns it as created.
         A dict with an unknown field or a value outside an enumeration is refused
-        before any request (:class:`InvalidSpecError`), as the API server would drop
-        the one and refuse the other."""
+        before any request (:class:`InvalidSpecError`); an unknown field where the
+        models do not look (a pod template) is refused by the API server's strict field
+        validation, also as :class:`InvalidSpecError` naming each field."""
         body = self._body(job)
         ns = namespace or body["metadata"].get("namespace") or self.namespace
         body["metadata"]["namespace"] = ns
         kind = self.kind
         with self._translated():
             created = self._custom.create_namespaced_custom_object(
-                kind.group, kind.version, ns, kind.plural, body, dry_run="All" if dry_run else None
+                kind.group,
+                kind.version,
+                ns,
+                kind.plural,
+                body,
+                dry_run="All" if dry_run else None,
+                field_validation=STRICT,
             )
         return self._parse(created)
 
@@ -200,6 +211,7 @@ class JobClient(Generic[JobT]):
                 kind.plural,
                 name,
                 patch,
+                field_validation=STRICT,
                 _content_type="application/merge-patch+json",
             )
         return self._parse(obj)

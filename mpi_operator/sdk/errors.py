@@ -26,6 +26,7 @@ naming the fields (:mod:`mpi_operator.api.model_errors` defines it beside the mo
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,3 +183,23 @@ def from_api_exception(status: int, http_reason: str, raw_body: Any) -> ApiError
     if status == 422 or reason == "Invalid":
         return InvalidError(status, reason, message, body=body, causes=_causes(body))
     return ApiError(status, reason, message, body=body)
+
+
+# The API server's strict field validation (fieldValidation=Strict): a create or update
+# (400 BadRequest) or a merge patch (422, after the patched object) ends with
+# ``strict decoding error: unknown field "spec.a", duplicate field "spec.b"``; a
+# server-side apply names ``.spec.a: field not declared in schema``.
+_STRICT = "strict decoding error: "
+_STRICT_FIELD = re.compile(r'(?:unknown|duplicate) field "((?:[^"\\]|\\.)*)"')
+_NOT_DECLARED = re.compile(r"(?:^|[\s(:])\.?([\w./\[\]-]+): field not declared in schema")
+
+
+def strictly_refused_fields(message: str) -> list[str]:
+    """The fields the API server's strict field validation named in ``message`` (an
+    error answer's), as paths (``spec.runPolicy.cleanPodPolicyy``); empty if none."""
+    fields: list[str] = []
+    if _STRICT in message:
+        tail = message.rsplit(_STRICT, 1)[1]
+        fields += [json.loads(f'"{m}"') for m in _STRICT_FIELD.findall(tail)]
+    fields += _NOT_DECLARED.findall(message)
+    return list(dict.fromkeys(fields))
