@@ -42,6 +42,7 @@ from .errors import (
     NotFoundError,
     SDKConnectionError,
     SDKError,
+    SDKTimeoutError,
     WaitTimeoutError,
 )
 from .kinds import state
@@ -62,6 +63,7 @@ __all__ = [
     "NotFoundError",
     "SDKConnectionError",
     "SDKError",
+    "SDKTimeoutError",
     "T9kMPIJobClient",
     "WaitTimeoutError",
     "state",

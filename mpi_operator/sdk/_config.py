@@ -10,8 +10,13 @@ from typing import Any
 
 import kubernetes.config as k8s_config
 from kubernetes import client as k8s
+from urllib3.util.retry import Retry
 
 from .errors import SDKConnectionError
+
+DEFAULT_REQUEST_TIMEOUT = 30.0
+"""The seconds a request may take (to connect, and for the answer) unless the client or
+the call says otherwise."""
 
 _SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -51,4 +56,6 @@ def connect(kubeconfig: str | Path | None, context: str | None) -> tuple[Any, st
                 f"no usable kubeconfig ({kube_error}) and not in a cluster ({cluster_error})"
             ) from None
         namespace = _SA_NAMESPACE.read_text().strip() if _SA_NAMESPACE.exists() else "default"
+    # A request that timed out is not sent again: the request timeout bounds the call.
+    configuration.retries = Retry(total=3, read=0)
     return k8s.ApiClient(configuration), namespace

@@ -11,12 +11,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError
 from urllib3.exceptions import HTTPError as Urllib3Error
-from urllib3.exceptions import MaxRetryError
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
 from .errors import (
     InvalidSpecError,
     SDKConnectionError,
+    SDKTimeoutError,
     from_api_exception,
     strictly_refused_fields,
 )
@@ -26,6 +28,16 @@ def _cause(error: BaseException) -> str:
     if isinstance(error, MaxRetryError) and error.reason is not None:
         return f"{error.reason}"
     return str(error) or type(error).__name__
+
+
+def _timed_out(error: BaseException) -> bool:
+    """Whether the request timed out (urllib3 counts a refused connection as a
+    ``TimeoutError`` too: it is not one here)."""
+    if isinstance(error, MaxRetryError) and error.reason is not None:
+        error = error.reason
+    if isinstance(error, NewConnectionError):
+        return False
+    return isinstance(error, Urllib3Timeout | ConnectTimeoutError | TimeoutError)
 
 
 @contextmanager
@@ -47,4 +59,6 @@ def translated(host: str = "") -> Iterator[None]:
             ) from error
         raise error from e
     except (Urllib3Error, OSError) as e:
+        if _timed_out(e):
+            raise SDKTimeoutError(f"the API server{where} timed out: {_cause(e)}") from e
         raise SDKConnectionError(f"cannot reach the API server{where}: {_cause(e)}") from e

@@ -26,12 +26,13 @@ from mpi_operator.api.object_model import ApiObject, metadata_of
 
 from . import logs as _logs
 from . import waiting
-from ._config import connect
+from ._config import DEFAULT_REQUEST_TIMEOUT, connect
 from ._errors import translated
 from .errors import InvalidSpecError, NotFoundError, WaitTimeoutError
 from .kinds import KUBEFLOW, T9K, JobKind, JobT
 
 Progress = bool | Callable[[Any], None]
+
 
 STRICT = "Strict"
 """The ``fieldValidation`` of every write: the API server refuses an unknown field
@@ -51,23 +52,33 @@ class JobClient(Generic[JobT]):
         kubeconfig: str | Path | None = None,
         context: str | None = None,
         api_client: Any = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         """Connects with ``api_client`` (a ``kubernetes.client.ApiClient``) if given, else
         with the kubeconfig (``kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``; its
-        ``context`` or the current one), else in cluster. ``namespace`` defaults to the
-        context's namespace (in cluster: the pod's), else ``default``."""
+        ``context`` or the current one), else in cluster.
+        ``namespace`` defaults to the context's namespace (in cluster: the pod's), else
+        ``default``. ``request_timeout`` bounds each request, in seconds (each call
+        takes its own too): a server that does not answer in time raises
+        :class:`SDKTimeoutError`."""
         default_namespace = "default"
         if api_client is None:
             api_client, default_namespace = connect(kubeconfig, context)
         self.api_client = api_client
         self.namespace: str = namespace or default_namespace
+        self.request_timeout = float(request_timeout)
         self._custom = k8s.CustomObjectsApi(api_client)
         self._core = k8s.CoreV1Api(api_client)
 
     # -- create ------------------------------------------------------------------------
 
     def create(
-        self, job: JobT | Mapping[str, Any], *, namespace: str | None = None, dry_run: bool = False
+        self,
+        job: JobT | Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        request_timeout: float | None = None,
     ) -> JobT:
         """Creates the job (a model, or its wire form as a dict) in ``namespace``, else the
         job's own ``metadata.namespace``, else the client's; returns it as created.
@@ -88,11 +99,17 @@ class JobClient(Generic[JobT]):
                 body,
                 dry_run="All" if dry_run else None,
                 field_validation=STRICT,
+                _request_timeout=self.timeout(request_timeout),
             )
         return self._parse(created)
 
     def create_from_yaml(
-        self, path: str | Path, *, namespace: str | None = None, dry_run: bool = False
+        self,
+        path: str | Path,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        request_timeout: float | None = None,
     ) -> JobT:
         """Creates the one job of this kind that the YAML file holds."""
         try:
@@ -103,7 +120,9 @@ class JobClient(Generic[JobT]):
             raise InvalidSpecError(
                 f"{path}: expected one {self.kind.kind} document, got {len(docs)}"
             )
-        return self.create(docs[0], namespace=namespace, dry_run=dry_run)
+        return self.create(
+            docs[0], namespace=namespace, dry_run=dry_run, request_timeout=request_timeout
+        )
 
     def _body(self, job: JobT | Mapping[str, Any]) -> dict[str, Any]:
         kind = self.kind
@@ -128,6 +147,10 @@ class JobClient(Generic[JobT]):
             _check_spec(kind.model, body)
         return body
 
+    def timeout(self, request_timeout: float | None = None) -> float:
+        """The request timeout of a call: its own, else the client's."""
+        return self.request_timeout if request_timeout is None else float(request_timeout)
+
     def _translated(self) -> AbstractContextManager[None]:
         return translated(str(getattr(self.api_client.configuration, "host", "") or ""))
 
@@ -136,12 +159,19 @@ class JobClient(Generic[JobT]):
 
     # -- read --------------------------------------------------------------------------
 
-    def get(self, name: str, namespace: str | None = None) -> JobT:
+    def get(
+        self, name: str, namespace: str | None = None, *, request_timeout: float | None = None
+    ) -> JobT:
         """The job as stored; :class:`NotFoundError` if there is none."""
         kind = self.kind
         with self._translated():
             obj = self._custom.get_namespaced_custom_object(
-                kind.group, kind.version, namespace or self.namespace, kind.plural, name
+                kind.group,
+                kind.version,
+                namespace or self.namespace,
+                kind.plural,
+                name,
+                _request_timeout=self.timeout(request_timeout),
             )
         return self._parse(obj)
 
@@ -151,13 +181,18 @@ class JobClient(Generic[JobT]):
         *,
         all_namespaces: bool = False,
         label_selector: str | None = None,
+        request_timeout: float | None = None,
     ) -> list[JobT]:
         """The jobs of ``namespace`` (else the client's), or of every namespace."""
         kind = self.kind
         with self._translated():
             if all_namespaces:
                 result = self._custom.list_cluster_custom_object(
-                    kind.group, kind.version, kind.plural, label_selector=label_selector
+                    kind.group,
+                    kind.version,
+                    kind.plural,
+                    label_selector=label_selector,
+                    _request_timeout=self.timeout(request_timeout),
                 )
             else:
                 result = self._custom.list_namespaced_custom_object(
@@ -166,6 +201,7 @@ class JobClient(Generic[JobT]):
                     namespace or self.namespace,
                     kind.plural,
                     label_selector=label_selector,
+                    _request_timeout=self.timeout(request_timeout),
                 )
         items: list[Any] = cast(dict[str, Any], result).get("items") or []
         return [self._parse(item) for item in items]
@@ -191,17 +227,27 @@ class JobClient(Generic[JobT]):
 
     # -- suspend and resume ------------------------------------------------------------
 
-    def suspend(self, name: str, namespace: str | None = None) -> JobT:
+    def suspend(
+        self, name: str, namespace: str | None = None, *, request_timeout: float | None = None
+    ) -> JobT:
         """Suspends the job: its pods are deleted, and none are created until it is
         resumed (Kubeflow: ``spec.runPolicy.suspend``; T9k: ``spec.runMode.pause``).
         Returns the job as patched."""
-        return self._patch(name, namespace, self.kind.suspend_patch(True))
+        return self._patch(name, namespace, self.kind.suspend_patch(True), request_timeout)
 
-    def resume(self, name: str, namespace: str | None = None) -> JobT:
+    def resume(
+        self, name: str, namespace: str | None = None, *, request_timeout: float | None = None
+    ) -> JobT:
         """Resumes a suspended job: its pods are created again. Returns it as patched."""
-        return self._patch(name, namespace, self.kind.suspend_patch(False))
+        return self._patch(name, namespace, self.kind.suspend_patch(False), request_timeout)
 
-    def _patch(self, name: str, namespace: str | None, patch: dict[str, Any]) -> JobT:
+    def _patch(
+        self,
+        name: str,
+        namespace: str | None,
+        patch: dict[str, Any],
+        request_timeout: float | None = None,
+    ) -> JobT:
         kind = self.kind
         with self._translated():
             obj = self._custom.patch_namespaced_custom_object(
@@ -213,6 +259,7 @@ class JobClient(Generic[JobT]):
                 patch,
                 field_validation=STRICT,
                 _content_type="application/merge-patch+json",
+                _request_timeout=self.timeout(request_timeout),
             )
         return self._parse(obj)
 
@@ -226,6 +273,7 @@ class JobClient(Generic[JobT]):
         follow: bool = False,
         container: str | None = None,
         timeout: float = 300,
+        request_timeout: float | None = None,
     ) -> Iterator[str]:
         """The lines of the launcher's log (its newest pod). With ``follow``, waits up to
         ``timeout`` seconds for the launcher to start, then yields lines as they are
@@ -233,7 +281,13 @@ class JobClient(Generic[JobT]):
         an attempt succeeds or the job finishes; without, the current attempt's log, or
         :class:`LogsUnavailableError` when the launcher has not started."""
         return _logs.launcher_logs(
-            self, name, namespace or self.namespace, follow, container, timeout
+            self,
+            name,
+            namespace or self.namespace,
+            follow,
+            container,
+            timeout,
+            self.timeout(request_timeout),
         )
 
     def worker_logs(
@@ -245,13 +299,21 @@ class JobClient(Generic[JobT]):
         follow: bool = False,
         container: str | None = None,
         timeout: float = 300,
+        request_timeout: float | None = None,
     ) -> Iterator[str]:
         """The lines of worker ``index``'s log (pod ``<name>-worker-<index>``). With
         ``follow``, waits up to ``timeout`` seconds for the pod to start, then yields
         lines as they are written until its container stops; without, its current log,
         or :class:`LogsUnavailableError` when it has not started."""
         return _logs.worker_logs(
-            self, name, namespace or self.namespace, index, follow, container, timeout
+            self,
+            name,
+            namespace or self.namespace,
+            index,
+            follow,
+            container,
+            timeout,
+            self.timeout(request_timeout),
         )
 
     # -- delete ------------------------------------------------------------------------
@@ -264,6 +326,7 @@ class JobClient(Generic[JobT]):
         wait: bool = False,
         timeout: float = 120,
         missing_ok: bool = False,
+        request_timeout: float | None = None,
     ) -> None:
         """Deletes the job (its children follow, by the garbage collector). With ``wait``,
         returns once it is gone. ``missing_ok``: no error if it does not exist."""
@@ -271,7 +334,12 @@ class JobClient(Generic[JobT]):
         try:
             with self._translated():
                 self._custom.delete_namespaced_custom_object(
-                    kind.group, kind.version, ns, kind.plural, name
+                    kind.group,
+                    kind.version,
+                    ns,
+                    kind.plural,
+                    name,
+                    _request_timeout=self.timeout(request_timeout),
                 )
         except NotFoundError:
             if not missing_ok:
@@ -280,7 +348,7 @@ class JobClient(Generic[JobT]):
         deadline = time.monotonic() + timeout
         while wait:
             try:
-                job = self.get(name, ns)
+                job = self.get(name, ns, request_timeout=request_timeout)
             except NotFoundError:
                 return
             if time.monotonic() > deadline:
@@ -302,7 +370,8 @@ class JobClient(Generic[JobT]):
 
 def _check_spec(model: type[ApiObject], body: dict[str, Any]) -> None:
     """Refuses, as :class:`InvalidSpecError`, a body with an unknown field or a value
-    outside an enumeration (metadata and pod templates are the API server's to check)."""
+    outside an enumeration (metadata and pod templates are the API server's to check,
+    with strict field validation)."""
     model.from_dict(body, strict=True)
 
 

@@ -8,8 +8,9 @@ Every error the SDK's clients raise is an :class:`SDKError`:
   MPIJob kind, or a YAML file without exactly one job; :class:`InvalidArgumentError`
   for another argument (an unknown condition to wait for).
 * :class:`SDKConnectionError` (also a ``ConnectionError``): the API server could not
-  be reached (refused, unresolvable, timed out, TLS failure), or no configuration to
-  reach it was found.
+  be reached (refused, unresolvable, TLS failure), or no configuration to reach it was
+  found; :class:`SDKTimeoutError` (also a ``TimeoutError``) when it did not connect or
+  answer within the request timeout.
 * :class:`ApiError`: the API server answered with an error, or one of its subclasses
   when its kind is one a caller acts on: :class:`NotFoundError` (404),
   :class:`AlreadyExistsError` (409 ``AlreadyExists``), :class:`ConflictError` (other
@@ -46,6 +47,7 @@ __all__ = [
     "NotFoundError",
     "SDKConnectionError",
     "SDKError",
+    "SDKTimeoutError",
     "WaitTimeoutError",
     "from_api_exception",
 ]
@@ -53,6 +55,11 @@ __all__ = [
 
 class SDKConnectionError(SDKError, ConnectionError):
     """The API server could not be reached, or there is no configuration to reach it."""
+
+
+class SDKTimeoutError(SDKConnectionError, TimeoutError):
+    """The API server did not connect or answer within the request timeout (the
+    client's ``request_timeout``, or the call's)."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,52 @@
+"""Reaching the API server: every call is bounded by a request timeout (the client's,
+or the call's own). On loopback servers the tests start and stop."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FakeApi
+
+from mpi_operator.sdk import MPIJobClient, SDKError, SDKTimeoutError, T9kMPIJobClient
+
+
+def _kubeconfig(server: str, path: Path) -> Path:
+    return FakeApi(url=server).kubeconfig(path)
+
+
+CALLS: list[tuple[str, Callable[[MPIJobClient], Any]]] = [
+    ("get", lambda c: c.get("pi")),
+    ("list", lambda c: c.list()),
+    ("create", lambda c: c.create({"metadata": {"name": "pi"}})),
+    ("suspend", lambda c: c.suspend("pi")),
+    ("delete", lambda c: c.delete("pi")),
+    ("logs", lambda c: list(c.logs("pi"))),
+    ("worker_logs", lambda c: list(c.worker_logs("pi"))),
+]
+
+
+@pytest.mark.parametrize("call", [c[1] for c in CALLS], ids=[c[0] for c in CALLS])
+def test_a_server_that_never_answers_times_out(
+    silent_server: str, tmp_path: Path, call: Callable[[MPIJobClient], Any]
+) -> None:
+    client = MPIJobClient(kubeconfig=_kubeconfig(silent_server, tmp_path / "kc"), request_timeout=1)
+    started = time.monotonic()
+    with pytest.raises(SDKTimeoutError) as timed_out:
+        call(client)
+    took = time.monotonic() - started
+    assert took < 3, f"took {took:.1f}s"
+    assert isinstance(timed_out.value, SDKError) and isinstance(timed_out.value, TimeoutError)
+    assert silent_server.removeprefix("http://") in str(timed_out.value)
+
+
+def test_a_call_overrides_the_clients_request_timeout(silent_server: str, tmp_path: Path) -> None:
+    client = T9kMPIJobClient(kubeconfig=_kubeconfig(silent_server, tmp_path / "kc"))
+    assert client.request_timeout == 30
+    started = time.monotonic()
+    with pytest.raises(SDKTimeoutError):
+        client.get("pi", request_timeout=0.5)
+    assert time.monotonic() - started < 2
