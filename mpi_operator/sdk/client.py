@@ -55,8 +55,8 @@ class JobClient(Generic[JobT]):
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         """Connects with ``api_client`` (a ``kubernetes.client.ApiClient``) if given, else
-        with the kubeconfig (``kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``; its
-        ``context`` or the current one), else in cluster.
+        with the kubeconfig (``kubeconfig``, else ``$KUBECONFIG`` as it is now, else
+        ``~/.kube/config``; its ``context`` or the current one), else in cluster.
         ``namespace`` defaults to the context's namespace (in cluster: the pod's), else
         ``default``. ``request_timeout`` bounds each request, in seconds (each call
         takes its own too): a server that does not answer in time raises

@@ -1,5 +1,6 @@
 """Reaching the API server: every call is bounded by a request timeout (the client's,
-or the call's own). On loopback servers the tests start and stop."""
+or the call's own), and ``$KUBECONFIG`` is read when a client is made, not at import.
+On loopback servers the tests start and stop."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FakeApi
+from conftest import FakeApi, Request
 
 from mpi_operator.sdk import MPIJobClient, SDKError, SDKTimeoutError, T9kMPIJobClient
 
@@ -50,3 +51,31 @@ def test_a_call_overrides_the_clients_request_timeout(silent_server: str, tmp_pa
     with pytest.raises(SDKTimeoutError):
         client.get("pi", request_timeout=0.5)
     assert time.monotonic() - started < 2
+
+
+def _named(answer: str) -> Callable[[Request], tuple[int, Any]]:
+    """Answers every read with a job whose name says which server it came from."""
+    return lambda request: (200, {"metadata": {"name": answer, "namespace": "ns"}})
+
+
+def test_kubeconfig_is_read_when_a_client_is_made(
+    fake_api: FakeApi, other_fake_api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$KUBECONFIG set after import, to one file then another: each client uses the
+    server (and namespace) of the file named when it was made."""
+    fake_api.answer, other_fake_api.answer = _named("first"), _named("second")
+    first = fake_api.kubeconfig(tmp_path / "first", namespace="ns-a")
+    second = other_fake_api.kubeconfig(tmp_path / "second", namespace="ns-b")
+    monkeypatch.setenv("KUBECONFIG", str(first))
+    a = MPIJobClient()
+    monkeypatch.setenv("KUBECONFIG", str(second))
+    b = MPIJobClient()
+    assert (a.namespace, b.namespace) == ("ns-a", "ns-b")
+    assert a.get("pi").name == "first"
+    assert b.get("pi").name == "second"
+    assert [r.path for r in fake_api.requests] == [
+        "/apis/kubeflow.org/v2beta1/namespaces/ns-a/mpijobs/pi"
+    ]
+    assert [r.path for r in other_fake_api.requests] == [
+        "/apis/kubeflow.org/v2beta1/namespaces/ns-b/mpijobs/pi"
+    ]
