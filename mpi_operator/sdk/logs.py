@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
 _STARTED = ("Running", "Succeeded", "Failed")
 
+QUIET_LOG_SECONDS = 24 * 3600.0
+"""How long a followed log may go without a line before the stream gives up
+(:class:`~mpi_operator.sdk.errors.SDKTimeoutError`): the kubernetes client takes no
+unbounded read timeout beside a bounded connect one."""
+
 
 def _started(pod: Any) -> bool:
     """Whether the pod's containers have started (a Pending pod has no log to give)."""
@@ -132,7 +137,8 @@ def _stream(
     client: JobClient[Any], pod: Any, namespace: str, cname: str, request_timeout: float
 ) -> Iterator[str]:
     """The log's lines as they are written; ``request_timeout`` bounds the connection,
-    not the wait for the next line (a quiet program is not a dead server)."""
+    and :data:`QUIET_LOG_SECONDS` the wait for the next line (a quiet program is not a
+    dead server)."""
     watcher = Watch()
     with client._translated():
         try:
@@ -142,7 +148,7 @@ def _stream(
                 namespace=namespace,
                 container=cname,
                 follow=True,
-                _request_timeout=(request_timeout, None),
+                _request_timeout=(request_timeout, QUIET_LOG_SECONDS),
             ):
                 yield str(line)
         finally:

@@ -11,8 +11,15 @@ from typing import Any
 
 import pytest
 from conftest import FakeApi, Request
+from kubernetes.client import ApiClient, Configuration
 
 from mpi_operator.sdk import MPIJobClient, SDKError, SDKTimeoutError, T9kMPIJobClient
+
+
+def _api_client(url: str) -> ApiClient:
+    configuration = Configuration(host=url)
+    configuration.retries = 0
+    return ApiClient(configuration)
 
 
 def _kubeconfig(server: str, path: Path) -> Path:
@@ -79,3 +86,27 @@ def test_kubeconfig_is_read_when_a_client_is_made(
     assert [r.path for r in other_fake_api.requests] == [
         "/apis/kubeflow.org/v2beta1/namespaces/ns-b/mpijobs/pi"
     ]
+
+
+def _worker_and_its_log(request: Request) -> tuple[int, Any]:
+    if request.path.endswith("/log"):
+        return 200, "pi is about 3.14\n"
+    pod = {
+        "metadata": {"name": "pi-worker-0", "namespace": "ns"},
+        "spec": {"containers": [{"name": "main", "image": "i"}]},
+        "status": {"phase": "Running"},
+    }
+    return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [pod]}
+
+
+def test_a_followed_log_is_streamed_with_a_bounded_connection(fake_api: FakeApi) -> None:
+    """follow=True through the kubernetes client itself, which validates its arguments
+    (it refuses a read timeout of None)."""
+    fake_api.answer = _worker_and_its_log
+    client = MPIJobClient("ns", api_client=_api_client(fake_api.url))
+    assert list(client.worker_logs("pi", 0, follow=True, request_timeout=5)) == ["pi is about 3.14"]
+    streamed = fake_api.requests[-1]
+    assert (streamed.path, streamed.query["follow"]) == (
+        "/api/v1/namespaces/ns/pods/pi-worker-0/log",
+        ["true"],
+    )
