@@ -1,5 +1,5 @@
 """Synchronous clients of the two MPIJob kinds: create, get, list, wait, suspend, resume,
-logs (the launcher's and the workers'), delete.
+patch, update, pods, logs (the launcher's and the workers'), delete.
 
 :class:`MPIJobClient` serves ``kubeflow.org/v2beta1`` MPIJobs and
 :class:`T9kMPIJobClient` ``batch.tensorstack.dev/v1beta1`` ones; both return the pydantic
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Generic, cast
+from typing import Any, cast
 
 import yaml
 from kubernetes import client as k8s
@@ -28,18 +28,14 @@ from . import logs as _logs
 from . import waiting
 from ._config import DEFAULT_REQUEST_TIMEOUT, connect
 from ._errors import translated
+from .edits import STRICT, JobEdits
 from .errors import InvalidSpecError, NotFoundError, WaitTimeoutError
 from .kinds import KUBEFLOW, T9K, JobKind, JobT
 
 Progress = bool | Callable[[Any], None]
 
 
-STRICT = "Strict"
-"""The ``fieldValidation`` of every write: the API server refuses an unknown field
-(a typo in a pod template) rather than dropping it."""
-
-
-class JobClient(Generic[JobT]):
+class JobClient(JobEdits[JobT]):
     """The operations on one MPIJob kind; use :class:`MPIJobClient` or
     :class:`T9kMPIJobClient`."""
 
@@ -233,35 +229,17 @@ class JobClient(Generic[JobT]):
         """Suspends the job: its pods are deleted, and none are created until it is
         resumed (Kubeflow: ``spec.runPolicy.suspend``; T9k: ``spec.runMode.pause``).
         Returns the job as patched."""
-        return self._patch(name, namespace, self.kind.suspend_patch(True), request_timeout)
+        return self.patch(
+            name, self.kind.suspend_patch(True), namespace, request_timeout=request_timeout
+        )
 
     def resume(
         self, name: str, namespace: str | None = None, *, request_timeout: float | None = None
     ) -> JobT:
         """Resumes a suspended job: its pods are created again. Returns it as patched."""
-        return self._patch(name, namespace, self.kind.suspend_patch(False), request_timeout)
-
-    def _patch(
-        self,
-        name: str,
-        namespace: str | None,
-        patch: dict[str, Any],
-        request_timeout: float | None = None,
-    ) -> JobT:
-        kind = self.kind
-        with self._translated():
-            obj = self._custom.patch_namespaced_custom_object(
-                kind.group,
-                kind.version,
-                namespace or self.namespace,
-                kind.plural,
-                name,
-                patch,
-                field_validation=STRICT,
-                _content_type="application/merge-patch+json",
-                _request_timeout=self.timeout(request_timeout),
-            )
-        return self._parse(obj)
+        return self.patch(
+            name, self.kind.suspend_patch(False), namespace, request_timeout=request_timeout
+        )
 
     # -- logs --------------------------------------------------------------------------
 

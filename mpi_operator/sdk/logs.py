@@ -1,6 +1,7 @@
 """The launcher's log: its newest pod, once it has started, read whole or followed
-(followed across the launcher's attempts: a restarted container, then a new pod); and a
-worker's log, read whole or followed while its container runs."""
+(followed across the launcher's attempts: a restarted container, then a new pod); a
+worker's log, read whole or followed while its container runs; and every started
+worker's log at once."""
 
 from __future__ import annotations
 
@@ -214,3 +215,40 @@ def worker_logs(
             pod_name, namespace, container=cname, _request_timeout=request_timeout
         )
     yield from str(text).splitlines()
+
+
+def worker_order(pod: Any) -> tuple[int, str]:
+    """A worker pod's order: its index (``<job>-worker-<index>``), then its name."""
+    name = str(pod.metadata.name)
+    tail = name.rsplit("-", 1)[-1]
+    return (int(tail) if tail.isdigit() else -1, name)
+
+
+def all_worker_logs(
+    client: JobClient[Any],
+    name: str,
+    namespace: str,
+    container: str | None,
+    request_timeout: float,
+) -> dict[str, str]:
+    """Each started worker pod's current log, by pod name, in index order."""
+    with client._translated():
+        pods = client.core.list_namespaced_pod(
+            namespace,
+            label_selector=client.kind.worker_selector(name),
+            _request_timeout=request_timeout,
+        ).items
+    texts: dict[str, str] = {}
+    for pod in sorted(pods, key=worker_order):
+        if not _started(pod):
+            continue
+        with client._translated():
+            texts[str(pod.metadata.name)] = str(
+                client.core.read_namespaced_pod_log(
+                    pod.metadata.name,
+                    namespace,
+                    container=_container(client, pod, container),
+                    _request_timeout=request_timeout,
+                )
+            )
+    return texts
