@@ -5,11 +5,12 @@ from the API server, strictness when built in Python, and for top-level objects 
 Two ways in, two behaviours:
 
 * **Built in Python** (``RunPolicy(clean_pod_policy="All")``, or ``from_dict(obj,
-  strict=True)``): an unknown field or a value outside an enumeration raises
-  ``pydantic.ValidationError`` at once, naming the field. This is what a user of the SDK
-  gets: ``MPIJobSpec(slots_per_workr=2)`` is refused rather than sent, and dropped by the
-  API server. Fields may be named in snake_case or camelCase, as with the Kubernetes
-  client.
+  strict=True)``): an unknown field, a value outside an enumeration or a wrong type
+  raises the SDK's :class:`~mpi_operator.api.model_errors.InvalidSpecError` (a
+  ``ValueError``) at once, its ``fields`` naming each field (an unknown one by its own
+  path). This is what a user of the SDK gets: ``MPIJobSpec(slots_per_workr=2)`` is
+  refused rather than sent, and dropped by the API server. Fields may be named in
+  snake_case or camelCase, as with the Kubernetes client.
 * **Read from the wire** (``from_dict(obj)``, ``model_validate``): unknown fields are
   kept and an enumerated field keeps a value it does not know as a plain string, so any
   stored object survives a round trip and the operator's validation, not the parser,
@@ -35,6 +36,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from mpi_operator.api.model_errors import spec_error
+
 #: A Kubernetes object in wire (JSON) form, as the API server and the caches hold it.
 Obj = dict[str, Any]
 
@@ -49,7 +52,7 @@ def metadata_of(obj: Mapping[str, Any] | None) -> dict[str, Any]:
 STRICT = "mpi_operator.strict"
 
 
-def _strict(info: ValidationInfo) -> bool:
+def is_strict(info: ValidationInfo) -> bool:
     return bool(info.context and info.context.get(STRICT))
 
 
@@ -80,7 +83,7 @@ def _lenient_enum(value: Any, handler: ValidatorFunctionWrapHandler, info: Valid
     try:
         return handler(value)
     except ValidationError:
-        if isinstance(value, str) and not _strict(info):
+        if isinstance(value, str) and not is_strict(info):
             return value
         raise
 
@@ -120,10 +123,14 @@ class ApiModel(BaseModel):
 
     def __init__(self, /, **data: Any) -> None:
         """Builds the model from keyword arguments (snake_case or camelCase names);
-        raises ``pydantic.ValidationError`` on an unknown field or enum value."""
-        self.__pydantic_validator__.validate_python(
-            data, self_instance=self, context={STRICT: True}
-        )
+        raises :class:`~mpi_operator.api.model_errors.InvalidSpecError` on an unknown
+        field, a value outside an enumeration or a wrong type."""
+        try:
+            self.__pydantic_validator__.validate_python(
+                data, self_instance=self, context={STRICT: True}
+            )
+        except ValidationError as e:
+            raise spec_error(e, f"{type(self).__name__} refused") from e
 
     # Marks this __init__ as pydantic's own kind, so that model_validate (the wire path)
     # validates directly, without calling it.
@@ -132,16 +139,38 @@ class ApiModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _refuse_unknown_fields(cls, data: Any, info: ValidationInfo) -> Any:
-        if not isinstance(data, dict) or not _strict(info):
+        if not isinstance(data, dict) or not is_strict(info):
             return data
         known = _known_names(cls)
         unknown = sorted(str(k) for k in data if k not in known)
         if unknown:
             fields = ", ".join(sorted(f.alias or n for n, f in cls.model_fields.items()))
-            raise ValueError(
-                f"unknown field(s) {', '.join(unknown)} of {cls.__name__}; its fields: {fields}"
+            raise unknown_names(
+                cls.__name__,
+                [
+                    ((k,), data[k], f"unknown field {k} of {cls.__name__}; its fields: {fields}")
+                    for k in unknown
+                ],
             )
         return data
+
+
+def unknown_names(title: str, found: list[tuple[tuple[str, ...], Any, str]]) -> ValidationError:
+    """One error per unknown name, each at its own location (``(location, value,
+    message)``), where the name is the field itself: raised in a validator, pydantic puts
+    the model's location before each."""
+    return ValidationError.from_exception_data(
+        title,
+        [
+            {
+                "type": "value_error",
+                "loc": loc,
+                "input": value,
+                "ctx": {"error": ValueError(message)},
+            }
+            for loc, value, message in found
+        ],
+    )
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -185,9 +214,16 @@ class ApiObject(ApiModel):
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any], *, strict: bool = False) -> Self:
-        """Parses wire JSON; raises pydantic.ValidationError on wrong types, and with
-        ``strict`` on unknown fields and values outside an enumeration too."""
-        return cls.model_validate(obj, context={STRICT: strict})
+        """Parses wire JSON; raises pydantic.ValidationError on wrong types. With
+        ``strict`` (a job built by a user), raises
+        :class:`~mpi_operator.api.model_errors.InvalidSpecError` instead, on unknown
+        fields and values outside an enumeration too."""
+        if not strict:
+            return cls.model_validate(obj, context={STRICT: False})
+        try:
+            return cls.model_validate(obj, context={STRICT: True})
+        except ValidationError as e:
+            raise spec_error(e, f"{cls.__name__} refused") from e
 
     def to_dict(self) -> dict[str, Any]:
         """Wire JSON: only the fields that were given or set by defaulting."""

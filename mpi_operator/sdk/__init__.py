@@ -19,8 +19,9 @@ repository: ``pip install ./sdk``, or build the wheel with ``pip wheel --no-deps
 ``batch.tensorstack.dev/v1beta1`` ones; :mod:`mpi_operator.sdk.aio` has both for asyncio.
 
 The SDK refuses mistakes before they reach the API server: a model built with an
-unknown field or a value outside an enumeration raises pydantic's ``ValidationError``,
-and :meth:`~JobClient.create` of such a dict or YAML file :class:`InvalidSpecError`.
+unknown field, a value outside an enumeration or an unknown replica type, and
+:meth:`~JobClient.create` of such a dict or YAML file, raise :class:`InvalidSpecError`
+naming each field.
 Every error the clients raise is an :class:`SDKError` (see :mod:`mpi_operator.sdk.errors`).
 """
 
@@ -41,6 +42,7 @@ from .errors import (
     NotFoundError,
     SDKConnectionError,
     SDKError,
+    SDKTimeoutError,
     WaitTimeoutError,
 )
 from .kinds import state
@@ -61,6 +63,7 @@ __all__ = [
     "NotFoundError",
     "SDKConnectionError",
     "SDKError",
+    "SDKTimeoutError",
     "T9kMPIJobClient",
     "WaitTimeoutError",
     "state",

@@ -5,6 +5,7 @@ and is bounded by the caller (``async with asyncio.timeout(600): ...``)."""
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Generic
@@ -89,6 +90,22 @@ class AsyncJobClient(Generic[JobT]):
             if line is _END:
                 return
             yield str(line)
+
+    async def patch(
+        self, name: str, patch: Mapping[str, Any], namespace: str | None = None
+    ) -> JobT:
+        return await asyncio.to_thread(self.sync.patch, name, patch, namespace)
+
+    async def update(self, job: JobT | Mapping[str, Any], namespace: str | None = None) -> JobT:
+        return await asyncio.to_thread(self.sync.update, job, namespace)
+
+    async def pods(
+        self, name: str, namespace: str | None = None, *, role: str | None = None
+    ) -> builtins.list[Any]:
+        return await asyncio.to_thread(self.sync.pods, name, namespace, role=role)
+
+    async def all_worker_logs(self, name: str, namespace: str | None = None) -> dict[str, str]:
+        return await asyncio.to_thread(self.sync.all_worker_logs, name, namespace)
 
     async def delete(self, name: str, namespace: str | None = None, *, wait: bool = False) -> None:
         await asyncio.to_thread(self.sync.delete, name, namespace, wait=wait)

@@ -1,5 +1,5 @@
 """Synchronous clients of the two MPIJob kinds: create, get, list, wait, suspend, resume,
-logs (the launcher's and the workers'), delete.
+patch, update, pods, logs (the launcher's and the workers'), delete.
 
 :class:`MPIJobClient` serves ``kubeflow.org/v2beta1`` MPIJobs and
 :class:`T9kMPIJobClient` ``batch.tensorstack.dev/v1beta1`` ones; both return the pydantic
@@ -16,26 +16,26 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Generic, cast
+from typing import Any, cast
 
 import yaml
 from kubernetes import client as k8s
-from pydantic import ValidationError
 
 from mpi_operator.api import t9k, v2beta1
 from mpi_operator.api.object_model import ApiObject, metadata_of
 
 from . import logs as _logs
 from . import waiting
-from ._config import connect
+from ._config import DEFAULT_REQUEST_TIMEOUT, connect
 from ._errors import translated
+from .edits import STRICT, JobEdits
 from .errors import InvalidSpecError, NotFoundError, WaitTimeoutError
 from .kinds import KUBEFLOW, T9K, JobKind, JobT
 
 Progress = bool | Callable[[Any], None]
 
 
-class JobClient(Generic[JobT]):
+class JobClient(JobEdits[JobT]):
     """The operations on one MPIJob kind; use :class:`MPIJobClient` or
     :class:`T9kMPIJobClient`."""
 
@@ -48,41 +48,64 @@ class JobClient(Generic[JobT]):
         kubeconfig: str | Path | None = None,
         context: str | None = None,
         api_client: Any = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         """Connects with ``api_client`` (a ``kubernetes.client.ApiClient``) if given, else
-        with the kubeconfig (``kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``; its
-        ``context`` or the current one), else in cluster. ``namespace`` defaults to the
-        context's namespace (in cluster: the pod's), else ``default``."""
+        with the kubeconfig (``kubeconfig``, else ``$KUBECONFIG`` as it is now, else
+        ``~/.kube/config``; its ``context`` or the current one), else in cluster.
+        ``namespace`` defaults to the context's namespace (in cluster: the pod's), else
+        ``default``. ``request_timeout`` bounds each request, in seconds (each call
+        takes its own too): a server that does not answer in time raises
+        :class:`SDKTimeoutError`."""
         default_namespace = "default"
         if api_client is None:
             api_client, default_namespace = connect(kubeconfig, context)
         self.api_client = api_client
         self.namespace: str = namespace or default_namespace
+        self.request_timeout = float(request_timeout)
         self._custom = k8s.CustomObjectsApi(api_client)
         self._core = k8s.CoreV1Api(api_client)
 
     # -- create ------------------------------------------------------------------------
 
     def create(
-        self, job: JobT | Mapping[str, Any], *, namespace: str | None = None, dry_run: bool = False
+        self,
+        job: JobT | Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        request_timeout: float | None = None,
     ) -> JobT:
         """Creates the job (a model, or its wire form as a dict) in ``namespace``, else the
         job's own ``metadata.namespace``, else the client's; returns it as created.
         A dict with an unknown field or a value outside an enumeration is refused
-        before any request (:class:`InvalidSpecError`), as the API server would drop
-        the one and refuse the other."""
+        before any request (:class:`InvalidSpecError`); an unknown field where the
+        models do not look (a pod template) is refused by the API server's strict field
+        validation, also as :class:`InvalidSpecError` naming each field."""
         body = self._body(job)
         ns = namespace or body["metadata"].get("namespace") or self.namespace
         body["metadata"]["namespace"] = ns
         kind = self.kind
         with self._translated():
             created = self._custom.create_namespaced_custom_object(
-                kind.group, kind.version, ns, kind.plural, body, dry_run="All" if dry_run else None
+                kind.group,
+                kind.version,
+                ns,
+                kind.plural,
+                body,
+                dry_run="All" if dry_run else None,
+                field_validation=STRICT,
+                _request_timeout=self.timeout(request_timeout),
             )
         return self._parse(created)
 
     def create_from_yaml(
-        self, path: str | Path, *, namespace: str | None = None, dry_run: bool = False
+        self,
+        path: str | Path,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        request_timeout: float | None = None,
     ) -> JobT:
         """Creates the one job of this kind that the YAML file holds."""
         try:
@@ -93,7 +116,9 @@ class JobClient(Generic[JobT]):
             raise InvalidSpecError(
                 f"{path}: expected one {self.kind.kind} document, got {len(docs)}"
             )
-        return self.create(docs[0], namespace=namespace, dry_run=dry_run)
+        return self.create(
+            docs[0], namespace=namespace, dry_run=dry_run, request_timeout=request_timeout
+        )
 
     def _body(self, job: JobT | Mapping[str, Any]) -> dict[str, Any]:
         kind = self.kind
@@ -118,6 +143,10 @@ class JobClient(Generic[JobT]):
             _check_spec(kind.model, body)
         return body
 
+    def timeout(self, request_timeout: float | None = None) -> float:
+        """The request timeout of a call: its own, else the client's."""
+        return self.request_timeout if request_timeout is None else float(request_timeout)
+
     def _translated(self) -> AbstractContextManager[None]:
         return translated(str(getattr(self.api_client.configuration, "host", "") or ""))
 
@@ -126,12 +155,19 @@ class JobClient(Generic[JobT]):
 
     # -- read --------------------------------------------------------------------------
 
-    def get(self, name: str, namespace: str | None = None) -> JobT:
+    def get(
+        self, name: str, namespace: str | None = None, *, request_timeout: float | None = None
+    ) -> JobT:
         """The job as stored; :class:`NotFoundError` if there is none."""
         kind = self.kind
         with self._translated():
             obj = self._custom.get_namespaced_custom_object(
-                kind.group, kind.version, namespace or self.namespace, kind.plural, name
+                kind.group,
+                kind.version,
+                namespace or self.namespace,
+                kind.plural,
+                name,
+                _request_timeout=self.timeout(request_timeout),
             )
         return self._parse(obj)
 
@@ -141,13 +177,18 @@ class JobClient(Generic[JobT]):
         *,
         all_namespaces: bool = False,
         label_selector: str | None = None,
+        request_timeout: float | None = None,
     ) -> list[JobT]:
         """The jobs of ``namespace`` (else the client's), or of every namespace."""
         kind = self.kind
         with self._translated():
             if all_namespaces:
                 result = self._custom.list_cluster_custom_object(
-                    kind.group, kind.version, kind.plural, label_selector=label_selector
+                    kind.group,
+                    kind.version,
+                    kind.plural,
+                    label_selector=label_selector,
+                    _request_timeout=self.timeout(request_timeout),
                 )
             else:
                 result = self._custom.list_namespaced_custom_object(
@@ -156,6 +197,7 @@ class JobClient(Generic[JobT]):
                     namespace or self.namespace,
                     kind.plural,
                     label_selector=label_selector,
+                    _request_timeout=self.timeout(request_timeout),
                 )
         items: list[Any] = cast(dict[str, Any], result).get("items") or []
         return [self._parse(item) for item in items]
@@ -181,29 +223,23 @@ class JobClient(Generic[JobT]):
 
     # -- suspend and resume ------------------------------------------------------------
 
-    def suspend(self, name: str, namespace: str | None = None) -> JobT:
+    def suspend(
+        self, name: str, namespace: str | None = None, *, request_timeout: float | None = None
+    ) -> JobT:
         """Suspends the job: its pods are deleted, and none are created until it is
         resumed (Kubeflow: ``spec.runPolicy.suspend``; T9k: ``spec.runMode.pause``).
         Returns the job as patched."""
-        return self._patch(name, namespace, self.kind.suspend_patch(True))
+        return self.patch(
+            name, self.kind.suspend_patch(True), namespace, request_timeout=request_timeout
+        )
 
-    def resume(self, name: str, namespace: str | None = None) -> JobT:
+    def resume(
+        self, name: str, namespace: str | None = None, *, request_timeout: float | None = None
+    ) -> JobT:
         """Resumes a suspended job: its pods are created again. Returns it as patched."""
-        return self._patch(name, namespace, self.kind.suspend_patch(False))
-
-    def _patch(self, name: str, namespace: str | None, patch: dict[str, Any]) -> JobT:
-        kind = self.kind
-        with self._translated():
-            obj = self._custom.patch_namespaced_custom_object(
-                kind.group,
-                kind.version,
-                namespace or self.namespace,
-                kind.plural,
-                name,
-                patch,
-                _content_type="application/merge-patch+json",
-            )
-        return self._parse(obj)
+        return self.patch(
+            name, self.kind.suspend_patch(False), namespace, request_timeout=request_timeout
+        )
 
     # -- logs --------------------------------------------------------------------------
 
@@ -215,6 +251,7 @@ class JobClient(Generic[JobT]):
         follow: bool = False,
         container: str | None = None,
         timeout: float = 300,
+        request_timeout: float | None = None,
     ) -> Iterator[str]:
         """The lines of the launcher's log (its newest pod). With ``follow``, waits up to
         ``timeout`` seconds for the launcher to start, then yields lines as they are
@@ -222,7 +259,13 @@ class JobClient(Generic[JobT]):
         an attempt succeeds or the job finishes; without, the current attempt's log, or
         :class:`LogsUnavailableError` when the launcher has not started."""
         return _logs.launcher_logs(
-            self, name, namespace or self.namespace, follow, container, timeout
+            self,
+            name,
+            namespace or self.namespace,
+            follow,
+            container,
+            timeout,
+            self.timeout(request_timeout),
         )
 
     def worker_logs(
@@ -234,13 +277,21 @@ class JobClient(Generic[JobT]):
         follow: bool = False,
         container: str | None = None,
         timeout: float = 300,
+        request_timeout: float | None = None,
     ) -> Iterator[str]:
         """The lines of worker ``index``'s log (pod ``<name>-worker-<index>``). With
         ``follow``, waits up to ``timeout`` seconds for the pod to start, then yields
         lines as they are written until its container stops; without, its current log,
         or :class:`LogsUnavailableError` when it has not started."""
         return _logs.worker_logs(
-            self, name, namespace or self.namespace, index, follow, container, timeout
+            self,
+            name,
+            namespace or self.namespace,
+            index,
+            follow,
+            container,
+            timeout,
+            self.timeout(request_timeout),
         )
 
     # -- delete ------------------------------------------------------------------------
@@ -253,6 +304,7 @@ class JobClient(Generic[JobT]):
         wait: bool = False,
         timeout: float = 120,
         missing_ok: bool = False,
+        request_timeout: float | None = None,
     ) -> None:
         """Deletes the job (its children follow, by the garbage collector). With ``wait``,
         returns once it is gone. ``missing_ok``: no error if it does not exist."""
@@ -260,7 +312,12 @@ class JobClient(Generic[JobT]):
         try:
             with self._translated():
                 self._custom.delete_namespaced_custom_object(
-                    kind.group, kind.version, ns, kind.plural, name
+                    kind.group,
+                    kind.version,
+                    ns,
+                    kind.plural,
+                    name,
+                    _request_timeout=self.timeout(request_timeout),
                 )
         except NotFoundError:
             if not missing_ok:
@@ -269,7 +326,7 @@ class JobClient(Generic[JobT]):
         deadline = time.monotonic() + timeout
         while wait:
             try:
-                job = self.get(name, ns)
+                job = self.get(name, ns, request_timeout=request_timeout)
             except NotFoundError:
                 return
             if time.monotonic() > deadline:
@@ -291,27 +348,9 @@ class JobClient(Generic[JobT]):
 
 def _check_spec(model: type[ApiObject], body: dict[str, Any]) -> None:
     """Refuses, as :class:`InvalidSpecError`, a body with an unknown field or a value
-    outside an enumeration (metadata and pod templates are the API server's to check)."""
-    try:
-        model.from_dict(body, strict=True)
-    except ValidationError as e:
-        errors = e.errors(include_url=False)
-        fields = [_path(err["loc"]) for err in errors]
-        details = "; ".join(f"{_path(err['loc'])}: {err['msg']}" for err in errors)
-        raise InvalidSpecError(f"{body.get('kind', 'MPIJob')} refused: {details}", fields) from e
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    """pydantic's error location as a field path (``spec.runPolicy.cleanPodPolicy``)."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif "[" in part or "(" in part:  # a validator's or a type's name, not a field
-            continue
-        else:
-            out += f".{part}" if out else part
-    return out
+    outside an enumeration (metadata and pod templates are the API server's to check,
+    with strict field validation)."""
+    model.from_dict(body, strict=True)
 
 
 class MPIJobClient(JobClient[v2beta1.MPIJob]):

@@ -8,8 +8,9 @@ Every error the SDK's clients raise is an :class:`SDKError`:
   MPIJob kind, or a YAML file without exactly one job; :class:`InvalidArgumentError`
   for another argument (an unknown condition to wait for).
 * :class:`SDKConnectionError` (also a ``ConnectionError``): the API server could not
-  be reached (refused, unresolvable, timed out, TLS failure), or no configuration to
-  reach it was found.
+  be reached (refused, unresolvable, TLS failure), or no configuration to reach it was
+  found; :class:`SDKTimeoutError` (also a ``TimeoutError``) when it did not connect or
+  answer within the request timeout.
 * :class:`ApiError`: the API server answered with an error, or one of its subclasses
   when its kind is one a caller acts on: :class:`NotFoundError` (404),
   :class:`AlreadyExistsError` (409 ``AlreadyExists``), :class:`ConflictError` (other
@@ -18,36 +19,47 @@ Every error the SDK's clients raise is an :class:`SDKError`:
 * :class:`WaitTimeoutError`, :class:`JobFailedError`, :class:`LogsUnavailableError`:
   the outcomes of waiting for a job or its logs.
 
-Building a model directly (``v2beta1.RunPolicy(clean_pod_policy="Sometimes")``) raises
-pydantic's ``ValidationError``, a ``ValueError``, naming the field.
+Building a model directly (``v2beta1.RunPolicy(clean_pod_policy="Sometimes")``, or
+``v2beta1.MPIJob.from_dict(obj, strict=True)``) raises :class:`InvalidSpecError` too,
+naming the fields (:mod:`mpi_operator.api.model_errors` defines it beside the models).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from mpi_operator.api.model_errors import InvalidArgumentError, InvalidSpecError, SDKError
 
-class SDKError(Exception):
-    """Base of every error the SDK raises."""
-
-
-class InvalidArgumentError(SDKError, ValueError):
-    """An argument the SDK refused before any request."""
-
-
-class InvalidSpecError(InvalidArgumentError):
-    """The job was refused before any request; :attr:`fields` name what is wrong."""
-
-    def __init__(self, message: str, fields: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.fields = fields or []
-        """The paths of the refused fields (``spec.runPolicy.cleanPodPolicy``), if any."""
+__all__ = [
+    "AlreadyExistsError",
+    "ApiError",
+    "ConflictError",
+    "FieldCause",
+    "ForbiddenError",
+    "InvalidArgumentError",
+    "InvalidError",
+    "InvalidSpecError",
+    "JobFailedError",
+    "LogsUnavailableError",
+    "NotFoundError",
+    "SDKConnectionError",
+    "SDKError",
+    "SDKTimeoutError",
+    "WaitTimeoutError",
+    "from_api_exception",
+]
 
 
 class SDKConnectionError(SDKError, ConnectionError):
     """The API server could not be reached, or there is no configuration to reach it."""
+
+
+class SDKTimeoutError(SDKConnectionError, TimeoutError):
+    """The API server did not connect or answer within the request timeout (the
+    client's ``request_timeout``, or the call's)."""
 
 
 @dataclass(frozen=True)
@@ -178,3 +190,23 @@ def from_api_exception(status: int, http_reason: str, raw_body: Any) -> ApiError
     if status == 422 or reason == "Invalid":
         return InvalidError(status, reason, message, body=body, causes=_causes(body))
     return ApiError(status, reason, message, body=body)
+
+
+# The API server's strict field validation (fieldValidation=Strict): a create or update
+# (400 BadRequest) or a merge patch (422, after the patched object) ends with
+# ``strict decoding error: unknown field "spec.a", duplicate field "spec.b"``; a
+# server-side apply names ``.spec.a: field not declared in schema``.
+_STRICT = "strict decoding error: "
+_STRICT_FIELD = re.compile(r'(?:unknown|duplicate) field "((?:[^"\\]|\\.)*)"')
+_NOT_DECLARED = re.compile(r"(?:^|[\s(:])\.?([\w./\[\]-]+): field not declared in schema")
+
+
+def strictly_refused_fields(message: str) -> list[str]:
+    """The fields the API server's strict field validation named in ``message`` (an
+    error answer's), as paths (``spec.runPolicy.cleanPodPolicyy``); empty if none."""
+    fields: list[str] = []
+    if _STRICT in message:
+        tail = message.rsplit(_STRICT, 1)[1]
+        fields += [json.loads(f'"{m}"') for m in _STRICT_FIELD.findall(tail)]
+    fields += _NOT_DECLARED.findall(message)
+    return list(dict.fromkeys(fields))

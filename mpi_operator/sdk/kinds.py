@@ -30,6 +30,10 @@ class JobKind(Generic[JobT]):
     summary: Callable[[JobT], str]
     launcher_selector: Callable[[str], str]
     """The label selector of a job's launcher pods, from the job's name."""
+    pod_selector: Callable[[str], str]
+    """The label selector of all a job's pods, from the job's name."""
+    worker_selector: Callable[[str], str]
+    """The label selector of a job's worker pods, from the job's name."""
     launcher_container: str | None
     """The launcher pod's container whose logs are the job's; None: the first."""
     suspend_patch: Callable[[bool], dict[str, Any]]
@@ -145,6 +149,8 @@ KUBEFLOW: JobKind[v2beta1.MPIJob] = JobKind(
     launcher_selector=lambda name: (
         f"{v2beta1.JOB_NAME_LABEL}={name},{v2beta1.JOB_ROLE_LABEL}=launcher"
     ),
+    pod_selector=lambda name: f"{v2beta1.JOB_NAME_LABEL}={name}",
+    worker_selector=lambda name: f"{v2beta1.JOB_NAME_LABEL}={name},{v2beta1.JOB_ROLE_LABEL}=worker",
     launcher_container=None,
     suspend_patch=lambda on: {"spec": {"runPolicy": {"suspend": on}}},
 )
@@ -163,6 +169,10 @@ T9K: JobKind[t9k.MPIJob] = JobKind(
     summary=_t9k_summary,
     launcher_selector=lambda name: (
         f"{t9k.JOB_NAME_LABEL}={name},{t9k.REPLICA_TYPE_LABEL}={t9k.ReplicaType.LAUNCHER.value}"
+    ),
+    pod_selector=lambda name: f"{t9k.JOB_NAME_LABEL}={name}",
+    worker_selector=lambda name: (
+        f"{t9k.JOB_NAME_LABEL}={name},{t9k.REPLICA_TYPE_LABEL}={t9k.ReplicaType.WORKER.value}"
     ),
     launcher_container=t9k.MPI_CONTAINER_NAME,
     # T9k's pause mode: the pods are deleted until it is switched off.

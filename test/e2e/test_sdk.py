@@ -30,6 +30,7 @@ from devcluster.testing import OperatorProcess, wait_until
 from mpi_operator.api import t9k, v2beta1
 from mpi_operator.sdk import (
     AlreadyExistsError,
+    ConflictError,
     ForbiddenError,
     InvalidError,
     InvalidSpecError,
@@ -267,6 +268,39 @@ def test_invalid_names_the_field(api_cluster: LocalCluster, namespace: str) -> N
     dry = client.create(pi_mpijob("dry"), dry_run=True)
     assert dry.name == "dry"
     assert client.list() == []
+
+
+def test_strict_field_validation_patch_update_and_pods(
+    api_cluster: LocalCluster, namespace: str
+) -> None:
+    """A typo in a pod template, where the models do not look, is refused by the API
+    server's strict field validation (not dropped), as an InvalidSpecError naming it; a
+    patch and an update are validated the same way; a job without pods has none."""
+    client = MPIJobClient(namespace, kubeconfig=api_cluster.kubeconfig)
+    typo: dict[str, Any] = pi_mpijob("typo")
+    typo["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["imagee"] = "x"
+    with pytest.raises(InvalidSpecError) as refused:
+        client.create(typo)
+    assert refused.value.fields == [
+        "spec.mpiReplicaSpecs.Worker.template.spec.containers[0].imagee"
+    ]
+    with pytest.raises(NotFoundError):
+        client.get("typo")
+    client.create(pi_mpijob("pi"))
+    patched = client.patch("pi", {"spec": {"runPolicy": {"backoffLimit": 3}}})
+    assert patched.spec.run_policy.backoff_limit == 3
+    with pytest.raises(InvalidSpecError) as refused:
+        client.patch("pi", {"spec": {"runPolicy": {"backofLimit": 3}}})
+    assert refused.value.fields == ["spec.runPolicy.backofLimit"]
+    job = client.get("pi")
+    job.spec.slots_per_worker = 2
+    assert client.update(job).spec.slots_per_worker == 2
+    with pytest.raises(ConflictError):
+        client.update(job)  # its resourceVersion is now stale
+    assert client.get("pi").spec.run_policy.backoff_limit == 3
+    assert client.pods("pi") == []
+    assert client.all_worker_logs("pi") == {}
+    client.delete("pi", wait=True)
 
 
 def test_forbidden_without_rights(

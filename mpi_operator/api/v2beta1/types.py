@@ -18,9 +18,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, model_validator
 
-from mpi_operator.api.object_model import ApiModel, ApiObject, Enumerated, EnumeratedOrEmpty
+from mpi_operator.api.object_model import (
+    ApiModel,
+    ApiObject,
+    Enumerated,
+    EnumeratedOrEmpty,
+    is_strict,
+    unknown_names,
+)
 
 GROUP = "kubeflow.org"
 VERSION = "v2beta1"
@@ -172,6 +179,33 @@ class MPIJobSpec(_Model):
     ssh_auth_mount_path: str | None = None
     launcher_creation_policy: EnumeratedOrEmpty[LauncherCreationPolicy] | None = None
     mpi_implementation: Enumerated[MPIImplementation] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unknown_replica_types(cls, data: Any, info: ValidationInfo) -> Any:
+        """Built in Python, a replica type other than Launcher and Worker (``Workr``) is
+        refused, naming it; read from the wire it is kept (the operator ignores it)."""
+        if not isinstance(data, dict) or not is_strict(info):
+            return data
+        for key in ("mpiReplicaSpecs", "mpi_replica_specs"):
+            specs = data.get(key)
+            if not isinstance(specs, dict):
+                continue
+            unknown = sorted(str(k) for k in specs if k not in _REPLICA_TYPES)
+            if unknown:
+                raise unknown_names(
+                    cls.__name__,
+                    [((key, k), specs[k], unknown_replica_type(k)) for k in unknown],
+                )
+        return data
+
+
+_REPLICA_TYPES = tuple(t.value for t in ReplicaType)
+
+
+def unknown_replica_type(name: str) -> str:
+    """The message for a replica type that is neither Launcher nor Worker."""
+    return f"unknown replica type {name!r}; one of {', '.join(_REPLICA_TYPES)}"
 
 
 class JobCondition(_Model):

@@ -69,7 +69,14 @@ def dns1035_label_errors(value: str) -> list[str]:
 
 def validate(job: MPIJob) -> list[FieldError]:
     """All field errors of the MPIJob once defaulted (a copy is defaulted; ``job`` is
-    left as it is), as the operator reports them; empty when it is valid."""
+    left as it is), as the operator reports them; empty when it is valid. Beyond the
+    operator's rules (and the reference's, which ignore it), a replica type other than
+    Launcher and Worker, a misspelt one (``Workr``), is an error naming it."""
+    unknown = [
+        not_supported(f"spec.mpiReplicaSpecs[{name}]", name, sorted(t.value for t in ReplicaType))
+        for name in (job.spec.mpi_replica_specs or {})
+        if name not in tuple(t.value for t in ReplicaType)
+    ]
     # The templates' size and depth first (a template past them is not read further).
     # The defaulted copy shares the JSON values: a deep copy of one nested about 500
     # levels deep (a template, metadata, an unknown field) would raise RecursionError.
@@ -79,7 +86,7 @@ def validate(job: MPIJob) -> list[FieldError]:
         if spec is not None
         for error in template_limit_errors(spec.template, f"spec.mpiReplicaSpecs[{name}].template")
     ]
-    return limits or validate_defaulted(set_defaults(copy_models(job)))
+    return unknown + (limits or validate_defaulted(set_defaults(copy_models(job))))
 
 
 def validate_defaulted(job: MPIJob) -> list[FieldError]:

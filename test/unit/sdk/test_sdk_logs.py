@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from kubernetes.client import (
 
 from mpi_operator.api import v2beta1
 from mpi_operator.sdk import LogsUnavailableError, logs
+from mpi_operator.sdk._errors import translated
 from mpi_operator.sdk.kinds import KUBEFLOW
 
 T0 = datetime.datetime(2026, 11, 25, tzinfo=datetime.UTC)
@@ -60,7 +62,10 @@ class Scripted:
         self.script, self.finished, self.listings = script, finished, 0
         self.core = self
 
-    def list_namespaced_pod(self, namespace: str, label_selector: str) -> Any:
+    def _translated(self) -> AbstractContextManager[None]:
+        return translated()
+
+    def list_namespaced_pod(self, namespace: str, label_selector: str, **_: Any) -> Any:
         pods = self.script[min(self.listings, len(self.script) - 1)]
         self.listings += 1
         return type("PodList", (), {"items": pods})()
@@ -78,7 +83,7 @@ def streamed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     which pods were streamed. Waits between polls return at once."""
     seen: list[tuple[str, str]] = []
 
-    def stream(client: Any, p: V1Pod, namespace: str, cname: str) -> Iterator[str]:
+    def stream(client: Any, p: V1Pod, namespace: str, cname: str, _timeout: float) -> Iterator[str]:
         seen.append((p.metadata.uid, cname))
         yield f"attempt in {p.metadata.uid}/{p.status.container_statuses[0].restart_count}"
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from kubernetes.client import ApiClient, Configuration
-from pydantic import ValidationError
 
 from mpi_operator.api import t9k, v2beta1
 from mpi_operator.sdk import (
@@ -44,38 +43,38 @@ MISTAKES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     (
         "unknown field in a model",
         lambda: v2beta1.MPIJobSpec(slots_per_workr=2),
-        ValidationError,
+        InvalidSpecError,
         "slots_per_workr",
     ),
     (
         "unknown camelCase field in a nested dict",
         lambda: v2beta1.MPIJobSpec(runPolicy={"cleanPodPolicyy": "All"}),
-        ValidationError,
-        "cleanPodPolicyy",
+        InvalidSpecError,
+        "runPolicy.cleanPodPolicyy",
     ),
     (
         "bad enum in a model",
         lambda: v2beta1.RunPolicy(clean_pod_policy="Sometimes"),
-        ValidationError,
+        InvalidSpecError,
         "clean_pod_policy",
     ),
     (
         "bad enum in a T9k-free Kubeflow replica spec",
         lambda: v2beta1.ReplicaSpec(restart_policy="Sometimes"),
-        ValidationError,
+        InvalidSpecError,
         "restart_policy",
     ),
     (
         "unknown field in a T9k model",
         lambda: t9k.WorkerSpec(replica=2),
-        ValidationError,
+        InvalidSpecError,
         "replica",
     ),
     (
         "unknown field in a dict sent by the client",
         lambda: _unreachable().create(_pi(slotsPerWorkr=2)),
         InvalidSpecError,
-        "spec",
+        "spec.slotsPerWorkr",
     ),
     (
         "bad enum in a dict sent by the client",
@@ -119,8 +118,7 @@ def test_each_mistake_raises_its_documented_error(
     with pytest.raises(error) as raised:
         call()
     assert names in str(raised.value)
-    if error is not ValidationError:
-        assert isinstance(raised.value, SDKError)
+    assert isinstance(raised.value, SDKError)
 
 
 def test_a_refused_spec_names_its_fields() -> None:
@@ -139,7 +137,7 @@ def test_an_empty_policy_the_crd_takes_is_taken() -> None:
         "launcherCreationPolicy": "",
         "mpiReplicaSpecs": {"Worker": {"restartPolicy": ""}},
     }
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidSpecError):
         v2beta1.MPIJobSpec(mpi_implementation="")
 
 
@@ -167,7 +165,7 @@ def test_read_from_the_wire_a_model_keeps_what_it_does_not_know() -> None:
     job = v2beta1.MPIJob.from_dict(wire)
     assert job.to_dict()["spec"]["runPolicy"] == {"cleanPodPolicy": "Sometimes", "newField": 1}
     assert "spec.runPolicy.cleanPodPolicy" in [e.field for e in v2beta1.validate(job)]
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidSpecError):
         v2beta1.MPIJob.from_dict(wire, strict=True)
 
 
