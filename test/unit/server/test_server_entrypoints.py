@@ -1,4 +1,4 @@
-"""The three ways to start the operator all reach the same main()."""
+"""Every way to start the operator reaches the same main()."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ CONSOLE_SCRIPT = Path(sys.executable).parent / "mpi-operator"
     "argv",
     [
         [sys.executable, "-m", "mpi_operator.cmd", "--version"],
+        [sys.executable, "-m", "mpi_operator", "--version"],
         [sys.executable, str(ROOT / "cmd" / "mpi-operator" / "main.py"), "-version"],
         pytest.param(
             [str(CONSOLE_SCRIPT), "--version"],
