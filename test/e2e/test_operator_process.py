@@ -84,7 +84,7 @@ def test_operator_process_runs_an_mpijob_to_success(
         for e in events["items"]
         if e["involvedObject"].get("kind") == "MPIJob"
     }
-    assert "mpi-operator" in sources
+    assert sources == {"mpi-job-controller"}  # the reference's source for MPIJob events
 
     proc.signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
