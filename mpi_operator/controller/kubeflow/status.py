@@ -43,6 +43,7 @@ from mpi_operator.controller.kubeflow.conditions import (
     refresh_state,
     update_conditions,
 )
+from mpi_operator.controller.kubeflow.culprit import failed_pod
 from mpi_operator.controller.kubeflow.job_status import replica_status, update_status
 from mpi_operator.controller.kubeflow.policy import Decision, judge
 from mpi_operator.controller.kubeflow.ready_timeout import (
@@ -194,13 +195,16 @@ def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: d
     policy = job.spec.run_policy.failure_policy
     # A launcher that succeeded after a retry leaves failed pods: not a failure. One
     # past activeDeadlineSeconds ends the job whatever its pods say, as without a policy.
-    # A launcher pod that succeeded settles it too: its Job is Complete a moment later.
-    settled = (
-        launcher is not None and (is_job_succeeded(launcher) or is_job_past_deadline(launcher))
-    ) or any(pod_phase(pod) == "Succeeded" for pod in launcher_pods)
+    settled = launcher is not None and (
+        is_job_succeeded(launcher) or is_job_past_deadline(launcher)
+    )
     bystanders = children.bystanders
     if policy is not None and not is_suspended(job) and not settled:
-        judged = [*workers, *bystanders]
+        # A launcher pod that succeeded ends the run (its Job is Complete a moment
+        # later): a worker that failed after it is no failure of the run. One that failed
+        # first still is: Open MPI 5's mpirun exits 0 after losing a worker's daemon.
+        done_at = succeeded_at(launcher_pods)
+        judged = [w for w in (*workers, *bystanders) if not _failed_after(w, done_at)]
         judgement = judge(policy, job, launcher_pods, judged, children.deleted)
         update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.decision.ignored]
         update.events += judgement.events
@@ -231,6 +235,31 @@ def _judge_kept(job: MPIJob, update: StatusUpdate, clearing: Clearing, now: date
     update.events += judgement.events
     if judgement.decision.action is not None:
         _act(job, update, judgement.decision, now)
+
+
+def succeeded_at(launcher_pods: Sequence[Obj]) -> str | None:
+    """When a launcher pod succeeded (its containers' last finishedAt); None when none
+    did. A pod that succeeded at an unknown time counts as succeeded at the start."""
+    stamps: list[str] = []
+    for pod in launcher_pods:
+        if pod_phase(pod) != "Succeeded":
+            continue
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        ended = [
+            str(((c.get("state") or {}).get("terminated") or {}).get("finishedAt") or "")
+            for c in statuses
+        ]
+        stamps.append(max(ended, default=""))
+    return max(stamps) if stamps else None
+
+
+def _failed_after(worker: Obj, done_at: str | None) -> bool:
+    """The worker failed after the launcher pod succeeded at ``done_at`` (stamps have
+    second precision: the same second counts as before)."""
+    if done_at is None:
+        return False
+    failure = failed_pod(worker)
+    return failure is not None and failure.finished_at > done_at
 
 
 def _act(job: MPIJob, update: StatusUpdate, decision: Decision, now: datetime) -> None:

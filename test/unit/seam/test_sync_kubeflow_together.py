@@ -18,8 +18,15 @@ FAIL_ON_42 = {
     "onExitCodes": {"operator": "In", "values": [42]},
 }
 IGNORE_EVICTED = {"name": "evictions", "action": "Ignore", "onPodReasons": ["Evicted"]}
-#: A failure stamped 30 s after the restart was decided (the seam's clock starts at T0).
+#: The seam's clock starts at T0; a failure stamped 30 s after a decision taken then.
+T0 = "2026-01-01T00:00:00Z"
 LATER = "2026-01-01T00:00:30Z"
+
+
+def launcher_succeeded(at: str) -> dict[str, object]:
+    terminated = {"exitCode": 0, "reason": "Completed", "finishedAt": at}
+    container = {"name": "main", "state": {"terminated": terminated}}
+    return {"phase": "Succeeded", "containerStatuses": [container]}
 
 
 def failed_later(world: SyncWorld, index: int, exit_code: int) -> None:
@@ -172,13 +179,24 @@ async def test_a_worker_failing_after_the_launcher_pod_succeeded_restarts_nothin
 ) -> None:
     world = await running(MPIJobBuilder("pi").failure_policy(2, rule))
     # mpirun exited 0; the Job controller has not marked the Job Complete yet.
-    world.change("Pod", LAUNCHER_POD, {"status": {"phase": "Succeeded"}})
-    fail_worker(world, 1)
+    world.change("Pod", LAUNCHER_POD, {"status": launcher_succeeded(T0)})
+    failed_later(world, 1, 1)  # the run's hosts going away after it ended
     await world.sync()
     assert ("delete", "jobs", LAUNCHER) not in world.writes
     assert not [w for w in world.writes if w[0] == "delete"]
     assert "Restarting" not in conditions(world)
     assert not world.event_messages("MPIJobRestartingFailed")
+
+
+async def test_a_worker_that_failed_before_the_launcher_pod_succeeded_still_restarts() -> None:
+    """Open MPI 5's mpirun exits 0 after losing a worker's daemon: the run did not end
+    well, and the worker that failed first is its culprit."""
+    world = await running(MPIJobBuilder("pi").failure_policy(2, RESTART_FAILED))
+    fail_worker(world, 1)  # stamped T0
+    world.change("Pod", LAUNCHER_POD, {"status": launcher_succeeded(LATER)})
+    await world.sync()
+    assert conditions(world)["Restarting"] == ("True", "MPIJobRestartingFailed")
+    assert world.status["lastFailure"]["pod"] == "pi-worker-1"
 
 
 # -- nothing is created in a sync that decides the job failed --------------------------
