@@ -41,6 +41,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from . import teardown
 from .access import ClusterAccess, ClusterError
 from .binaries import BinariesMissingError, repo_root
+from .pki import key_pem, self_signed_ca
 from .procs import Process, free_ports
 from .waiting import StopWaitingError, wait_for
 
@@ -106,14 +107,6 @@ def find(root: Path | None = None) -> KueueFiles:
     return files
 
 
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    )
-
-
 def webhook_certificates(cert_dir: Path) -> bytes:
     """A fresh CA and a serving certificate of it for 127.0.0.1 and ``localhost``:
     ``tls.crt``/``tls.key`` in ``cert_dir`` (the names controller-runtime's webhook
@@ -121,33 +114,8 @@ def webhook_certificates(cert_dir: Path) -> bytes:
     cert_dir.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
     until = now + datetime.timedelta(days=7)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kueue-webhook-test-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(until)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca_key, ca = self_signed_ca("kueue-webhook-test-ca", now, until)
+    ca_name = ca.subject
     key = ec.generate_private_key(ec.SECP256R1())
     sans: list[x509.GeneralName] = [
         x509.DNSName("localhost"),
@@ -170,7 +138,7 @@ def webhook_certificates(cert_dir: Path) -> bytes:
     (cert_dir / "ca.crt").write_bytes(ca_pem)
     (cert_dir / "tls.crt").write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
     tls_key = cert_dir / "tls.key"
-    tls_key.write_bytes(_pem_key(key))
+    tls_key.write_bytes(key_pem(key))
     tls_key.chmod(0o600)
     return ca_pem
 

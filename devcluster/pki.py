@@ -58,7 +58,7 @@ class Pki:
         return self.dir / "sa.pub"
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
+def key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.TraditionalOpenSSL,
@@ -66,21 +66,12 @@ def _key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
     )
 
 
-def _write(path: Path, data: bytes, private: bool = False) -> None:
-    path.write_bytes(data)
-    if private:
-        path.chmod(0o600)
-
-
-def generate(directory: Path) -> Pki:
-    """Write a fresh PKI into ``directory`` (created if needed) and return its paths."""
-    directory.mkdir(parents=True, exist_ok=True)
-    pki = Pki(directory)
-    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
-    until = now + datetime.timedelta(days=365)
-
+def self_signed_ca(
+    common_name: str, now: datetime.datetime, until: datetime.datetime
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A fresh CA key and its self-signed certificate, valid from ``now`` to ``until``."""
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mpi-operator-localcluster-ca")])
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     ca_cert = (
         x509.CertificateBuilder()
         .subject_name(ca_name)
@@ -107,8 +98,26 @@ def generate(directory: Path) -> Pki:
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
         .sign(ca_key, hashes.SHA256())
     )
+    return ca_key, ca_cert
+
+
+def _write(path: Path, data: bytes, private: bool = False) -> None:
+    path.write_bytes(data)
+    if private:
+        path.chmod(0o600)
+
+
+def generate(directory: Path) -> Pki:
+    """Write a fresh PKI into ``directory`` (created if needed) and return its paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    pki = Pki(directory)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    until = now + datetime.timedelta(days=365)
+
+    ca_key, ca_cert = self_signed_ca("mpi-operator-localcluster-ca", now, until)
+    ca_name = ca_cert.subject
     _write(pki.ca_crt, ca_cert.public_bytes(serialization.Encoding.PEM))
-    _write(directory / "ca.key", _key_pem(ca_key), private=True)
+    _write(directory / "ca.key", key_pem(ca_key), private=True)
 
     def leaf(
         cn: str,
@@ -136,7 +145,7 @@ def generate(directory: Path) -> Pki:
         if sans:
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
         cert = builder.sign(ca_key, hashes.SHA256())
-        return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+        return cert.public_bytes(serialization.Encoding.PEM), key_pem(key)
 
     dns = [
         "localhost",
@@ -158,7 +167,7 @@ def generate(directory: Path) -> Pki:
     _write(pki.admin_key, key, private=True)
 
     sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    _write(pki.sa_key, _key_pem(sa), private=True)
+    _write(pki.sa_key, key_pem(sa), private=True)
     _write(
         pki.sa_pub,
         sa.public_key().public_bytes(
