@@ -187,9 +187,9 @@ def test_example_is_valid_and_gives_the_documented_mpirun_line() -> None:
     example = set_defaults(parse(yaml.safe_load(path.read_text())))
     assert validate(example) == []
     assert mpirun_command(example) == [
-        "/usr/local/bin/mpirun",
+        "/usr/bin/mpirun",
         "--prefix",
-        "/usr/local",
+        "/usr",
         "--hostfile",
         "/etc/mpi/hostfile",
         "--mca",
