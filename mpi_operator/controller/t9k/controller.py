@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Unpack
 
-from prometheus_client import Histogram
-
 from mpi_operator.api.scheduling import GangKind
 from mpi_operator.api.t9k import API_VERSION, KIND
 from mpi_operator.client import (
@@ -48,6 +46,7 @@ from mpi_operator.controller.t9k.context import (
     T9kOptions,
     job_reference,
 )
+from mpi_operator.controller.t9k.metrics import T9kMetrics
 from mpi_operator.controller.t9k.sync import T9kMPIJobSyncer
 
 QUEUE_NAME = "t9k-mpijob"
@@ -101,13 +100,7 @@ class T9kMPIJobController(QueueController):
         scheduler itself)."""
         super().__init__(QUEUE_NAME, client, options, reference=job_reference, **wiring)
         workload_api = options.gang is not None and options.gang.kind is GangKind.WORKLOAD_API
-        self.reconcile_duration = Histogram(
-            "mpi_operator_t9k_reconcile_duration_seconds",
-            "Time taken by one sync of a T9k MPIJob, by result",
-            ["result"],
-            registry=self.registry,
-            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-        )
+        self.metrics = T9kMetrics.create(self.registry)
         self.informers = self._informers(client, options, workload_api)
         i = self.informers
         self.syncer = T9kMPIJobSyncer(
@@ -136,10 +129,10 @@ class T9kMPIJobController(QueueController):
             )
         )
         self.runner = SyncRunner(
-            "t9k-mpijob",
+            QUEUE_NAME,
             self.queue,
             self.scoped_sync(self.syncer.sync),
-            self.reconcile_duration,
+            self.metrics.reconcile_duration,
             self.state.failures,
             threadiness=options.threadiness,
         )
