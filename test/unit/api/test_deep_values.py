@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from nesting import nested_list, nested_object
 
 from mpi_operator.api import v2beta1
 from mpi_operator.api.field_errors import (
@@ -26,20 +27,6 @@ DEPTHS = [1_000, 1_020, 5_000]
 NOT_PRINTED = f"nested more than {MAX_PRINTED_DEPTH} levels deep, not printed>"
 TOO_DEEP = f"must be nested at most {MAX_NESTING_DEPTH} objects and lists deep"
 WORKER = "spec.mpiReplicaSpecs[Worker]"
-
-
-def nested_object(depth: int) -> Any:
-    value: Any = "leaf"
-    for _ in range(depth):
-        value = {"a": value}
-    return value
-
-
-def nested_list(depth: int) -> Any:
-    value: Any = "leaf"
-    for _ in range(depth):
-        value = [value]
-    return value
 
 
 def job(put: Callable[[Obj, Any], None], value: Any) -> Obj:

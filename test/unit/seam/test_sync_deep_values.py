@@ -11,19 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from nesting import nested_object as nested
 from seam_objects import MPIJobBuilder, T9kJobBuilder
 from sync_fixtures import SyncWorld, kubeflow_world, t9k_world
 
 Obj = dict[str, Any]
 DEPTHS = [1_000, 1_020]
 NOT_PRINTED = "nested more than 32 levels deep, not printed>"
-
-
-def nested(depth: int) -> Any:
-    value: Any = "leaf"
-    for _ in range(depth):
-        value = {"a": value}
-    return value
 
 
 def deep_in_cache(world: SyncWorld, put: Callable[[Obj], None]) -> SyncWorld:
