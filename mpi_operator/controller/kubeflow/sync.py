@@ -49,6 +49,7 @@ from mpi_operator.controller.kubeflow.launcher import (
     sync_suspension,
 )
 from mpi_operator.controller.kubeflow.policy import replaces_failed_only
+from mpi_operator.controller.kubeflow.ready_timeout import ready_seconds_left
 from mpi_operator.controller.kubeflow.restart import Stale, clear_stale, recreate_ignored
 from mpi_operator.controller.kubeflow.status import (
     Children,
@@ -180,15 +181,17 @@ class MPIJobSyncer(Syncer[SyncContext]):
         """The children as the cache shows them, when they already finish the job: a
         sync whose decision is Failed creates nothing (no missing worker, no launcher)
         before that status is written. Looked at only when a pod failed or the workers'
-        Ready timeout applies, the only ways a job ends before its launcher Job does."""
+        Ready timeout is over, the only ways a job ends before its launcher Job does: a
+        sync of a running job pays one scan of the phases, not a second decision."""
         ctx = self.ctx
         if is_suspended(job):
             return None
-        workers = cached_workers(ctx, owner, job)
         launcher_pods = self._launcher_pods(job, launcher)
-        failed = any(pod_phase(p) == "Failed" for p in (*workers, *launcher_pods))
-        if not failed and job.spec.run_policy.workers_ready_timeout_seconds is None:
+        pods = (*worker_pods(ctx, job), *launcher_pods)
+        left = ready_seconds_left(job, ctx.clock.now())
+        if (left is None or left > 0) and not any(pod_phase(p) == "Failed" for p in pods):
             return None
+        workers = cached_workers(ctx, owner, job)
         deleted: frozenset[str] = frozenset()
         if judged:
             deleted = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
