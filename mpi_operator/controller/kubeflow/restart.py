@@ -114,10 +114,11 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> Stale:
     if failed_only:
         # A healthy worker the restart kept that failed since: the policy's to judge.
         decided = _decided_at(job)
-        failures = [p for p in stale if _failed_since(p, decided)]
-        stale = [p for p in stale if not _failed_since(p, decided)]
-        failures = [p for p in failures if not is_terminating(p) and uid_of(p) not in sent]
+        since = {uid_of(p) for p in stale if _failed_since(p, decided)}
+        failures = [p for p in stale if uid_of(p) in since]
+        stale = [p for p in stale if uid_of(p) not in since]
     live = [p for p in stale if not is_terminating(p) and uid_of(p) not in sent]
+    failures = [p for p in failures if not is_terminating(p) and uid_of(p) not in sent]
     now = live[: deletes_now(ctx, key, len(live))]  # the rest are the next sync's
     launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
     stale_launcher = (
