@@ -336,12 +336,14 @@ def _remove_cgroup_root(root: str) -> None:
                 d.rmdir()
 
 
-#: The iptables chains the kubelet makes (table, chain, the built-in chains jumping to it).
+#: The iptables chains the kubelet makes (table, chain, the built-in chains jumping to it),
+#: and kube-proxy's mode hint, which its own cleanup leaves in the mangle table.
 KUBELET_CHAINS = (
     ("filter", "KUBE-FIREWALL", ("INPUT", "OUTPUT")),
     ("filter", "KUBE-KUBELET-CANARY", ()),
     ("nat", "KUBE-KUBELET-CANARY", ()),
     ("mangle", "KUBE-KUBELET-CANARY", ()),
+    ("mangle", "KUBE-IPTABLES-HINT", ()),
 )
 
 
