@@ -27,6 +27,12 @@ if [[ "${1:-}" == "--print" ]]; then
   exit 0
 fi
 [[ -x "$BIN_DIR/helm" ]] && exit 0
+# One build at a time: make test's build lane and a chart test may both ask for it; the
+# second waits for the first and then finds the binary.
+mkdir -p "$(dirname "$BIN_DIR")"
+exec 9>"$BIN_DIR.lock"
+flock 9
+[[ -x "$BIN_DIR/helm" ]] && exit 0
 
 die() { echo "build-helm: error: $*" >&2; exit 1; }
 command -v go >/dev/null 2>&1 || die "Go toolchain not found in PATH: install Go >= 1.26 (https://go.dev/dl/) to build Helm"
