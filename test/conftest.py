@@ -142,6 +142,7 @@ def full_namespace(full_cluster: LocalCluster, request: pytest.FixtureRequest) -
 # not counted. docs/development/tests.md gives the figures of a full run.
 
 _PHASES: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+_MODULES: dict[str, float] = defaultdict(float)
 
 
 def _suite(nodeid: str) -> str:
@@ -152,6 +153,7 @@ def _suite(nodeid: str) -> str:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     phases = _PHASES[_suite(report.nodeid)]
     phases[report.when] += report.duration
+    _MODULES[report.nodeid.split("::")[0]] += report.duration
     if report.when == "call":
         phases["tests"] += 1
 
@@ -173,3 +175,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for shape, times in sorted(by_shape.items()):
         write(f"cluster starts, {shape}: {len(times)}, {sum(times):.0f} s in all")
     write(f"operator processes started: {len(OPERATOR_STARTS)}")
+    write("the fifteen costliest test files (setup, call and teardown), seconds:")
+    for path, seconds in sorted(_MODULES.items(), key=lambda kv: -kv[1])[:15]:
+        write(f"{seconds:>8.0f}  {path}")
