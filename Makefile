@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: version image helm kueue lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests docs
+.PHONY: version image example-image helm kueue lock venv binaries mpi node node-packages node-binaries node-images operator-image lint typecheck test test-unit cluster-up cluster-down bench clean crd demo deploy-manifests docs
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,15 @@ version:
 IMG ?= mpi-operator-python:$(VERSION)
 image:
 	hack/build-image.sh $(IMG)
+
+# The mpi4py-sgd example's image (examples/v2beta1/mpi4py-sgd/Dockerfile), the way
+# `make image` builds the operator's: docker, podman or buildah, whichever is installed;
+# with none, an OCI archive in dist/ from debootstrap + umoci (root), as the real node's.
+EXAMPLE_IMG ?= mpi-operator-python/mpi4py-sgd:$(VERSION)
+example-image:
+	BUILD_IMAGE_CMD="make example-image" \
+	MPI_OPERATOR_OCI_BUILDER="$${MPI_OPERATOR_EXAMPLE_OCI_BUILDER:-$(CURDIR)/hack/build-example-image.sh}" \
+	  hack/build-image.sh $(EXAMPLE_IMG) examples/v2beta1/mpi4py-sgd
 
 # Regenerates the lockfiles the image installs from (pinned, with hashes), from
 # pyproject.toml's dependencies and build-system requirements.
@@ -58,8 +67,8 @@ mpi:
 
 # The real node of the `real` cluster shape (make demo, the real-node e2e tests):
 # containerd, runc, CNI plugins, debootstrap and umoci from Debian's packages (root);
-# the kubelet, kube-proxy and CoreDNS from Go modules; the MPI, busybox and pause images
-# from debootstrap. Each only when missing, into the cache next to the binaries.
+# the kubelet, kube-proxy and CoreDNS from Go modules; the MPI, example, T9k init and
+# pause images from debootstrap. Each only when missing, into the cache next to the binaries.
 node-packages:
 	hack/install-node-packages.sh
 

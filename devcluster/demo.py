@@ -10,7 +10,8 @@
 3. Starts the operator (the ``mpi-operator`` command) against the cluster,
    watching one fresh namespace.
 4. Applies the example (``examples/v2beta1/pi/pi.yaml`` by default; with ``--mpi``,
-   pi on that stack's image of the real node: ``openmpi`` (Open MPI 5, the default),
+   pi on that stack's image of the real node, ``mpi-operator-python/mpi-pi:<stack>``
+   (the example itself names the public ``mpioperator/mpi-pi:openmpi``): ``openmpi`` (Open MPI 5),
    ``openmpi4`` (Open MPI 4.1), ``mpich`` (pi-mpich.yaml) or ``intel`` (Intel MPI,
    pi-intel.yaml)) with
    ``kubectl``: on the real node (its nodeSelector and toleration added), or with
@@ -44,6 +45,7 @@ import yaml
 from .access import FULL, REAL, ClusterError, KubectlError
 from .binaries import BinariesMissingError, repo_root
 from .cluster import LocalCluster
+from .nodeconfig import MPI_IMAGES
 from .operator_process import Operator, operator_command
 from .sample_jobs import on_real_node, with_kwok_behaviour
 
@@ -252,7 +254,7 @@ def with_mpi(job: Obj, mpi: str) -> Obj:
     launcher waits for Ready workers (its mpirun waits forever on an unresolved name)."""
     for spec in job["spec"]["mpiReplicaSpecs"].values():
         for container in spec["template"]["spec"]["containers"]:
-            container["image"] = f"mpioperator/mpi-pi:{mpi}"
+            container["image"] = MPI_IMAGES[mpi]
     if mpi == "mpich":
         job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
     return job
@@ -376,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         "--mpi",
         choices=list(MPI_EXAMPLES),
         default=None,
-        help="the real node's MPI stack for pi (default: the example's image, openmpi: Open MPI 5)",
+        help="the real node's MPI stack for pi, on mpi-operator-python/mpi-pi:<stack> (default: "
+        "the example's own image)",
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for the job to end")
     parser.add_argument(

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mpi_operator import __version__
+
 #: The real node's name, label and taint: pods run there only with the matching
 #: nodeSelector and toleration (:func:`devcluster.realpods.on_real_node`),
 #: so that nothing meant for the KWOK nodes starts a real container.
@@ -18,20 +20,42 @@ REAL_NODE_TAINT = {"key": "type", "value": "real", "effect": "NoSchedule"}
 CLUSTER_DOMAIN = "cluster.local"
 #: Where the images of ``hack/build-node-images.sh`` are known in containerd.
 PAUSE_IMAGE = "localhost/pause:local"
-MPI_IMAGE_REPO = "docker.io/mpioperator/mpi-pi"
-#: openmpi: Open MPI 5 (trixie), openmpi4: Open MPI 4.1 (bookworm), mpich: MPICH 4.2 (trixie),
-#: intel: Intel MPI 2021 from PyPI (trixie).
-MPI_IMAGES = {tag: f"{MPI_IMAGE_REPO}:{tag}" for tag in ("openmpi", "openmpi4", "mpich", "intel")}
-#: The T9k launcher's default init container image (busybox:1.36, pinned by digest): the
-#: openmpi image stands in for it, with sh, cut, nslookup and ``nc -z`` (see
-#: hack/build-node-images.sh), under each name containerd may look it up by: the tag,
-#: and the digest (a reference with both, as the operator writes it, is resolved by
-#: its digest alone; nothing checks that the stand-in's content has that digest).
-INIT_IMAGE_DIGEST = "sha256:73aaf090f3d85aa34ee199857f03fa3a95c8ede2ffd4cc2cdb5b94e566b11662"
-INIT_IMAGES = (
-    "docker.io/library/busybox:1.36",
-    f"docker.io/library/busybox@{INIT_IMAGE_DIGEST}",
-)
+#: The project's own images are named as its operator's (``mpi-operator-python:<version>``):
+#: ``mpi-operator-python/<image>:<tag>``; a public name is given only to an image built as
+#: that public image is built.
+OWN_REPO = "mpi-operator-python"
+#: The MPI stacks the tests run on, by tag: openmpi: Open MPI 5 (trixie), openmpi4: Open
+#: MPI 4.1 (bookworm), mpich: MPICH 4.2 (trixie), intel: Intel MPI 2021 from PyPI (trixie).
+MPI_STACKS = ("openmpi", "openmpi4", "mpich", "intel")
+MPI_IMAGES = {stack: f"{OWN_REPO}/mpi-pi:{stack}" for stack in MPI_STACKS}
+#: examples/v2beta1/mpi4py-sgd's image (its Dockerfile; ``make example-image``).
+SGD_IMAGE = f"{OWN_REPO}/mpi4py-sgd:{__version__}"
+#: The T9k launcher's init container in the tests (``--t9k-init-image``): sh, cut,
+#: nslookup and ``nc -z``, as the operator's default (busybox 1.36, which cannot be
+#: fetched here) has.
+T9K_INIT_IMAGE = f"{OWN_REPO}/t9k-init:{__version__}"
+#: The reference's public images, built here as its Dockerfiles build them.
+PUBLIC_MPI_IMAGES = {"openmpi": "mpioperator/mpi-pi:openmpi", "mpich": "mpioperator/mpi-pi:mpich"}
+
+
+def containerd_name(ref: str) -> str:
+    """A tagged image reference as containerd names it: Docker Hub's domain added, and
+    its ``library/`` namespace for a one-component name."""
+    first, slash, _ = ref.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        return ref
+    return f"docker.io/{ref}" if slash else f"docker.io/library/{ref}"
+
+
+#: Each tag of hack/build-node-images.sh's node-images.tar, and the name the node gives it.
+NODE_IMAGES = {
+    **{f"public-{mpi}": containerd_name(ref) for mpi, ref in PUBLIC_MPI_IMAGES.items()},
+    **{stack: containerd_name(ref) for stack, ref in MPI_IMAGES.items()},
+    "mpi4py-sgd": containerd_name(SGD_IMAGE),
+    "t9k-init": containerd_name(T9K_INIT_IMAGE),
+}
+#: The name node-images.tar is imported under first (``<this>:<tag>``), then removed.
+IMPORT_REPO = "localhost/node-images"
 CNI_BIN_DIR = Path("/usr/lib/cni")
 #: kubelet writes a symlink per container here (a fixed path), removed at stop.
 CONTAINER_LOG_LINKS = Path("/var/log/containers")

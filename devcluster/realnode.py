@@ -41,7 +41,7 @@ class NodeInputs:
     kubelet: Path
     coredns: Path
     kube_proxy: Path
-    mpi_images: Path
+    node_images: Path
     pause_image: Path
 
 
@@ -77,14 +77,14 @@ def preflight() -> NodeInputs:
         bins / "kubelet",
         bins / "coredns",
         bins / "kube-proxy",
-        images / "mpi-pi.tar",
+        images / "node-images.tar",
         images / "pause.tar",
     )
     for path, make in [
         (inputs.kubelet, "node-binaries"),
         (inputs.coredns, "node-binaries"),
         (inputs.kube_proxy, "node-binaries"),
-        (inputs.mpi_images, "node-images"),
+        (inputs.node_images, "node-images"),
         (inputs.pause_image, "node-images"),
     ]:
         if not path.is_file():
@@ -125,10 +125,11 @@ class RealNode:
         self._make_bridge()
         run("containerd", cfg.containerd_args(Path(_which("containerd")), ctd_config))
         wait("containerd's socket", lambda: self._ctr("version", check=False).returncode == 0)
-        self._ctr("images", "import", "--base-name", cfg.MPI_IMAGE_REPO, str(inputs.mpi_images))
+        self._ctr("images", "import", "--base-name", cfg.IMPORT_REPO, str(inputs.node_images))
+        for tag, name in cfg.NODE_IMAGES.items():
+            self._ctr("images", "tag", "--force", f"{cfg.IMPORT_REPO}:{tag}", name)
+        self._ctr("images", "rm", *(f"{cfg.IMPORT_REPO}:{tag}" for tag in cfg.NODE_IMAGES))
         self._ctr("images", "import", "--base-name", "localhost/pause", str(inputs.pause_image))
-        for name in cfg.INIT_IMAGES:
-            self._ctr("images", "tag", cfg.MPI_IMAGES["openmpi"], name)
         corefile = node.dir / "Corefile"
         corefile.write_text(cfg.corefile(node, self.kubeconfig))
         run("coredns", cfg.coredns_args(inputs.coredns, corefile))

@@ -7,6 +7,10 @@
 #   hack/oci_archive.py and written to dist/, with the commands that load it.
 # Usage: hack/build-image.sh IMAGE [CONTEXT]
 # Exits 1 with one line when it can do neither.
+# `make example-image` builds examples/v2beta1/mpi4py-sgd's image the same way: CONTEXT
+# that folder, MPI_OPERATOR_OCI_BUILDER hack/build-example-image.sh, and BUILD_IMAGE_CMD
+# (how the messages name the command; default: make image). GIT_COMMIT is passed to a
+# Dockerfile that declares it (the operator's) only.
 set -euo pipefail
 
 image="${1:?usage: hack/build-image.sh IMAGE [CONTEXT]}"
@@ -15,18 +19,24 @@ here="${BASH_SOURCE[0]%/*}"; [[ "$here" != "${BASH_SOURCE[0]}" ]] || here=. # no
 ROOT="$(cd "$here/.." && pwd)"
 # The build context has no .git: the image's --version gets the commit this way.
 commit="$(git -C "$context" rev-parse HEAD 2>/dev/null || true)"
+cmd="${BUILD_IMAGE_CMD:-make image}"
+build_args=()
+dockerfile="$(<"$context/Dockerfile")" 2>/dev/null || dockerfile=""
+if [[ $'\n'"$dockerfile" == *$'\nARG GIT_COMMIT'* ]]; then
+    build_args=(--build-arg "GIT_COMMIT=$commit")
+fi
 
 if command -v docker >/dev/null 2>&1; then
     if docker info >/dev/null 2>&1; then
-        exec docker build --build-arg "GIT_COMMIT=$commit" --tag "$image" "$context"
+        exec docker build "${build_args[@]}" --tag "$image" "$context"
     fi
     no_daemon=" (docker is installed but its daemon does not answer)"
 fi
 if command -v podman >/dev/null 2>&1; then
-    exec podman build --build-arg "GIT_COMMIT=$commit" --tag "$image" "$context"
+    exec podman build "${build_args[@]}" --tag "$image" "$context"
 fi
 if command -v buildah >/dev/null 2>&1; then
-    exec buildah bud --build-arg "GIT_COMMIT=$commit" --tag "$image" "$context"
+    exec buildah bud "${build_args[@]}" --tag "$image" "$context"
 fi
 
 # No engine: the OCI archive. BUILDER is replaceable for the tests (same interface).
@@ -36,10 +46,10 @@ for tool in python3 tar sha256sum umoci debootstrap; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if [[ ${#missing[@]} -gt 0 ]]; then
-    echo "make image: no container engine found on PATH${no_daemon:-}, and no ${missing[*]} for the build without one: install docker, podman or buildah, or (as root) run hack/install-node-packages.sh for debootstrap and umoci" >&2
+    echo "$cmd: no container engine found on PATH${no_daemon:-}, and no ${missing[*]} for the build without one: install docker, podman or buildah, or (as root) run hack/install-node-packages.sh for debootstrap and umoci" >&2
     exit 1
 fi
-echo "make image: no container engine found on PATH${no_daemon:-}: building an OCI archive with debootstrap and umoci ($builder; cold: about 5 min, then seconds)" >&2
+echo "$cmd: no container engine found on PATH${no_daemon:-}: building an OCI archive with debootstrap and umoci ($builder; cold: minutes, then seconds)" >&2
 "$builder"
 printed="$("$builder" --print)"
 built="${printed%%$'\n'*}"; built_name="${printed#*$'\n'}"
@@ -57,7 +67,7 @@ else
     pushed="<registry>/$repo"
 fi
 while IFS= read -r line; do printf '%s\n' "$line"; done <<EOF
-make image: $out
+$cmd: $out
   image $name (built as $built_name), manifest $digest
   archive sha256:$sum
 Load it into a cluster's nodes with one of:
@@ -68,5 +78,7 @@ Load it into a cluster's nodes with one of:
   docker load -i $out                        (Docker 25 or later)
 or push it to a registry the nodes pull from:
   skopeo copy oci-archive:$out docker://$pushed:$tag
-then install with that image (docs/install.md), e.g. helm install ... --set image.repository=$pushed
 EOF
+if [[ "$cmd" == "make image" ]]; then
+    echo "then install with that image (docs/install.md), e.g. helm install ... --set image.repository=$pushed"
+fi

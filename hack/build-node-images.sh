@@ -2,11 +2,33 @@
 # Builds the images of the `real` local cluster shape, only when missing, into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/<key>/ (outside the checkout;
 # <key> changes whenever an input changes: this script, pi.cc, sgd.py, the pause program):
-#   mpi-pi.tar  an OCI archive with four tags, each from `debootstrap --variant=minbase`
-#               plus its MPI and openssh-server, user mpiuser (1000), sshd on port 2222 as
-#               in examples/v2beta1/pi/Dockerfile (and the reference's mpi-pi images):
-#                 openmpi   trixie, Open MPI 5.0 (PRRTE launches the ranks); the reference's
-#                           mpi-pi:openmpi is laid out the same way
+#   node-images.tar  an OCI archive, each tag from `debootstrap --variant=minbase`;
+#                    devcluster/nodeconfig.py's NODE_IMAGES names them in the node:
+#     The reference's public images, built as its Dockerfiles build them (v0.8.2's
+#     build/base/Dockerfile, then build/base/<mpi>.Dockerfile, then
+#     examples/v2beta1/pi/<mpi>Dockerfile's pi from the <mpi>-builder image), and loaded
+#     under their public names, docker.io/mpioperator/mpi-pi:<mpi>:
+#       public-openmpi  trixie: openssh-server, openssh-client, sshd with
+#                       CAP_NET_BIND_SERVICE, ssh_config and sshd_config on port 2222 with
+#                       StrictModes off, mpiuser (useradd -m), ~mpiuser/.sshd_config, openmpi-bin,
+#                       and /home/mpiuser/pi built by `mpic++` (g++, libopenmpi-dev).
+#       public-mpich    the same base with dnsutils and mpich, the reference's entrypoint.sh
+#                       as the entry point (on the launcher, it waits until every host of the
+#                       hostfile resolves), pi built by MPICH's `mpic++`.
+#     (The reference's mpi-pi:intel installs Intel oneAPI from Intel's apt repository,
+#     which this machine cannot reach: no image is loaded under that name.)
+#     The project's own images (docker.io/mpi-operator-python/...):
+#       mpi4py-sgd      examples/v2beta1/mpi4py-sgd/Dockerfile's image (trixie): Open MPI 5,
+#                       python3-mpi4py, python3-numpy, sshd for mpiuser (1000) on port 2222,
+#                       /home/mpiuser/sgd.py. `--example mpi4py-sgd` builds it alone.
+#       t9k-init        the T9k launcher's init container (--t9k-init-image in the tests):
+#                       sh, cut, nslookup (bind9-dnsutils) and nc (netcat-openbsd). Debian's
+#                       busybox has no `nc -z` and its nslookup ignores the search domains.
+#       openmpi, openmpi4, mpich, intel: the MPI stacks the tests run the examples'
+#                       programs on, with other images or as root,
+#                       each with its MPI and openssh-server, user mpiuser (1000), sshd on port
+#                       2222 for mpiuser and, as root, on 22 with Debian's configuration:
+#                 openmpi   trixie, Open MPI 5.0 (PRRTE launches the ranks)
 #                 openmpi4  bookworm, Open MPI 4.1 (ORTE)
 #                 mpich     trixie, MPICH 4.2. Bookworm's MPICH 4.0.2 (ch4:ucx) deadlocks in
 #                           MPI_Finalize across pods in most runs; 4.2 finished every run tried.
@@ -16,23 +38,23 @@
 #                           Its entry point waits, on the launcher, until every host of the
 #                           hostfile resolves (Hydra does not retry a name), then runs the
 #                           container's arguments, as pi-intel.yaml expects (args: mpirun ...).
-#               Each has /home/mpiuser/pi built with its own mpicxx, and the data-parallel
-#               example /home/mpiuser/sgd.py (examples/v2beta1/mpi4py-sgd) with numpy and
-#               mpi4py for its MPI: Debian's python3-mpi4py where Debian builds it for that
-#               MPI (Open MPI 5 and 4.1), otherwise mpi4py's wheel from PyPI, which loads
-#               the image's libmpi.so.12 (MPICH's ABI, which Intel MPI shares).
-#               One debootstrap per suite: the trixie images start from copies of one base.
-#               As root, sshd runs on port 22 with Debian's configuration (T9k's workers).
-#               nslookup (bind9-dnsutils) and nc (netcat-openbsd) let the openmpi tag stand
-#               in for busybox:1.36, the T9k launcher's init container image: Debian's
-#               busybox has no `nc -z` and its nslookup ignores the search domains.
+#                 Each has /home/mpiuser/pi built with its own mpicxx, and the data-parallel
+#                 example /home/mpiuser/sgd.py (examples/v2beta1/mpi4py-sgd) with numpy and
+#                 mpi4py for its MPI: Debian's python3-mpi4py where Debian builds it for that
+#                 MPI (Open MPI 5 and 4.1), otherwise mpi4py's wheel from PyPI, which loads
+#                 the image's libmpi.so.12 (MPICH's ABI, which Intel MPI shares).
+#     One debootstrap per suite: the trixie images start from copies of one base.
 #   pause.tar   the pod sandbox image: hack/tools/pause, a static Go binary
-# The cluster imports them into its containerd as
-# docker.io/mpioperator/mpi-pi:{openmpi,openmpi4,mpich,intel} (the names examples/v2beta1/pi
-# uses) and localhost/pause:local.
+# The cluster imports node-images.tar into its containerd under the names of
+# devcluster/nodeconfig.py's NODE_IMAGES, and pause.tar as localhost/pause:local.
 #
 # Usage: hack/build-node-images.sh             build what is missing
 #        hack/build-node-images.sh --print-dir print the images directory and exit
+#        hack/build-node-images.sh --example mpi4py-sgd [--print]
+#             build only the mpi4py-sgd image (the same recipe) into its own directory,
+#             as mpi4py-sgd.tar (tag mpi4py-sgd); with --print, print that archive's path
+#             and its tag (two lines) and exit: hack/build-image.sh's builder interface
+#             (`make example-image` without a container engine)
 # Needs root, debootstrap and umoci (hack/install-node-packages.sh), Go, and pip (the
 # project's .venv, else python3's) to fetch the PyPI wheels.
 set -euo pipefail
@@ -46,25 +68,39 @@ IMPI_VERSION=2021.19.0
 MPI4PY_VERSION=4.1.2
 key_hash="$(cat "${BASH_SOURCE[0]}" "$PI_SRC" "$SGD_SRC" "$PAUSE_SRC/main.go" "$PAUSE_SRC/go.mod" | sha256sum | cut -c1-12)"
 OUT="${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/bookworm-trixie_${key_hash}"
+ARCHIVES=(node-images.tar pause.tar)
 
+example=""
+if [[ "${1:-}" == "--example" ]]; then
+  [[ "${2:-}" == mpi4py-sgd ]] || { echo "usage: $0 --example mpi4py-sgd [--print]" >&2; exit 2; }
+  example=mpi4py-sgd
+  OUT="${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/mpi4py-sgd_${key_hash}"
+  ARCHIVES=(mpi4py-sgd.tar)
+  if [[ "${3:-}" == "--print" ]]; then
+    printf '%s\n%s\n' "$OUT/mpi4py-sgd.tar" mpi4py-sgd
+    exit 0
+  fi
+fi
 if [[ "${1:-}" == "--print-dir" ]]; then
   echo "$OUT"
   exit 0
 fi
-[[ -s "$OUT/mpi-pi.tar" && -s "$OUT/pause.tar" ]] && exit 0
+missing=0
+for archive in "${ARCHIVES[@]}"; do [[ -s "$OUT/$archive" ]] || missing=1; done
+[[ "$missing" == 0 ]] && exit 0
 
 die() { echo "build-node-images: error: $*" >&2; exit 1; }
 [[ "$(id -u)" == 0 ]] || die "not root: debootstrap and chroot need root to build the real node's images"
 for t in debootstrap umoci chroot; do
   command -v "$t" >/dev/null 2>&1 || die "$t not found: run hack/install-node-packages.sh (Debian package ${t/chroot/coreutils})"
 done
-command -v go >/dev/null 2>&1 || die "Go toolchain not found in PATH: it builds the pause program"
+[[ -n "$example" ]] || command -v go >/dev/null 2>&1 || die "Go toolchain not found in PATH: it builds the pause program"
 if [[ -x "$ROOT/.venv/bin/python" ]]; then
   PIP=("$ROOT/.venv/bin/python" -m pip)
 else
   PIP=(python3 -m pip)
 fi
-"${PIP[@]}" --version >/dev/null 2>&1 || die "pip not found (${PIP[*]}): run make venv; it fetches Intel MPI and mpi4py from PyPI"
+[[ -n "$example" ]] || "${PIP[@]}" --version >/dev/null 2>&1 || die "pip not found (${PIP[*]}): run make venv; it fetches Intel MPI and mpi4py from PyPI"
 
 # The mirror apt already uses here (deb.debian.org unless configured otherwise).
 mirror="${DEBIAN_MIRROR:-}"
@@ -95,8 +131,15 @@ step() { # step WHAT CMD...: logs the command's output; on failure prints one li
   "$@" >>"$LOG" 2>&1 || die "$what failed: $(grep -v '^+ ' "$LOG" | grep -m1 -E '^E:|rror' || tail -n1 "$LOG") (full log: $LOG)"
 }
 
-echo "build-node-images: building the MPI images (openmpi, mpich, intel: trixie; openmpi4: bookworm) from debootstrap ($mirror) and PyPI, and the pause image, into $OUT (cold: about 6 minutes; log: $LOG)" >&2
+if [[ -n "$example" ]]; then
+  echo "build-node-images: building the $example image from debootstrap ($mirror) into $OUT (cold: about 2 minutes; log: $LOG)" >&2
+else
+  echo "build-node-images: building the node's images (trixie: the reference's mpi-pi openmpi and mpich, mpi4py-sgd, t9k-init, and the openmpi, mpich, intel stacks; bookworm: openmpi4) from debootstrap ($mirror) and PyPI, and the pause image, into $OUT (cold: about 10 minutes; log: $LOG)" >&2
+fi
 progress_start build-node-images "$LOG"
+
+# in_root CMD...: CMD in the image tree $rootfs (the caller's).
+in_root() { chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive LC_ALL=C PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
 
 # base_rootfs SUITE: $work/base-SUITE, a minbase debootstrap of SUITE, made once.
 base_rootfs() {
@@ -151,7 +194,6 @@ drop_intel_devel() {
 make_rootfs() {
   local tag="$1" suite="$2" mpi="$3"; shift 3
   local rootfs="$work/rootfs-$tag"
-  in_root() { chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive LC_ALL=C PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
   base_rootfs "$suite"
   local t0=$SECONDS
   cp -a "$work/base-$suite" "$rootfs"
@@ -174,6 +216,13 @@ make_rootfs() {
   step "ldconfig ($tag)" in_root ldconfig
   cp "$PI_SRC" "$rootfs/tmp/pi.cc"
   step "compiling pi.cc with $mpi ($tag)" in_root "$mpicxx" -O2 -o /tmp/pi /tmp/pi.cc
+  if [[ "$suite" == trixie && "$mpi" != intel ]]; then
+    # The reference's pi for its public image of this MPI: its builder stage is
+    # debian:trixie with g++ and lib$mpi-dev (this tree has both), and runs
+    # `mpic++ /src/pi.cc -o /pi`.
+    step "compiling the reference's pi with $mpi" in_root mpic++ /tmp/pi.cc -o /tmp/pi-public
+    mv "$rootfs/tmp/pi-public" "$work/pi-public-$mpi"
+  fi
   [[ "$mpi" == intel ]] && drop_intel_devel "$rootfs"
   if in_root ldd /tmp/pi | grep 'not found' >>"$LOG"; then
     die "pi ($tag) misses a library (full log: $LOG)"
@@ -207,7 +256,116 @@ make_rootfs() {
   umount -l "$rootfs/proc"
   echo "build-node-images: $tag on $suite's base in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
 }
-make_rootfs openmpi trixie openmpi openmpi-bin bind9-dnsutils netcat-openbsd python3-mpi4py
+# public_rootfs TAG PACKAGE...: $work/rootfs-TAG as the reference's public image is built:
+# debian:trixie, build/base/Dockerfile (port 2222), then its <mpi>.Dockerfile's
+# `apt install -y --no-install-recommends PACKAGE...`. (Its pi comes from make_rootfs's
+# tree of the same MPI, as the reference's builder stage; its entry point, if any, after.)
+public_rootfs() {
+  local tag="$1"; shift
+  local rootfs="$work/rootfs-$tag" t0=$SECONDS port=2222
+  base_rootfs trixie
+  cp -a "$work/base-trixie" "$rootfs"
+  mount -t proc proc "$rootfs/proc"
+  step "apt-get update ($tag)" in_root apt-get -q update
+  step "installing sshd ($tag)" in_root apt-get -q install -y --no-install-recommends \
+    openssh-server openssh-client libcap2-bin
+  mkdir -p "$rootfs/var/run/sshd"
+  step "setcap on sshd ($tag)" in_root setcap CAP_NET_BIND_SERVICE=+eip /usr/sbin/sshd
+  step "removing libcap2-bin ($tag)" in_root apt-get -q remove -y libcap2-bin
+  # build/base/Dockerfile's edits, verbatim.
+  step "ssh configuration ($tag)" in_root sh -c "sed -i \"s/[ #]\\(.*StrictHostKeyChecking \\).*/ \\1no/g\" /etc/ssh/ssh_config \
+    && echo \"    UserKnownHostsFile /dev/null\" >> /etc/ssh/ssh_config \
+    && sed -i \"s/[ #]\\(.*Port \\).*/ \\1$port/g\" /etc/ssh/ssh_config \
+    && sed -i \"s/#\\(StrictModes \\).*/\\1no/g\" /etc/ssh/sshd_config \
+    && sed -i \"s/#\\(Port \\).*/\\1$port/g\" /etc/ssh/sshd_config"
+  step "adding mpiuser ($tag)" in_root useradd -m mpiuser
+  # build/base/sshd_config, then `echo "Port $port" >> /home/mpiuser/.sshd_config`.
+  printf '%s\n' 'PidFile /home/mpiuser/sshd.pid' 'HostKey /home/mpiuser/.ssh/id_rsa' \
+    'StrictModes no' "Port $port" >"$rootfs/home/mpiuser/.sshd_config"
+  chown 1000:1000 "$rootfs/home/mpiuser/.sshd_config"
+  step "installing $* ($tag)" in_root apt-get -q install -y --no-install-recommends "$@"
+  rm -rf "$rootfs/tmp/"* "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin "$rootfs/var/cache/apt/archives/"*.deb
+  umount -l "$rootfs/proc"
+  echo "build-node-images: $tag on trixie's base in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
+}
+
+# sgd_rootfs: $work/rootfs-mpi4py-sgd, examples/v2beta1/mpi4py-sgd/Dockerfile's image.
+sgd_rootfs() {
+  local tag=mpi4py-sgd
+  local rootfs="$work/rootfs-$tag" t0=$SECONDS
+  base_rootfs trixie
+  cp -a "$work/base-trixie" "$rootfs"
+  mount -t proc proc "$rootfs/proc"
+  step "apt-get update ($tag)" in_root apt-get -q update
+  step "installing Open MPI, mpi4py, numpy and sshd ($tag)" in_root apt-get -q install -y \
+    --no-install-recommends openmpi-bin python3-mpi4py python3-numpy openssh-server openssh-client
+  step "adding mpiuser ($tag)" in_root useradd --create-home --uid 1000 --shell /bin/bash mpiuser
+  printf 'Host *\n  Port 2222\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n' \
+    >>"$rootfs/etc/ssh/ssh_config"
+  step "generating mpiuser's sshd host key ($tag)" in_root su mpiuser -c "ssh-keygen -q -t ed25519 -N '' -f /home/mpiuser/.ssh_host_key"
+  printf '%s\n' 'Port 2222' 'HostKey /home/mpiuser/.ssh_host_key' 'PidFile /home/mpiuser/sshd.pid' \
+    'AuthorizedKeysFile /home/mpiuser/.ssh/authorized_keys' 'PasswordAuthentication no' \
+    'StrictModes no' 'UsePAM no' >"$rootfs/home/mpiuser/.sshd_config"
+  chown 1000:1000 "$rootfs/home/mpiuser/.sshd_config"
+  install -m 0644 -o 1000 -g 1000 "$SGD_SRC" "$rootfs/home/mpiuser/sgd.py"
+  rm -rf "$rootfs/tmp/"* "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin "$rootfs/var/cache/apt/archives/"*.deb
+  umount -l "$rootfs/proc"
+  echo "build-node-images: $tag on trixie's base in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
+}
+
+# init_rootfs: $work/rootfs-t9k-init, what the T9k launcher's init container runs (sh,
+# cut, sleep, nslookup, nc -z).
+init_rootfs() {
+  local tag=t9k-init
+  local rootfs="$work/rootfs-$tag" t0=$SECONDS
+  base_rootfs trixie
+  cp -a "$work/base-trixie" "$rootfs"
+  mount -t proc proc "$rootfs/proc"
+  step "apt-get update ($tag)" in_root apt-get -q update
+  step "installing nslookup and nc ($tag)" in_root apt-get -q install -y --no-install-recommends \
+    bind9-dnsutils netcat-openbsd
+  rm -rf "$rootfs/tmp/"* "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin "$rootfs/var/cache/apt/archives/"*.deb
+  umount -l "$rootfs/proc"
+  echo "build-node-images: $tag on trixie's base in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
+}
+
+# The OCI layout: per image, its tree as the base layer; pi in a small layer of its own.
+layout="$work/oci"
+step "umoci init" umoci init --layout "$layout"
+PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# pack TAG UMOCI-CONFIG-ARGS...: $work/rootfs-TAG as TAG's one layer, configured.
+pack() {
+  local tag="$1"; shift
+  step "umoci new ($tag)" umoci new --image "$layout:base-$tag"
+  step "umoci unpack ($tag)" umoci unpack --image "$layout:base-$tag" "$work/bundle-$tag"
+  rm -rf "$work/bundle-$tag/rootfs"
+  mv "$work/rootfs-$tag" "$work/bundle-$tag/rootfs"
+  step "umoci repack ($tag base layer)" umoci repack --image "$layout:base-$tag" "$work/bundle-$tag"
+  rm -rf "$work/bundle-$tag"
+  step "umoci config ($tag)" umoci config --image "$layout:base-$tag" --tag "$tag" \
+    --config.env "$PATH_ENV" "$@"
+  step "umoci rmi base ($tag)" umoci rm --image "$layout:base-$tag"
+}
+# add_pi TAG BINARY UID MODE: BINARY as /home/mpiuser/pi, in a layer of its own.
+add_pi() {
+  local tag="$1" binary="$2" uid="$3" mode="$4"
+  install -D -m "$mode" -o "$uid" -g "$uid" "$binary" "$work/layer-$tag/pi"
+  step "umoci insert (pi, $tag)" umoci insert --image "$layout:$tag" "$work/layer-$tag/pi" /home/mpiuser/pi
+}
+
+if [[ -n "$example" ]]; then
+  sgd_rootfs
+  rm -rf "$work/base-trixie"
+  pack mpi4py-sgd --config.user mpiuser --config.workingdir /home/mpiuser
+  step "umoci gc" umoci gc --layout "$layout"
+  tar -C "$layout" -cf "$work/mpi4py-sgd.tar" .
+  progress_stop
+  mv -f "$work/mpi4py-sgd.tar" "$OUT/"
+  echo "build-node-images: done in $((SECONDS - start)) s; $(du -h "$OUT/mpi4py-sgd.tar" | cut -f1) in $OUT" >&2
+  exit 0
+fi
+
+make_rootfs openmpi trixie openmpi openmpi-bin python3-mpi4py
 make_rootfs mpich trixie mpich mpich
 make_rootfs intel trixie intel libfabric1
 # Hydra resolves the hostfile's names once: the launcher waits until they all resolve
@@ -231,32 +389,70 @@ fi
 exec "$@"
 ENTRY
 chmod 0755 "$work/rootfs-intel/entrypoint.sh"
+public_rootfs public-openmpi openmpi-bin
+public_rootfs public-mpich dnsutils mpich
+# The reference's build/base/entrypoint.sh (v0.8.2), verbatim: mpich.Dockerfile's entry point.
+cat >"$work/rootfs-public-mpich/entrypoint.sh" <<'ENTRY'
+#!/usr/bin/env bash
+
+set_intel_vars=/opt/intel/oneapi/setvars.sh
+if [ -f $set_intel_vars ]; then
+  source $set_intel_vars
+fi
+
+function resolve_host() {
+  host="$1"
+  check="nslookup $host"
+  max_retry=10
+  counter=0
+  backoff=0.1
+  until $check > /dev/null
+  do
+    if [ $counter -eq $max_retry ]; then
+      echo "Couldn't resolve $host"
+      return
+    fi
+    sleep $backoff
+    echo "Couldn't resolve $host... Retrying"
+    ((counter++))
+    backoff=$(echo - | awk "{print $backoff + $backoff}")
+  done
+  echo "Resolved $host"
+}
+
+if [ "$K_MPI_JOB_ROLE" == "launcher" ]; then
+  resolve_host "$HOSTNAME"
+  cut -d ':' -f 1 /etc/mpi/hostfile | while read -r host
+  do
+    resolve_host "$host"
+  done
+fi
+
+exec "$@"
+ENTRY
+chmod 0755 "$work/rootfs-public-mpich/entrypoint.sh"
+sgd_rootfs
+init_rootfs
 rm -rf "$work/base-trixie"
 make_rootfs openmpi4 bookworm openmpi openmpi-bin python3-mpi4py
 rm -rf "$work/base-bookworm"
 
-# The OCI layout: per MPI, its rootfs as the base layer, then pi in a small layer.
-layout="$work/oci"
-step "umoci init" umoci init --layout "$layout"
 for mpi in openmpi openmpi4 mpich intel; do
-  step "umoci new ($mpi)" umoci new --image "$layout:base-$mpi"
-  step "umoci unpack ($mpi)" umoci unpack --image "$layout:base-$mpi" "$work/bundle-$mpi"
-  rm -rf "$work/bundle-$mpi/rootfs"
-  mv "$work/rootfs-$mpi" "$work/bundle-$mpi/rootfs"
-  step "umoci repack ($mpi base layer)" umoci repack --image "$layout:base-$mpi" "$work/bundle-$mpi"
-  rm -rf "$work/bundle-$mpi"
-  step "umoci config ($mpi)" umoci config --image "$layout:base-$mpi" --tag "$mpi" \
-    --config.workingdir /home/mpiuser \
-    --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-  if [[ "$mpi" == intel ]]; then
-    step "umoci config (intel entry point)" umoci config --image "$layout:$mpi" --config.entrypoint /entrypoint.sh
-  fi
-  install -D -m 0755 -o 1000 -g 1000 "$work/pi-$mpi" "$work/layer-$mpi/pi"
-  step "umoci insert (pi, $mpi)" umoci insert --image "$layout:$mpi" "$work/layer-$mpi/pi" /home/mpiuser/pi
-  step "umoci rmi base ($mpi)" umoci rm --image "$layout:base-$mpi"
+  entry=()
+  [[ "$mpi" == intel ]] && entry=(--config.entrypoint /entrypoint.sh)
+  pack "$mpi" --config.workingdir /home/mpiuser "${entry[@]}"
+  add_pi "$mpi" "$work/pi-$mpi" 1000 0755
 done
+# debian:trixie's command (bash) stays in mpi-pi:openmpi; mpich.Dockerfile's ENTRYPOINT
+# clears it.
+pack public-openmpi --config.workingdir /home/mpiuser --config.cmd bash
+add_pi public-openmpi "$work/pi-public-openmpi" 0 0755
+pack public-mpich --config.workingdir /home/mpiuser --config.entrypoint /entrypoint.sh
+add_pi public-mpich "$work/pi-public-mpich" 0 0755
+pack mpi4py-sgd --config.user mpiuser --config.workingdir /home/mpiuser
+pack t9k-init --config.cmd sh
 step "umoci gc" umoci gc --layout "$layout"
-tar -C "$layout" -cf "$work/mpi-pi.tar" .
+tar -C "$layout" -cf "$work/node-images.tar" .
 
 # The pause image: one static binary.
 mkdir -p "$work/pause-root"
@@ -271,5 +467,5 @@ step "umoci gc (pause)" umoci gc --layout "$player"
 tar -C "$player" -cf "$work/pause.tar" .
 
 progress_stop
-mv -f "$work/mpi-pi.tar" "$work/pause.tar" "$OUT/"
+mv -f "$work/node-images.tar" "$work/pause.tar" "$OUT/"
 echo "build-node-images: done in $((SECONDS - start)) s; $(du -ch "$OUT"/*.tar | tail -n1 | cut -f1) in $OUT" >&2

@@ -37,7 +37,7 @@ from mpi_operator.client import (
     load_client_config,
 )
 from mpi_operator.controller import MPIJobController
-from mpi_operator.controller.t9k import t9k_controller_if_served
+from mpi_operator.controller.t9k import T9kOptions, t9k_controller_if_served
 from mpi_operator.server.http import (
     HealthCheck,
     HttpServer,
@@ -234,7 +234,12 @@ class Operator:
         controllers: list[Controller] = [kubeflow]
         if self.opts.enable_t9k_controller:
             # The T9k controller shares the Kubeflow one's Event recorder.
-            t9k = await t9k_controller_if_served(client, options, recorder=kubeflow.recorder)
+            t9k = await t9k_controller_if_served(
+                client,
+                options,
+                recorder=kubeflow.recorder,
+                t9k_options=T9kOptions(init_image=self.opts.t9k_init_image),
+            )
             if t9k is not None:
                 controllers.append(t9k)
         return controllers

@@ -98,3 +98,11 @@ def namespace_list(value: str) -> str:
             f"namespace {', '.join(map(repr, duplicates))} is listed more than once in {value!r}"
         )
     return value
+
+
+def image_reference(value: str) -> str:
+    """``--t9k-init-image``: a container image reference, non-empty and without
+    whitespace (the kubelet checks the rest when it pulls)."""
+    if not value or any(c.isspace() for c in value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not an image reference")
+    return value

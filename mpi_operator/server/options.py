@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 from mpi_operator.api.scheduling import GangScheduling
 from mpi_operator.api.v2beta1.types import ENV_KUBEFLOW_NAMESPACE
+from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
 from mpi_operator.client.leaderelection import JITTER_FACTOR, LeaderElectionConfig
 from mpi_operator.controller import ControllerOptions
 from mpi_operator.server.flag_values import (
     METRICS_OFF,
     bind_address,
     dns_domain,
+    image_reference,
     metrics_bind_address,
     namespace_list,
     port,
@@ -200,6 +202,15 @@ class ServerOptions:
         "also serve TensorStack T9k MPIJobs (batch.tensorstack.dev/v1beta1) when their "
         "CRD is installed; --enable-t9k-controller=false switches it off",
         group=OURS,
+    )
+    t9k_init_image: str = flag(
+        "t9k-init-image",
+        DEFAULT_INIT_IMAGE,
+        "image of the T9k launcher's init container, which waits until every worker "
+        "resolves and accepts SSH connections: it runs sh, cut, nslookup and nc -z",
+        group=OURS,
+        parse=image_reference,
+        default_text="busybox:1.36, pinned by its digest",
     )
 
     @property

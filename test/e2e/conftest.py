@@ -1,5 +1,6 @@
 """Fixtures of the real-node tests (test_real_node*.py): a fresh namespace on the
-session's real cluster, and an operator watching only it."""
+session's real cluster, and an operator watching only it (its T9k launchers' init
+container on the node's ``t9k-init`` image: busybox cannot be fetched here)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from examples_support import start_operator
+from examples_support import real_node_operator
 
 from devcluster import LocalCluster
 from devcluster.testing import OperatorProcess
@@ -24,11 +25,5 @@ def real_ns(real_cluster: LocalCluster, request: pytest.FixtureRequest) -> Itera
 
 @pytest.fixture
 def operator(real_cluster: LocalCluster, real_ns: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    proc = start_operator(
-        tmp_path, real_cluster.kubeconfig, f"--namespace={real_ns}", f"--lock-namespace={real_ns}"
-    )
-    try:
+    with real_node_operator(real_cluster, real_ns, tmp_path) as proc:
         yield proc
-    finally:
-        proc.kill()
-        print(f"--- operator log ---\n{proc.output()[-6000:]}")

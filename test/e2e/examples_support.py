@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from devcluster import LocalCluster
 from devcluster.demo import load_mpijob
+from devcluster.nodeconfig import T9K_INIT_IMAGE
 from devcluster.sample_jobs import with_kwok_behaviour
 from devcluster.testing import OperatorProcess, wait_until
 from mpi_operator.api.scheduling import GangScheduling
@@ -26,6 +27,50 @@ from mpi_operator.controller.options import ControllerOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "v2beta1"
+#: Every example a user may run: the MPIJobs of examples/ and the SDK's script.
+ALL_EXAMPLES = sorted(
+    [*(ROOT / "examples").rglob("*.yaml"), *(ROOT / "examples" / "sdk").glob("*.py")]
+)
+_PLACEHOLDER = (
+    "names a placeholder image (<registry>/...) that the user builds from its folder's "
+    "Dockerfile and pushes: nothing to pull here"
+)
+#: Why an example cannot run on the real node as written (the same file, the image it
+#: names); every other example runs there.
+REAL_NODE_SKIPS = {
+    "v2beta1/pi/pi-intel.yaml": (
+        "mpioperator/mpi-pi:intel is built from Intel's apt repository (intel-oneapi-mpi), "
+        "which this machine cannot reach, so no image built as the public one exists here "
+        "(Intel MPI runs on the project's mpi-operator-python/mpi-pi:intel in the stack tests)"
+    ),
+    "v2beta1/tensorflow-benchmarks/tensorflow-benchmarks.yaml": (
+        "needs NVIDIA GPUs (nvidia.com/gpu) and mpioperator/tensorflow-benchmarks, a "
+        "TensorFlow and CUDA image that cannot be built here"
+    ),
+    "v2beta1/horovod/horovod.yaml": _PLACEHOLDER,
+    "v2beta1/horovod/horovod-elastic.yaml": _PLACEHOLDER,
+    "v2beta1/deepspeed/deepspeed.yaml": f"needs NVIDIA GPUs (nvidia.com/gpu), and {_PLACEHOLDER}",
+    "v2beta1/nccl-tests/nccl-tests.yaml": f"needs NVIDIA GPUs (nvidia.com/gpu), and {_PLACEHOLDER}",
+    "t9k/pi.yaml": (
+        "names mpioperator/mpi-pi:openmpi, whose sshd listens on port 2222 (the public "
+        "image's sshd_config), while the T9k launcher's init container waits for each "
+        "worker's port 22: the launcher never starts on the image the example names. "
+        "(T9k's mpirun line runs on the project's mpi-operator-python/mpi-pi images, whose "
+        "root sshd listens on 22, in test_real_node.py.) The example needs an image of its "
+        "own with sshd on 22 for root"
+    ),
+    "sdk/pi.py": (
+        "creates v2beta1/pi/pi.yaml unchanged through the SDK, and the real node takes only "
+        "pods with its toleration, which the script cannot add; pi.yaml itself runs on the "
+        "real node, and the script runs as it is on KWOK's nodes"
+    ),
+}
+
+
+def example_id(path: Path) -> str:
+    return str(path.relative_to(ROOT / "examples"))
+
+
 DEPLOY = ROOT / "deploy" / "v2beta1" / "mpi-operator.yaml"
 
 Obj = dict[str, Any]
@@ -121,6 +166,27 @@ def stop_operator(proc: OperatorProcess) -> None:
         assert proc.wait(timeout=20) == 0, proc.output()[-4000:]
     finally:
         proc.kill()
+
+
+@contextmanager
+def real_node_operator(
+    cluster: LocalCluster, namespace: str, tmp_path: Path
+) -> Iterator[OperatorProcess]:
+    """The operator for the real node's tests, watching only ``namespace``; its T9k
+    launchers' init container runs the node's t9k-init image (busybox cannot be fetched
+    here). Killed afterwards, its log printed."""
+    proc = start_operator(
+        tmp_path,
+        cluster.kubeconfig,
+        f"--namespace={namespace}",
+        f"--lock-namespace={namespace}",
+        f"--t9k-init-image={T9K_INIT_IMAGE}",
+    )
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        print(f"--- operator log ---\n{proc.output()[-6000:]}")
 
 
 @contextmanager

@@ -1,31 +1,56 @@
 """The examples of examples/v2beta1: valid for the API server, and each runs to
 Succeeded with the operator on the full local cluster. KWOK runs no containers:
 the test adds the KWOK annotation that ends the launcher after 3s (the example
-files themselves carry none)."""
+files themselves carry none). Then every example of examples/ as written on the real
+node, where its program really runs, or skipped with the reason it cannot run here
+(``make test`` lists the skips and their reasons: pytest's ``-ra``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from examples_support import (
+    ALL_EXAMPLES,
     EXAMPLES,
+    REAL_NODE_SKIPS,
+    ROOT,
     apply,
     docs,
+    example_id,
     items,
     kwok_example,
     namespaced_operator,
+    real_node_operator,
     wait_for_condition,
+)
+from placement_support import assert_placement, kubeflow_hosts
+from real_node_support import (
+    PI_RESULT,
+    RUN_TIMEOUT,
+    assert_sgd_trained,
+    explain,
+    launcher_log,
+    launcher_pod,
+    run_kubeflow,
 )
 
 from devcluster import ANNOTATION_PREFIX, LocalCluster
-from devcluster.testing import OperatorProcess
+from devcluster.crds import crds_installed
+from devcluster.nodeconfig import containerd_name
+from devcluster.sample_jobs import on_real_node
+from devcluster.testing import OperatorProcess, wait_until
+
+Obj = dict[str, Any]
+T9K_CRD = ROOT / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
 
 EXAMPLE_FILES = sorted(EXAMPLES.rglob("*.yaml"))
 EXPECTED = {
@@ -204,3 +229,87 @@ def test_framework_programs_compile() -> None:
     for program in ("horovod/train.py", "deepspeed/train.py", "mpi4py-sgd/sgd.py"):
         compile((EXAMPLES / program).read_text(), program, "exec")
     json.loads((EXAMPLES / "deepspeed" / "ds_config.json").read_text())
+
+
+# -- each example as written, on the real node --------------------------------------
+
+
+def _node_has(cluster: LocalCluster, image: str) -> bool:
+    """Whether the real node's containerd has ``image`` (the name as the example gives it,
+    resolved as the kubelet resolves it), so that the kubelet pulls nothing."""
+    assert cluster.node is not None
+    socket = str(cluster.node.layout.containerd_socket)
+    listed = subprocess.run(
+        ["ctr", "--address", socket, "-n", "k8s.io", "images", "ls", "-q"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
+    return containerd_name(image) in listed
+
+
+def _images(job: Obj) -> set[str]:
+    specs = job["spec"].get("mpiReplicaSpecs") or {"Worker": job["spec"]["worker"]}
+    return {c["image"] for r in specs.values() for c in r["template"]["spec"]["containers"]}
+
+
+def _run_t9k(cluster: LocalCluster, ns: str, job: Obj, proc: OperatorProcess) -> str:
+    """The T9k MPIJob on the real node until its phase is Succeeded; the launcher's log."""
+    name = job["metadata"]["name"]
+    apply(cluster, ns, on_real_node(job))
+    path = f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{ns}/mpijobs/{name}"
+
+    def finished() -> Obj | None:
+        assert proc.poll() is None, proc.output()[-4000:]
+        _, body = cluster.request("GET", path)
+        status: Obj = body.get("status") or {}
+        return status if status.get("phase") in ("Succeeded", "Failed") else None
+
+    try:
+        status = wait_until(finished, RUN_TIMEOUT, f"T9k mpijob {name} finished")
+        assert status["phase"] == "Succeeded", status
+    except BaseException:
+        print(explain(cluster, ns))
+        raise
+    return launcher_log(cluster, ns, name)
+
+
+@pytest.mark.parametrize("path", ALL_EXAMPLES, ids=example_id)
+def test_example_runs_as_written_on_the_real_node(
+    request: pytest.FixtureRequest, path: Path
+) -> None:
+    """The example's file, with the image it names, on the real node (only its
+    nodeSelector and toleration added, which the node's taint asks for), run by the
+    operator to Succeeded, and its launcher printed the program's result. The public
+    images it names are there built as their Dockerfiles build them, the project's under
+    the project's names. An example that cannot run here says why in its skip reason."""
+    reason = REAL_NODE_SKIPS.get(example_id(path))
+    if reason:
+        pytest.skip(f"{example_id(path)}: {reason}")
+    cluster: LocalCluster = request.getfixturevalue("real_cluster")
+    ns: str = request.getfixturevalue("real_ns")
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    (job,) = docs(path)
+    images = _images(job)
+    missing = [image for image in images if not _node_has(cluster, image)]
+    assert not missing, f"the real node has no image {missing} (make node-images)"
+    name = job["metadata"]["name"]
+    with contextlib.ExitStack() as stack:
+        if job["apiVersion"].startswith("batch.tensorstack.dev/"):
+            stack.enter_context(crds_installed(cluster, (T9K_CRD,)))
+        proc = stack.enter_context(real_node_operator(cluster, ns, tmp_path))
+        if job["apiVersion"].startswith("batch.tensorstack.dev/"):
+            log = _run_t9k(cluster, ns, job, proc)
+            hosts = [f"{name}-worker-{i}" for i in range(job["spec"]["worker"]["replicas"])]
+            slots = 1
+        else:
+            _, log = run_kubeflow(cluster, ns, job, proc)
+            hosts, slots = kubeflow_hosts(job)
+        launcher = launcher_pod(cluster, ns, name)
+        assert {c["image"] for c in launcher["spec"]["containers"]} <= images
+        assert_placement(cluster, ns, name, log, hosts=hosts, slots=slots)
+        if path.parent.name == "mpi4py-sgd":
+            assert_sgd_trained(log, ranks=2)
+        else:
+            assert PI_RESULT.search(log), log

@@ -41,6 +41,7 @@ from real_node_support import (
 from devcluster import LocalCluster
 from devcluster.crds import crds_installed
 from devcluster.demo import load_mpijob
+from devcluster.nodeconfig import MPI_IMAGES, T9K_INIT_IMAGE
 from devcluster.sample_jobs import on_real_node
 from devcluster.testing import OperatorProcess, wait_until
 from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
@@ -211,7 +212,7 @@ def test_t9k_generated_mpirun_line_runs_the_program(
     # orte_tag_output shows that the mca reached mpirun.
     job["spec"]["mca"]["orte_tag_output"] = "1"
     template = job["spec"]["worker"]["template"]
-    template["spec"]["containers"][0]["image"] = f"mpioperator/mpi-pi:{stack}"
+    template["spec"]["containers"][0]["image"] = MPI_IMAGES[stack]
     apply(real_cluster, real_ns, on_real_node(job))
     path = f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{real_ns}/mpijobs/pi-t9k"
 
@@ -228,9 +229,9 @@ def test_t9k_generated_mpirun_line_runs_the_program(
         print(explain(real_cluster, real_ns))
         raise
     launcher = launcher_pod(real_cluster, real_ns, "pi-t9k")
-    # The init container's image is pinned by digest, and the node found it locally.
+    # The init container's image is --t9k-init-image's, which the node has.
     (init,) = launcher["spec"]["initContainers"]
-    assert init["image"] == DEFAULT_INIT_IMAGE and "@sha256:" in init["image"]
+    assert init["image"] == T9K_INIT_IMAGE != DEFAULT_INIT_IMAGE
     (init_status,) = launcher["status"]["initContainerStatuses"]
     assert init_status["state"]["terminated"]["exitCode"] == 0, init_status
     (container,) = launcher["spec"]["containers"]

@@ -1,8 +1,9 @@
-"""Every MPI stack of the real node's images runs for real (``hack/build-node-images.sh``:
-Open MPI 5, Open MPI 4.1, MPICH 4.2 and Intel MPI 2021): each stack's pi example over
-two workers as ``mpiuser`` and as root, then in the same job the data-parallel example
-(examples/v2beta1/mpi4py-sgd) wherever the example's own test below does not cover it,
-and one worker on the host's network. The ranks' placement is asserted in every job."""
+"""Every MPI stack of the real node's images runs for real (``hack/build-node-images.sh``'s
+project images ``mpi-operator-python/mpi-pi:<stack>``: Open MPI 5, Open MPI 4.1, MPICH 4.2
+and Intel MPI 2021): each stack's pi example over two workers as ``mpiuser`` and as root,
+then in the same job the data-parallel example (examples/v2beta1/mpi4py-sgd) wherever
+sgd.yaml's own run (test_examples.py, on its mpi4py-sgd image) does not cover it, and one
+worker on the host's network. The ranks' placement is asserted in every job."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from real_node_support import (
 
 from devcluster import LocalCluster
 from devcluster.demo import load_mpijob
+from devcluster.nodeconfig import MPI_IMAGES
 from devcluster.testing import OperatorProcess, wait_until
 
 STACKS = list(STACK_EXAMPLES)
@@ -65,7 +67,7 @@ def test_pi_example_computes_pi_across_two_workers(
     the hostfile says. The launcher then trains sgd.py over the same two workers (but as
     mpiuser on Open MPI 5, which sgd.yaml's own test runs)."""
     example = load_mpijob(EXAMPLES / "pi" / STACK_EXAMPLES[stack])
-    job = _probe_every_second(with_image(example, f"mpioperator/mpi-pi:{stack}"))
+    job = _probe_every_second(with_image(example, MPI_IMAGES[stack]))
     if root:
         job = as_root(job)
     name = job["metadata"]["name"] = f"pi-{stack}{'-root' if root else ''}"
@@ -85,19 +87,6 @@ def test_pi_example_computes_pi_across_two_workers(
     if sgd:
         assert_placement(real_cluster, real_ns, name, sgd_log, hosts=hosts, slots=slots)
         assert_sgd_trained(sgd_log, ranks=2)
-
-
-def test_mpi4py_sgd_example_trains_as_one_process_would(
-    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
-) -> None:
-    """sgd.yaml as written: data-parallel gradient descent over two workers' ranks (Open
-    MPI 5): the loss falls every epoch, and the final weights equal a single process's
-    on all the rows."""
-    job = load_mpijob(EXAMPLES / "mpi4py-sgd" / "sgd.yaml")
-    _, log = run_kubeflow(real_cluster, real_ns, job, operator)
-    hosts, slots = kubeflow_hosts(job)
-    assert_placement(real_cluster, real_ns, "mpi4py-sgd", log, hosts=hosts, slots=slots)
-    assert_sgd_trained(log, ranks=2)
 
 
 #: The pod's own name, from a downward-API volume: a process sees the file of the
@@ -159,7 +148,7 @@ def test_host_network_with_one_worker_runs_the_ranks_in_the_worker(
     # A previous case's worker, deleted once its job succeeded, may still hold the port.
     wait_until(lambda: _port_free(MPIUSER_SSHD_PORT), 60, "the host's port 2222 to be free")
     example = load_mpijob(EXAMPLES / "pi" / STACK_EXAMPLES[stack])
-    job = _on_host_network(with_image(example, f"mpioperator/mpi-pi:{stack}"), stack)
+    job = _on_host_network(with_image(example, MPI_IMAGES[stack]), stack)
     job = _probe_every_second(job)
     name = job["metadata"]["name"] = f"pi-hostnet-{stack}"
     if stack == "mpich":

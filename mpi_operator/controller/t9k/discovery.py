@@ -19,6 +19,7 @@ from mpi_operator.client.informer import namespace_scopes
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.t9k.context import (
     T9K_MPIJOBS,
+    T9kOptions,
 )
 from mpi_operator.controller.t9k.controller import T9kMPIJobController, crd_installed
 
@@ -47,6 +48,7 @@ async def t9k_controller_if_served(
     *,
     recorder: EventRecorder | None = None,
     registry: CollectorRegistry | None = None,
+    t9k_options: T9kOptions | None = None,
 ) -> T9kMPIJobController | None:
     """The T9k controller (sharing ``recorder``) when its CRD is served and RBAC allows;
     None, with the reason logged, otherwise. Other API errors of the RBAC probe raise."""
@@ -63,4 +65,6 @@ async def t9k_controller_if_served(
     if not await may_list(client, options):
         return None
     log.info("serving T9k MPIJobs (batch.tensorstack.dev/v1beta1) too")
-    return T9kMPIJobController(client, options, recorder=recorder, registry=registry)
+    return T9kMPIJobController(
+        client, options, recorder=recorder, registry=registry, t9k_options=t9k_options
+    )

@@ -141,13 +141,40 @@ def _containerd_lookup_name(ref: str) -> str:
     return f"{repo}@{digest}" if digest else f"{repo}:{tag or 'latest'}"
 
 
-def test_the_t9k_init_image_is_pinned_by_digest_and_found_on_the_real_node() -> None:
-    """The operator pins busybox 1.36 by its index digest; the real node's stand-in (the
-    openmpi image) is known by the name containerd resolves that reference to, and by
-    the tag (a T9k job may still name busybox:1.36 itself)."""
+def test_the_real_node_names_only_publicly_built_images_with_public_names() -> None:
+    """Only the two images built as the reference's public ones carry its names
+    (mpioperator/...); every other image of the node is the project's own
+    (mpi-operator-python/...), each under the name containerd resolves a pod's reference
+    to. No busybox stands in for the T9k init image: the operator's default stays
+    busybox 1.36 pinned by digest, and the tests pass --t9k-init-image."""
+    from mpi_operator import __version__
     from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
 
     assert re.fullmatch(r"busybox:1\.36@sha256:[0-9a-f]{64}", DEFAULT_INIT_IMAGE)
-    assert DEFAULT_INIT_IMAGE.endswith(cfg.INIT_IMAGE_DIGEST)
-    assert _containerd_lookup_name(DEFAULT_INIT_IMAGE) in cfg.INIT_IMAGES
-    assert _containerd_lookup_name("busybox:1.36") in cfg.INIT_IMAGES
+    names = set(cfg.NODE_IMAGES.values())
+    assert not any("busybox" in name for name in names)
+    public = {n for n in names if n.startswith("docker.io/mpioperator/")}
+    assert public == {
+        "docker.io/mpioperator/mpi-pi:openmpi",
+        "docker.io/mpioperator/mpi-pi:mpich",
+    }
+    assert {t for t, n in cfg.NODE_IMAGES.items() if n in public} == {
+        "public-openmpi",
+        "public-mpich",
+    }
+    for name in names - public:
+        assert name.startswith("docker.io/mpi-operator-python/"), name
+    for ref in [*cfg.MPI_IMAGES.values(), cfg.SGD_IMAGE, cfg.T9K_INIT_IMAGE]:
+        assert _containerd_lookup_name(ref) in names, ref
+    assert f"mpi-operator-python/mpi4py-sgd:{__version__}" == cfg.SGD_IMAGE
+    assert f"mpi-operator-python/t9k-init:{__version__}" == cfg.T9K_INIT_IMAGE
+    assert cfg.MPI_IMAGES["openmpi4"] == "mpi-operator-python/mpi-pi:openmpi4"
+
+
+def test_every_tag_of_the_node_images_is_named() -> None:
+    """hack/build-node-images.sh packs exactly the tags NODE_IMAGES names."""
+    script = (ROOT / "hack" / "build-node-images.sh").read_text()
+    packed = set(re.findall(r"^pack ([a-z0-9-]+)", script, re.M))
+    packed |= set(re.findall(r"^for mpi in ([a-z0-9 ]+); do\n  entry", script, re.M)[0].split())
+    packed.discard("$mpi")
+    assert packed == set(cfg.NODE_IMAGES)

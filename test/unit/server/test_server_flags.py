@@ -176,3 +176,14 @@ def test_docs_table_of_flags_is_current() -> None:
     readme = (ROOT / "docs" / "operations" / "flags.md").read_text()
     for spec in all_flags():
         assert f"| `{spec.option_strings[0]}` |" in readme
+
+
+def test_t9k_init_image_defaults_to_pinned_busybox_and_takes_another() -> None:
+    from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
+
+    assert parse_args([], {}).t9k_init_image == DEFAULT_INIT_IMAGE
+    opts = parse_args(["--t9k-init-image=registry.example.org/tools/wait:1"], {})
+    assert opts.t9k_init_image == "registry.example.org/tools/wait:1"
+    for bad in ("", "a b"):
+        with pytest.raises(SystemExit):
+            parse_args([f"--t9k-init-image={bad}"], {})
