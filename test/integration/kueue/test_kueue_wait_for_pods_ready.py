@@ -11,7 +11,7 @@ afterwards."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -48,6 +48,10 @@ def requeues(wl: dict[str, Any]) -> int:
     return int(((wl.get("status") or {}).get("requeueState") or {}).get("count") or 0)
 
 
+def evicted_times(times: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda wl: requeues(wl) >= times
+
+
 async def test_job_not_ready_in_time_is_evicted_and_requeued_and_left_clean(
     kq: KueueObjects, start_operator: StartOperator
 ) -> None:
@@ -72,9 +76,7 @@ async def test_job_not_ready_in_time_is_evicted_and_requeued_and_left_clean(
 
     for n in range(1, REQUEUES + 1):
         await kq.wait_job("unready", lambda j: not suspended(j), f"admitted (run {n})")
-        wl = await kq.wait_workload(
-            "unready", lambda w, n=n: requeues(w) >= n, f"evicted {n} time(s)", within=60
-        )
+        wl = await kq.wait_workload("unready", evicted_times(n), f"evicted {n} time(s)", within=60)
         evicted = condition(wl, "Evicted") or {}
         assert evicted.get("reason") == "PodsReadyTimeout", wl["status"]
         assert job_condition(await kq.job("unready"), "Running")[0] != "True"
