@@ -39,6 +39,7 @@ from mpi_operator.client.errors import ApiError, is_not_found
 from mpi_operator.controller.kubeflow.controller import MPIJobController
 
 __all__ = [
+    "WORKLOADS",
     "KueueEnv",
     "KueueObjects",
     "StartOperator",
