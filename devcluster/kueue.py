@@ -19,11 +19,7 @@ off. The process is killed with the test process if that dies, and by :meth:`Kue
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import copy
-import datetime
-import ipaddress
 import os
 import subprocess
 import urllib.request
@@ -33,36 +29,39 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from . import teardown
 from .access import ClusterAccess, ClusterError
 from .binaries import BinariesMissingError, repo_root
-from .pki import key_pem, self_signed_ca
+from .kueue_setup import (
+    FEATURE_GATES,
+    KUEUE_API,
+    METRICS_CERT_DIR,
+    MPIJOB_FRAMEWORK,
+    NAMESPACE,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    START_TIMEOUT,
+    configuration,
+    crds_with_conversion,
+    in_private_etc,
+    probe_mpijob,
+    webhook_certificates,
+    webhook_configurations,
+)
 from .procs import Process, free_ports
 from .waiting import StopWaitingError, wait_for
 
-NAMESPACE = "kueue-system"
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
-MPIJOB_FRAMEWORK = "kubeflow.org/mpijob"
-#: The CRDs whose conversion webhook Kueue's kustomization enables
-#: (config/components/crd/kustomization.yaml).
-CONVERTED_CRDS = ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters")
-#: The webhooks of Kueue's own kinds (always served), by path fragment.
-CORE_WEBHOOKS = "-kueue-x-k8s-io-"
-#: The path fragment of each framework's webhooks.
-FRAMEWORK_WEBHOOKS = {MPIJOB_FRAMEWORK: "-kubeflow-org-v2beta1-mpijob"}
-FEATURE_GATES = "VisibilityOnDemand=false"
-#: Where Kueue reads its metrics serving certificate when its internal cert management
-#: is off (fixed in cmd/kueue/main.go).
-METRICS_CERT_DIR = "/etc/kueue/metrics/certs"
-WEBHOOK_CONFIGURATION_NAME = "kueue-loopback"
-START_TIMEOUT = 120.0
+__all__ = [
+    "KUEUE_API",
+    "MPIJOB_FRAMEWORK",
+    "NAMESPACE",
+    "PRIORITY_CLASS_LABEL",
+    "QUEUE_NAME_LABEL",
+    "Kueue",
+    "KueueFiles",
+    "find",
+]
 
 
 @dataclass(frozen=True)
@@ -107,159 +106,6 @@ def find(root: Path | None = None) -> KueueFiles:
     return files
 
 
-def webhook_certificates(cert_dir: Path) -> bytes:
-    """A fresh CA and a serving certificate of it for 127.0.0.1 and ``localhost``:
-    ``tls.crt``/``tls.key`` in ``cert_dir`` (the names controller-runtime's webhook
-    server reads), ``ca.crt`` beside them; returns the CA's PEM (the ``caBundle``)."""
-    cert_dir.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
-    until = now + datetime.timedelta(days=7)
-    ca_key, ca = self_signed_ca("kueue-webhook-test-ca", now, until)
-    ca_name = ca.subject
-    key = ec.generate_private_key(ec.SECP256R1())
-    sans: list[x509.GeneralName] = [
-        x509.DNSName("localhost"),
-        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-    ]
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kueue-webhook")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(until)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    ca_pem = ca.public_bytes(serialization.Encoding.PEM)
-    (cert_dir / "ca.crt").write_bytes(ca_pem)
-    (cert_dir / "tls.crt").write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    tls_key = cert_dir / "tls.key"
-    tls_key.write_bytes(key_pem(key))
-    tls_key.chmod(0o600)
-    return ca_pem
-
-
-def configuration(
-    *,
-    health_port: int,
-    metrics_port: int,
-    webhook_port: int,
-    cert_dir: Path,
-    frameworks: Sequence[str],
-    pods_ready_timeout: str | None = None,
-) -> dict[str, Any]:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2): only what the suite needs.
-    ``pods_ready_timeout``: waitForPodsReady on, with that timeout (a Go duration), so
-    that Kueue keeps each admitted Workload's PodsReady condition (from the MPIJob's
-    Running condition) and evicts a job not Running in time; admission not blocked."""
-    config: dict[str, Any] = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
-        "namespace": NAMESPACE,
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
-        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(cert_dir)},
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "manageJobsWithoutQueueName": False,
-        "integrations": {"frameworks": list(frameworks)},
-    }
-    if pods_ready_timeout:
-        config["waitForPodsReady"] = {"timeout": pods_ready_timeout, "blockAdmission": False}
-    return config
-
-
-def webhook_configurations(
-    manifests: str, base_url: str, ca_bundle: bytes, frameworks: Sequence[str]
-) -> list[dict[str, Any]]:
-    """Kueue's Mutating- and ValidatingWebhookConfiguration (its
-    config/components/webhook/manifests.yaml), keeping the webhooks of its own kinds and
-    of ``frameworks`` only, each called at ``base_url`` + its path with ``ca_bundle``."""
-    fragments = [CORE_WEBHOOKS] + [FRAMEWORK_WEBHOOKS[f] for f in frameworks]
-    ca = base64.b64encode(ca_bundle).decode()
-    out: list[dict[str, Any]] = []
-    for doc in yaml.safe_load_all(manifests):
-        if not isinstance(doc, dict) or not doc.get("kind", "").endswith("WebhookConfiguration"):
-            continue
-        doc = copy.deepcopy(doc)
-        kept = []
-        for hook in doc.get("webhooks") or []:
-            path = hook["clientConfig"]["service"]["path"]
-            if any(f in path for f in fragments):
-                hook["clientConfig"] = {"url": base_url + path, "caBundle": ca}
-                kept.append(hook)
-        suffix = "mutating" if doc["kind"].startswith("Mutating") else "validating"
-        doc["metadata"] = {"name": f"{WEBHOOK_CONFIGURATION_NAME}-{suffix}"}
-        doc["webhooks"] = kept
-        out.append(doc)
-    return out
-
-
-def crds_with_conversion(paths: Sequence[Path], base_url: str, ca_bundle: bytes) -> list[Any]:
-    """Kueue's CRDs as its kustomization installs them: those of :data:`CONVERTED_CRDS`
-    with the conversion webhook (``/convert``), here at ``base_url``."""
-    ca = base64.b64encode(ca_bundle).decode()
-    docs: list[Any] = []
-    for p in paths:
-        for doc in yaml.safe_load_all(p.read_text()):
-            if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
-                continue
-            if doc["spec"]["names"]["plural"] in CONVERTED_CRDS:
-                doc["spec"]["conversion"] = {
-                    "strategy": "Webhook",
-                    "webhook": {
-                        "clientConfig": {"url": base_url + "/convert", "caBundle": ca},
-                        "conversionReviewVersions": ["v1"],
-                    },
-                }
-            docs.append(doc)
-    return docs
-
-
-def _probe_mpijob() -> dict[str, Any]:
-    container = {"name": "c", "image": "none"}
-    spec = {"containers": [container]}
-    return {
-        "apiVersion": "kubeflow.org/v2beta1",
-        "kind": "MPIJob",
-        "metadata": {"name": "kueue-webhook-probe", "labels": {QUEUE_NAME_LABEL: "probe"}},
-        "spec": {
-            "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "template": {"spec": spec}},
-                "Worker": {"replicas": 1, "template": {"spec": spec}},
-            }
-        },
-    }
-
-
-def in_private_etc(args: list[str], overlay: Path, dirs: dict[str, Path]) -> list[str]:
-    """``args`` run in a mount namespace of their own where ``/etc`` is an overlay whose
-    upper layer (under ``overlay``) holds a copy of each source directory of ``dirs`` at
-    its ``/etc/...`` target: the process sees the files there, the host's ``/etc`` is
-    never written. (With its internal cert management off, Kueue reads its metrics
-    certificate from the fixed :data:`METRICS_CERT_DIR`.) Root, or a kernel that lets
-    an unprivileged user namespace mount an overlay."""
-    upper, work = overlay / "upper", overlay / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    for target, source in dirs.items():
-        dest = upper / Path(target).relative_to("/etc")
-        dest.mkdir(parents=True, exist_ok=True)
-        for f in source.iterdir():
-            if f.is_file():
-                (dest / f.name).write_bytes(f.read_bytes())
-                (dest / f.name).chmod(f.stat().st_mode & 0o777)
-    mount = (
-        f"mount -t overlay overlay -o lowerdir=/etc,upperdir={upper},workdir={work} /etc"
-        ' && exec "$0" "$@"'
-    )
-    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-    return ["unshare", *user, "--mount", "--propagation", "private", "--", "sh", "-c", mount, *args]
-
-
 class Kueue:
     """Kueue's manager against ``cluster`` (its admin kubeconfig), files in ``workdir``.
 
@@ -268,7 +114,8 @@ class Kueue:
     until the API server calls them (a dry-run MPIJob with a queue name comes back
     suspended). :meth:`stop` deletes the webhook configurations first (a write of an
     MPIJob must not fail on a webhook nobody serves), then kills the process.
-    ``pods_ready_timeout``: Kueue's waitForPodsReady (see :func:`configuration`).
+    ``pods_ready_timeout``, ``requeuing``, ``multikueue``: see
+    :func:`~.kueue_setup.configuration`.
     """
 
     def __init__(
@@ -279,12 +126,16 @@ class Kueue:
         files: KueueFiles | None = None,
         frameworks: Sequence[str] = (MPIJOB_FRAMEWORK,),
         pods_ready_timeout: str | None = None,
+        requeuing: dict[str, Any] | None = None,
+        multikueue: dict[str, Any] | None = None,
     ) -> None:
         self.cluster = cluster
         self.workdir = workdir.resolve()
         self._files = files
         self.frameworks = list(frameworks)
         self.pods_ready_timeout = pods_ready_timeout
+        self.requeuing = requeuing
+        self.multikueue = multikueue
         self.process: Process | None = None
         self.ports: dict[str, int] = {}
         self._webhooks: list[str] = []
@@ -336,6 +187,8 @@ class Kueue:
                     cert_dir=cert_dir,
                     frameworks=self.frameworks,
                     pods_ready_timeout=self.pods_ready_timeout,
+                    requeuing=self.requeuing,
+                    multikueue=self.multikueue,
                 ),
                 sort_keys=False,
             )
@@ -386,7 +239,7 @@ class Kueue:
         status, body = self.cluster.request(
             "POST",
             "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs?dryRun=All",
-            _probe_mpijob(),
+            probe_mpijob(),
         )
         if status not in (200, 201):
             return False

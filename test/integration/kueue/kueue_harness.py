@@ -10,26 +10,48 @@ CRDs, and the tainted nodes the flavor tests add, never touch the other suites.
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 from harness import api_client, controllers
+from kueue_checks import (
+    Obj,
+    condition,
+    holds,
+    is_launcher,
+    is_true,
+    job_condition,
+    phase,
+    podsets,
+    queued_mpijob,
+    suspended,
+)
 
 from devcluster import COMPLETE_AFTER, FULL, BinariesMissingError, ClusterError, LocalCluster
 from devcluster import kueue as kueue_mod
 from devcluster.components import fake_node
-from devcluster.kueue import KUEUE_API, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, Kueue
+from devcluster.kueue import KUEUE_API, Kueue
 from devcluster.polling import eventually
-from devcluster.sample_jobs import pi_mpijob
 from mpi_operator.client import EVENTS, JOBS, MPIJOBS, PODS, KubeClient, Resource
 from mpi_operator.client.errors import ApiError, is_not_found
 from mpi_operator.controller.kubeflow.controller import MPIJobController
 
-Obj = dict[str, Any]
+__all__ = [
+    "WORKLOADS",
+    "KueueEnv",
+    "KueueObjects",
+    "StartOperator",
+    "condition",
+    "holds",
+    "is_true",
+    "job_condition",
+    "podsets",
+    "queued_mpijob",
+    "suspended",
+]
+
 StartOperator = Callable[..., Awaitable[MPIJobController]]
 
 RESOURCE_FLAVORS = Resource("kueue.x-k8s.io", "v1beta2", "resourceflavors", "ResourceFlavor", False)
@@ -44,12 +66,29 @@ JOB_NAME = "training.kubeflow.org/job-name"
 JOB_ROLE = "training.kubeflow.org/job-role"
 
 
+#: The suite's Kueue: waitForPodsReady on, so that each admitted Workload says PodsReady
+#: once the MPIJob is Running (the tests assert it); the timeout never evicts here.
+KUEUE_OPTIONS: dict[str, Any] = {"pods_ready_timeout": "5m"}
+
+
 class KueueEnv:
     """The suite's cluster and the Kueue serving it."""
 
     def __init__(self, cluster: LocalCluster, kueue: Kueue) -> None:
         self.cluster = cluster
         self.kueue = kueue
+        self._starts = 0
+
+    def restart_kueue(self, **options: Any) -> Kueue:
+        """Replaces the running Kueue by one with ``options`` (:class:`Kueue`'s; none:
+        :data:`KUEUE_OPTIONS`), on the same cluster, CRDs and objects."""
+        self.kueue.stop()
+        self._starts += 1
+        workdir = self.cluster.workdir / f"kueue-{self._starts}"
+        kueue = Kueue(self.cluster, workdir, files=self.kueue.files, **(options or KUEUE_OPTIONS))
+        self.kueue = kueue
+        kueue.start()
+        return kueue
 
 
 @pytest.fixture(scope="package")
@@ -61,14 +100,12 @@ def kueue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KueueEnv]:
     except (BinariesMissingError, ClusterError) as e:
         pytest.fail(f"the Kueue suite cannot start here: {e}", pytrace=False)
     cluster.start()
-    # waitForPodsReady on: each admitted Workload says PodsReady once the MPIJob is
-    # Running (the tests assert it); the timeout is long enough never to evict here.
-    kueue = Kueue(cluster, cluster.workdir / "kueue", files=files, pods_ready_timeout="5m")
+    env = KueueEnv(cluster, Kueue(cluster, cluster.workdir / "kueue", files=files, **KUEUE_OPTIONS))
     try:
-        kueue.start()
-        yield KueueEnv(cluster, kueue)
+        env.kueue.start()
+        yield env
     finally:
-        kueue.stop()
+        env.kueue.stop()
         cluster.stop()
 
 
@@ -109,45 +146,6 @@ async def kq(kube: KubeClient, kns: str, kueue_env: KueueEnv) -> AsyncIterator[K
         await objects.delete_cluster_scoped()
         if not kueue_env.kueue.alive():
             pytest.fail(f"Kueue died during the test\n{kueue_env.kueue.tail()}", pytrace=False)
-
-
-def queued_mpijob(
-    name: str,
-    queue: str,
-    *,
-    workers: int = 2,
-    launcher_runs_for: str | None = None,
-    priority_class: str | None = None,
-) -> Obj:
-    """An MPIJob for LocalQueue ``queue``: every container requests one CPU (Kueue counts
-    requests against quota); the launcher pod finishes (exit 0) ``launcher_runs_for``
-    after it starts on a KWOK node, or runs until :meth:`KueueObjects.finish_launcher`."""
-    job = pi_mpijob(name, workers=workers, launcher_exit=None)
-    labels = {QUEUE_NAME_LABEL: queue}
-    if priority_class:
-        labels[PRIORITY_CLASS_LABEL] = priority_class
-    job["metadata"]["labels"] = labels
-    for spec in job["spec"]["mpiReplicaSpecs"].values():
-        for container in spec["template"]["spec"]["containers"]:
-            container["resources"] = {"requests": {"cpu": "1"}}
-    if launcher_runs_for:
-        launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
-        launcher.setdefault("metadata", {}).setdefault("annotations", {})[COMPLETE_AFTER] = (
-            launcher_runs_for
-        )
-    return job
-
-
-def condition(obj: Obj, kind: str) -> Obj | None:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return None
-
-
-def is_true(obj: Obj, kind: str) -> bool:
-    c = condition(obj, kind)
-    return c is not None and c.get("status") == "True"
 
 
 class KueueObjects:
@@ -320,9 +318,9 @@ class KueueObjects:
         found: list[Obj] = []
 
         async def ok() -> bool:
-            w = [p for p in await self.pods(job, "worker") if _phase(p) == "Running"]
-            launchers = [p for p in await self.pods(job, "launcher") if _is_launcher(p, job)]
-            running = [p for p in launchers if _phase(p) == "Running"]
+            w = [p for p in await self.pods(job, "worker") if phase(p) == "Running"]
+            launchers = [p for p in await self.pods(job, "launcher") if is_launcher(p, job)]
+            running = [p for p in launchers if phase(p) == "Running"]
             found[:] = [*w, *running] if len(w) == workers and len(running) == 1 else []
             return bool(found)
 
@@ -359,42 +357,8 @@ class KueueObjects:
         launchers = [
             p
             for p in await self.pods(job, "launcher")
-            if _is_launcher(p, job) and _phase(p) == "Running"
+            if is_launcher(p, job) and phase(p) == "Running"
         ]
         assert len(launchers) == 1, [p["metadata"]["name"] for p in launchers]
         patch = {"metadata": {"annotations": {COMPLETE_AFTER: "0s"}}}
         await self.kube.patch(PODS, self.ns, launchers[0]["metadata"]["name"], patch)
-
-
-def _phase(pod: Obj) -> str:
-    return str((pod.get("status") or {}).get("phase", ""))
-
-
-def _is_launcher(pod: Obj, job: str) -> bool:
-    return bool(
-        pod["metadata"].get("labels", {}).get("batch.kubernetes.io/job-name") == f"{job}-launcher"
-    )
-
-
-def podsets(workload: Obj) -> list[tuple[str, int]]:
-    return [(p["name"], int(p["count"])) for p in workload["spec"]["podSets"]]
-
-
-def suspended(job: Obj) -> bool:
-    return bool(((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
-
-
-def job_condition(job: Obj, kind: str) -> tuple[str, str]:
-    c = condition(job, kind) or {}
-    return str(c.get("status", "")), str(c.get("reason", ""))
-
-
-async def holds(check: Callable[[], Awaitable[bool]], seconds: float, what: str) -> None:
-    """Polls ``check`` every 0.25 s for ``seconds``: it must be true every time (the
-    opposite of :func:`eventually`: something that must not happen does not)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        assert await check(), f"{what} stopped holding"
-        if time.monotonic() >= deadline:
-            return
-        await asyncio.sleep(0.25)

@@ -2,7 +2,7 @@
 its LocalQueue. Kueue's webhook suspends both at creation; Kueue admits the first; our
 operator runs nothing of the second (no worker pod, no running launcher) until the first
 has Succeeded and Kueue admits the second, which then runs and Succeeds too. Each
-Workload's podSets are the job's (launcher 1, worker n)."""
+Workload's podSets are the job's (launcher 1, worker n), with ``runLauncherAsWorker`` too."""
 
 from __future__ import annotations
 
@@ -74,4 +74,30 @@ async def test_second_job_waits_for_the_quota_then_runs(
     await kq.wait_job("second", lambda j: not suspended(j), "resumed by Kueue")
     await kq.wait_job("second", lambda j: job_condition(j, "Succeeded")[0] == "True", "Succeeded")
     await kq.wait_workload("second", lambda w: is_true(w, "Finished"), "Finished")
+    assert await kq.warnings() == []
+
+
+async def test_launcher_as_worker_job_is_queued_with_its_pod_sets(
+    kq: KueueObjects, start_operator: StartOperator
+) -> None:
+    """``runLauncherAsWorker: true``: the launcher is one more MPI slot, not one more pod;
+    Kueue's pod sets are still the job's pods (launcher 1, worker n), the quota for
+    exactly them admits the job, and it runs and Succeeds."""
+    await start_operator()
+    flavor = await kq.flavor("default")
+    cq = await kq.cluster_queue("one-job", flavor, cpu="3")
+    lq = await kq.local_queue("queue", cq)
+    job = queued_mpijob("as-worker", lq)
+    job["spec"]["runLauncherAsWorker"] = True
+    assert suspended(await kq.create(job))
+
+    wl = await kq.wait_workload("as-worker", lambda w: is_true(w, "Admitted"), "Admitted")
+    assert podsets(wl) == [("launcher", 1), ("worker", 2)]
+    await kq.wait_running("as-worker", workers=2)
+    await kq.wait_workload("as-worker", lambda w: is_true(w, "PodsReady"), "PodsReady")
+    await kq.finish_launcher("as-worker")
+    await kq.wait_job(
+        "as-worker", lambda j: job_condition(j, "Succeeded")[0] == "True", "Succeeded"
+    )
+    await kq.wait_workload("as-worker", lambda w: is_true(w, "Finished"), "Finished")
     assert await kq.warnings() == []
