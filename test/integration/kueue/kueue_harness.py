@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from kueue_checks import (
     queued_mpijob,
     suspended,
 )
+from reference_operator import reference_operators, reference_under_test
 
 from devcluster import COMPLETE_AFTER, FULL, BinariesMissingError, ClusterError, LocalCluster
 from devcluster import kueue as kueue_mod
@@ -52,7 +54,7 @@ __all__ = [
     "suspended",
 ]
 
-StartOperator = Callable[..., Awaitable[MPIJobController]]
+StartOperator = Callable[..., Awaitable[MPIJobController | None]]
 
 RESOURCE_FLAVORS = Resource("kueue.x-k8s.io", "v1beta2", "resourceflavors", "ResourceFlavor", False)
 CLUSTER_QUEUES = Resource("kueue.x-k8s.io", "v1beta2", "clusterqueues", "ClusterQueue", False)
@@ -132,7 +134,14 @@ async def kube(kueue_env: KueueEnv) -> AsyncIterator[KubeClient]:
 
 
 @pytest.fixture
-async def start_operator(kueue_env: KueueEnv, kns: str) -> AsyncIterator[StartOperator]:
+async def start_operator(
+    kueue_env: KueueEnv, kns: str, tmp_path: Path
+) -> AsyncIterator[StartOperator]:
+    """Our operator, or with MPI_OPERATOR_UNDER_TEST=reference the reference's."""
+    if reference_under_test():
+        async with reference_operators(kueue_env.cluster, kns, tmp_path) as start_reference:
+            yield start_reference
+        return
     async with controllers(kueue_env.cluster, kns, MPIJobController) as start:
         yield start
 
