@@ -13,7 +13,11 @@ passes ``helm lint --strict`` and renders what its kustomize counterpart, or its
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import shutil
 import subprocess
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,14 +51,18 @@ def helm() -> Path:
 
 
 def _template(
-    helm: Path, *args: str, namespace: str = "mpi-operator", release: str = "mpi-operator"
+    helm: Path,
+    *args: str,
+    namespace: str = "mpi-operator",
+    release: str = "mpi-operator",
+    chart: Path = CHART,
 ) -> list[Obj]:
     out = subprocess.run(
         [
             helm,
             "template",
             release,
-            CHART,
+            chart,
             "--namespace",
             namespace,
             "--kube-version",
@@ -295,3 +303,67 @@ def test_kubernetes_older_than_the_crd_needs_is_refused(helm: Path) -> None:
     )
     assert out.returncode != 0
     assert "kubeVersion" in out.stderr or "incompatible" in out.stderr
+
+
+def _archive_commands() -> list[list[str]]:
+    """The commands of docs/install.md's "The chart as an archive" section, in order."""
+    text = (ROOT / "docs/install.md").read_text()
+    section = text.split("\n### The chart as an archive, in an OCI registry\n", 1)[1]
+    blocks = re.findall(r"```sh\n(.*?)```", section.split("\n## ", 1)[0], re.S)
+    lines = "\n".join(blocks).replace("\\\n", " ").splitlines()
+    return [shlex.split(line) for line in lines if line.strip()]
+
+
+def _helm_in(helm: Path, cwd: Path, *args: str | Path) -> str:
+    out = subprocess.run(
+        [helm, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def test_the_documented_archive_lints_packages_and_renders_as_the_directory(
+    helm: Path, tmp_path: Path
+) -> None:
+    """``helm lint --strict`` and ``helm package`` as the install page gives them, run in
+    a directory holding a copy of the chart (the page's relative paths). The archive holds
+    the chart, schema included: it renders what the directory renders, and refuses a typo
+    as the directory does. ``helm push`` and the install from ``oci://`` need a registry,
+    which the tests do not run: only their form is checked."""
+    version = mpi_operator.__version__
+    lint, package, push, install = _archive_commands()
+    assert lint == ["helm", "lint", "--strict", "charts/mpi-operator"]
+    assert package == ["helm", "package", "charts/mpi-operator", "--destination", "dist"]
+    assert push == ["helm", "push", f"dist/mpi-operator-{version}.tgz", "oci://<registry>/charts"]
+    assert install[:6] == [
+        "helm",
+        "install",
+        "mpi-operator",
+        "oci://<registry>/charts/mpi-operator",
+        "--version",
+        version,
+    ], install
+    shutil.copytree(CHART, tmp_path / "charts/mpi-operator")
+    linted = _helm_in(helm, tmp_path, *lint[1:])
+    assert "1 chart(s) linted, 0 chart(s) failed" in linted, linted
+    packaged = _helm_in(helm, tmp_path, *package[1:])
+    archive = tmp_path / push[2]
+    assert packaged.strip() == f"Successfully packaged chart and saved it to: {push[2]}"
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    assert {
+        "mpi-operator/Chart.yaml",
+        "mpi-operator/values.yaml",
+        "mpi-operator/values.schema.json",
+        "mpi-operator/templates/deployment.yaml",
+    } <= names, sorted(names)
+    assert _normalised(_template(helm, chart=archive)) == _normalised(_template(helm))
+    refused = subprocess.run(
+        [helm, "template", archive, "--kube-version", KUBE_VERSION, "--set", "rbac.scop=x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert "at '/rbac': additional properties 'scop' not allowed" in refused.stderr
