@@ -190,9 +190,27 @@ BAD = {
         ),
         "spec.runPolicy.failurePolicy.rules[].name must be unique",
     ),
+    "elastic-min-zero": (
+        mpijob(elasticPolicy={"minReplicas": 0}),
+        "spec.elasticPolicy.minReplicas must be greater than or equal to 1",
+    ),
+    "elastic-min-over-max": (
+        mpijob(workers=2, elasticPolicy={"minReplicas": 3, "maxReplicas": 2}),
+        "spec.elasticPolicy.minReplicas must be no more than spec.elasticPolicy.maxReplicas",
+    ),
+    "elastic-workers-below-min": (
+        mpijob(workers=1, elasticPolicy={"minReplicas": 2, "maxReplicas": 4}),
+        "spec.mpiReplicaSpecs[Worker].replicas must be at least spec.elasticPolicy.minReplicas",
+    ),
+    "elastic-workers-over-max": (
+        mpijob(workers=5, elasticPolicy={"minReplicas": 1, "maxReplicas": 4}),
+        "spec.mpiReplicaSpecs[Worker].replicas must be no more than spec.elasticPolicy.maxReplicas",
+    ),
 }
 
 GOOD = {
+    "elastic": mpijob(workers=2, elasticPolicy={"minReplicas": 1, "maxReplicas": 4}),
+    "elastic-min-only": mpijob(workers=2, elasticPolicy={"minReplicas": 2}),
     "openmpi": mpijob(mpiImplementation="OpenMPI"),
     "intel": mpijob(mpiImplementation="Intel", slotsPerWorker=4),
     "mpich": mpijob(mpiImplementation="MPICH", launcherCreationPolicy="WaitForWorkersReady"),

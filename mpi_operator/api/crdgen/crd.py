@@ -82,6 +82,16 @@ PRINTER_COLUMNS: list[Schema] = [
 ]
 
 
+#: Ours: the scale subresource (kubectl scale, a HorizontalPodAutoscaler) moves the
+#: Worker replicas; the elastic policy's CEL rules bound it. The selector is written to
+#: the status only for a job with an elastic policy.
+SCALE = {
+    "specReplicasPath": f".spec.mpiReplicaSpecs.{v2.ReplicaType.WORKER.value}.replicas",
+    "statusReplicasPath": f".status.replicaStatuses.{v2.ReplicaType.WORKER.value}.active",
+    "labelSelectorPath": f".status.replicaStatuses.{v2.ReplicaType.WORKER.value}.selector",
+}
+
+
 def build_crd(openapi_document: dict[str, Any]) -> Schema:
     api = OpenAPI(openapi_document)
     walker = ModelWalker(api)
@@ -109,7 +119,7 @@ def build_crd(openapi_document: dict[str, Any]) -> Schema:
                     "served": True,
                     "storage": True,
                     "schema": {"openAPIV3Schema": root},
-                    "subresources": {"status": {}},
+                    "subresources": {"status": {}, "scale": copy.deepcopy(SCALE)},
                     "additionalPrinterColumns": copy.deepcopy(PRINTER_COLUMNS),
                 }
             ],

@@ -36,6 +36,14 @@ DESCRIPTIONS: dict[str, str] = {
     "MPIJobSpec.mpiImplementation": (
         "MPI implementation the image uses: OpenMPI (default), Intel or MPICH."
     ),
+    "MPIJobSpec.elasticPolicy": (
+        "Bounds of the Worker replicas, within which the scale subresource (kubectl scale, "
+        "a HorizontalPodAutoscaler) moves them; a scale outside them is refused. Unset: "
+        "no bounds beyond Worker replicas >= 1."
+    ),
+    "ElasticPolicy": "Bounds of the Worker replicas.",
+    "ElasticPolicy.minReplicas": "Fewest Worker replicas, at least 1. Unset: 1.",
+    "ElasticPolicy.maxReplicas": "Most Worker replicas. Unset: the operator's worker cap.",
     "RunPolicy.cleanPodPolicy": (
         "Which worker pods are deleted once the job finishes: None keeps them all, Running "
         "deletes those still running or pending, All deletes every one. The launcher Job "
@@ -245,6 +253,24 @@ _SPECS = "spec.mpiReplicaSpecs"
 
 # CEL rules, by "Model.jsonField" (or "Model" for the model's own schema). Each
 # message names the field it is about.
+_ELASTIC = "spec.elasticPolicy"
+
+
+def _worker_bound(bound: str, op: str, words: str) -> Schema:
+    """The rule that keeps the Worker replicas within one bound of the elastic policy; a
+    scale request (kubectl scale, an HPA) outside it is refused with its message. (A
+    messageExpression printing both values is past the API server's CEL cost budget.)"""
+    replicas = f"self.mpiReplicaSpecs.{WORKER}.replicas"
+    return {
+        "rule": (
+            f"!has(self.elasticPolicy) || !has(self.elasticPolicy.{bound}) "
+            f"|| !has(self.mpiReplicaSpecs) || !('{WORKER}' in self.mpiReplicaSpecs) "
+            f"|| !has({replicas}) || {replicas} {op} self.elasticPolicy.{bound}"
+        ),
+        "message": f"{_SPECS}[{WORKER}].replicas must be {words} {_ELASTIC}.{bound}",
+    }
+
+
 VALIDATIONS: dict[str, list[Schema]] = {
     "MPIJobSpec.mpiReplicaSpecs": [
         {
@@ -289,6 +315,26 @@ VALIDATIONS: dict[str, list[Schema]] = {
             "message": f"{_RULES}[].onExitCodes.values must have at least one exit code",
         },
     ],
+    "ElasticPolicy": [
+        {
+            "rule": "!has(self.minReplicas) || self.minReplicas >= 1",
+            "message": f"{_ELASTIC}.minReplicas must be greater than or equal to 1",
+            "fieldPath": ".minReplicas",
+        },
+        {
+            "rule": f"!has(self.maxReplicas) || self.maxReplicas <= {MAX_WORKER_REPLICAS}",
+            "message": f"{_ELASTIC}.maxReplicas must be no more than {MAX_WORKER_REPLICAS}",
+            "fieldPath": ".maxReplicas",
+        },
+        {
+            "rule": (
+                "!has(self.minReplicas) || !has(self.maxReplicas) "
+                "|| self.minReplicas <= self.maxReplicas"
+            ),
+            "message": f"{_ELASTIC}.minReplicas must be no more than {_ELASTIC}.maxReplicas",
+            "fieldPath": ".minReplicas",
+        },
+    ],
     "MPIJobSpec": [
         {
             # Set, changed and removed alike: the whole of runPolicy.managedBy is compared.
@@ -301,5 +347,8 @@ VALIDATIONS: dict[str, list[Schema]] = {
             "message": "spec.runPolicy.managedBy is immutable",
             "fieldPath": ".runPolicy.managedBy",
         },
+        # Ours: the elastic policy's bounds, which a scale request meets too.
+        _worker_bound("minReplicas", ">=", "at least"),
+        _worker_bound("maxReplicas", "<=", "no more than"),
     ],
 }

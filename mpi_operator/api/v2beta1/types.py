@@ -171,6 +171,14 @@ class ReplicaSpec(_Model):
     restart_policy: EnumeratedOrEmpty[RestartPolicy] | None = None
 
 
+class ElasticPolicy(_Model):
+    """Ours (not in the reference API): the bounds of the worker count, within which
+    ``kubectl scale`` or a HorizontalPodAutoscaler may move it (the /scale subresource)."""
+
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+
+
 class MPIJobSpec(_Model):
     slots_per_worker: int | None = None
     run_launcher_as_worker: bool | None = None
@@ -179,6 +187,7 @@ class MPIJobSpec(_Model):
     ssh_auth_mount_path: str | None = None
     launcher_creation_policy: EnumeratedOrEmpty[LauncherCreationPolicy] | None = None
     mpi_implementation: Enumerated[MPIImplementation] | None = None
+    elastic_policy: ElasticPolicy | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -29,6 +29,7 @@ from mpi_operator.api.limits import (
 from mpi_operator.api.object_model import copy_models
 from mpi_operator.api.pod_template import template_errors
 from mpi_operator.api.v2beta1.defaults import set_defaults
+from mpi_operator.api.v2beta1.elastic_policy_validation import elastic_policy_errors
 from mpi_operator.api.v2beta1.failure_policy_validation import run_policy_errors
 from mpi_operator.api.v2beta1.types import (
     CleanPodPolicy,
@@ -169,6 +170,7 @@ def _validate_spec(job: MPIJob) -> list[FieldError]:
     elif spec.slots_per_worker < 0:
         errors.append(invalid("spec.slotsPerWorker", spec.slots_per_worker, _NEGATIVE_MSG))
     errors += _validate_run_policy(spec.run_policy)
+    errors += elastic_policy_errors(spec)
     if not spec.ssh_auth_mount_path:
         errors.append(
             required("spec.sshAuthMountPath", "must have a mount path for SSH credentials")

@@ -47,6 +47,13 @@ def default_labels(job_name: str, role: str) -> dict[str, str]:
     }
 
 
+def worker_selector(job_name: str) -> str:
+    """The worker pods' label selector in its string form, as the scale subresource
+    reads it from the status (a HorizontalPodAutoscaler needs it)."""
+    labels = default_labels(job_name, WORKER)
+    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+
+
 def worker_name(job: MPIJob, index: int) -> str:
     return f"{job.name}{WORKER_SUFFIX}-{index}"
 

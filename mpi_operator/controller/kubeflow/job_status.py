@@ -20,7 +20,7 @@ from mpi_operator.api.v2beta1 import (
     ReplicaStatus,
     ReplicaType,
 )
-from mpi_operator.builders.kubeflow.common import is_suspended
+from mpi_operator.builders.kubeflow.common import is_suspended, worker_selector
 from mpi_operator.client.events import NORMAL, WARNING, truncate_message
 from mpi_operator.controller.core.objects import FALSE as FALSE
 from mpi_operator.controller.core.objects import TRUE as TRUE
@@ -145,10 +145,14 @@ def _launcher_status(
 
 
 def _worker_status(
-    status: JobStatus, out: StatusOutcome, workers: Sequence[Obj], now: datetime
+    job: MPIJob, status: JobStatus, out: StatusOutcome, workers: Sequence[Obj], now: datetime
 ) -> int:
-    """Counts the workers and fails the job when any was evicted; returns those running."""
+    """Counts the workers and fails the job when any was evicted; returns those running.
+    A job with an elastic policy also gets the workers' selector, which its scale
+    subresource (and so a HorizontalPodAutoscaler) reads."""
     worker_status = replica_status(status, ReplicaType.WORKER)
+    if job.spec.elastic_policy is not None:
+        worker_status.selector = worker_selector(job.name)
     running = failed = succeeded = evicted = 0
     # Counted in locals, set once: this runs over every worker on every sync.
     for pod in workers:
@@ -227,7 +231,7 @@ def update_status(
     running_launchers = 0
     if launcher is not None:
         running_launchers = _launcher_status(job, out, launcher, launcher_pods, now)
-    running = _worker_status(status, out, workers, now)
+    running = _worker_status(job, status, out, workers, now)
     if out.failed:
         _name_the_culprit(job, out, [*workers, *bystanders, *launcher_pods], now)
     all_running = launcher is not None and running_launchers >= 1 and running == len(workers)

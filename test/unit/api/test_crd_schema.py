@@ -112,10 +112,18 @@ def test_names_and_scope(crd: dict[str, Any]) -> None:
     }
 
 
-def test_served_stored_with_status_subresource(version: dict[str, Any]) -> None:
+def test_served_stored_with_status_and_scale_subresources(version: dict[str, Any]) -> None:
+    """The scale subresource (ours) moves the Worker replicas: kubectl scale and an HPA."""
     assert version["served"] is True
     assert version["storage"] is True
-    assert version["subresources"] == {"status": {}}
+    assert version["subresources"] == {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.mpiReplicaSpecs.Worker.replicas",
+            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+        },
+    }
 
 
 def test_printer_columns(version: dict[str, Any]) -> None:
@@ -315,6 +323,7 @@ def test_only_the_asked_for_constraints_beyond_types(schema: dict[str, Any]) -> 
         ".spec.runPolicy.failurePolicy.rules[].onExitCodes.operator",
         ".spec.runPolicy.failurePolicy.rules[].onExitCodes.values",
         ".spec.runPolicy.failurePolicy.rules[].onPodConditions[].status",
+        ".spec.elasticPolicy",
     }
     assert schema["properties"]["spec"]["required"] == ["mpiReplicaSpecs"]
     assert "required" not in schema
@@ -328,6 +337,9 @@ def test_cel_rules_name_their_fields(schema: dict[str, Any]) -> None:
     messages = [r["message"] for r in rules]
     assert messages == [
         "spec.runPolicy.managedBy is immutable",
+        # Ours: the elastic policy's bounds.
+        "spec.mpiReplicaSpecs[Worker].replicas must be at least spec.elasticPolicy.minReplicas",
+        "spec.mpiReplicaSpecs[Worker].replicas must be no more than spec.elasticPolicy.maxReplicas",
         "spec.mpiReplicaSpecs[Launcher] is required",
         "spec.mpiReplicaSpecs[Launcher].replicas must be 1",
         "spec.mpiReplicaSpecs[Worker].replicas must be greater than or equal to 1",
@@ -337,6 +349,18 @@ def test_cel_rules_name_their_fields(schema: dict[str, Any]) -> None:
     assert rules[-1]["rule"].endswith(f"self.Worker.replicas <= {MAX_WORKER_REPLICAS}")
     assert "oldSelf" in rules[0]["rule"]
     assert all("oldSelf" not in r["rule"] for r in rules[1:])
+    elastic = _at(schema, "spec.elasticPolicy")["x-kubernetes-validations"]
+    assert [(r["fieldPath"], r["message"]) for r in elastic] == [
+        (".minReplicas", "spec.elasticPolicy.minReplicas must be greater than or equal to 1"),
+        (
+            ".maxReplicas",
+            f"spec.elasticPolicy.maxReplicas must be no more than {MAX_WORKER_REPLICAS}",
+        ),
+        (
+            ".minReplicas",
+            "spec.elasticPolicy.minReplicas must be no more than spec.elasticPolicy.maxReplicas",
+        ),
+    ]
 
 
 def test_status_fields_the_controller_writes_survive_pruning(schema: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ import pytest
 from test_next_status import make_job
 
 from mpi_operator.api.v2beta1 import JobStatus, MPIJob
+from mpi_operator.api.v2beta1.types import ElasticPolicy
 from mpi_operator.controller.kubeflow.conditions import (
     get_condition,
     is_failed,
@@ -271,3 +272,14 @@ def test_the_failed_pod_is_named_in_the_status_only() -> None:
         "worker pi-worker-0 failed: Evicted: The node was low on resource memory."
     )
     assert job.status.completion_time == STAMP  # ours: the reference leaves it unset
+
+
+def test_an_elastic_job_gets_the_workers_selector_for_its_scale_subresource() -> None:
+    job = make_job()
+    job.spec.elastic_policy = ElasticPolicy(min_replicas=1, max_replicas=4)
+    update_status(job, launcher(), [pod("Running")], [pod("Running"), pod("Running")], NOW)
+    assert job.to_dict()["status"]["replicaStatuses"]["Worker"] == {
+        "active": 2,
+        "selector": "training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=worker,"
+        "training.kubeflow.org/operator-name=mpi-operator",
+    }
