@@ -1,10 +1,12 @@
-"""The launcher Job: find it, create it, and keep its suspension in step with the MPIJob.
-
-The launcher Job: find it, create it, and keep its suspension in step with the MPIJob.
+"""The launcher Job: find it, create it, and keep its suspension in step with the MPIJob;
+and, for the informer handlers, find the MPIJob behind a launcher pod, whose
+controller is the launcher Job (:class:`ThroughLauncherJob`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mpi_operator.api.object_model import Obj
@@ -21,6 +23,8 @@ from mpi_operator.builders.kubeflow.launcher import (
 from mpi_operator.builders.meta import deep_copy
 from mpi_operator.client import (
     JOBS,
+    Lister,
+    controller_of,
     is_controlled_by,
 )
 from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended
@@ -34,6 +38,27 @@ from mpi_operator.controller.kubeflow.conditions import FAILED_REASON
 from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext, with_restart_attempt
 
 LAUNCHER_FAILED = "launcher pod created failed: "
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughLauncherJob:
+    """The owner lookup of the Kubeflow children's handlers: a child's controller
+    reference, and for a pod controlled by a batch Job (the launcher pod), that Job's
+    (None when the Job is not cached)."""
+
+    jobs: Lister
+
+    def __call__(self, child: Obj) -> Mapping[str, Any] | None:
+        owner = controller_of(child)
+        if (
+            owner is None
+            or owner.get("kind") != "Job"
+            or not str(owner.get("apiVersion", "")).startswith("batch/")
+        ):
+            return owner
+        namespace = str((child.get("metadata") or {}).get("namespace") or "")
+        job = self.jobs.get(namespace, str(owner.get("name", "")))
+        return controller_of(job) if job is not None else None
 
 
 def get_launcher(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj | None:
