@@ -147,7 +147,7 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         if status is not None and is_finished(status) and status.completion_time is not None:
             return Finished()
         policy = job.spec.run_policy.failure_policy
-        stale = await clear_stale(ctx, job) if policy is not None else Stale()
+        stale = await clear_stale(self) if policy is not None else Stale()
         if stale.failures:
             # A worker the restart kept failed: judged before anything new is made.
             pending = ctx.state.deletions.pending(self.key, ctx.clock.monotonic())
@@ -160,18 +160,18 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         if stale:
             # A restart is under way: nothing new until the last attempt's children are gone.
             return Clearing()
-        launcher = get_launcher(ctx, owner, job)
+        launcher = get_launcher(self)
         bystanders: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
             # Deviation: the reference judges no worker once its launcher finished; a
             # worker that failed first (an OOM that made mpirun exit) is still the culprit.
-            bystanders = [w for w in worker_pods(ctx, job) if owner.controls(w)]
+            bystanders = [w for w in worker_pods(self) if owner.controls(w)]
         if launcher is None or not is_job_finished(launcher):
             # Deviation: the reference creates these three one after another.
             await run_all(
-                ensure_service(ctx, owner, job),
-                ensure_config_map(ctx, owner, job),
-                ensure_ssh_secret(ctx, owner, job),
+                ensure_service(self),
+                ensure_config_map(self),
+                ensure_ssh_secret(self),
             )
             ending = self._ending_as_cached(launcher, policy is not None)
             if ending is not None:
@@ -202,11 +202,11 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         if is_suspended(job):
             return None
         launcher_pods = self._launcher_pods(launcher)
-        pods = (*worker_pods(ctx, job), *launcher_pods)
+        pods = (*worker_pods(self), *launcher_pods)
         left = ready_seconds_left(job, ctx.clock.now())
         if (left is None or left > 0) and not any(pod_phase(p) == "Failed" for p in pods):
             return None
-        workers = cached_workers(ctx, self.owner, job)
+        workers = cached_workers(self)
         deleted: frozenset[str] = frozenset()
         if judged:
             deleted = ctx.state.deletions.pending(self.key, ctx.clock.monotonic())
@@ -222,12 +222,12 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
     async def _replace_failed_workers(self) -> Clearing | Rejected:
         """Creates the workers a RestartFailed restart replaces (and nothing else) while
         the old launcher Job is still going."""
-        ctx, owner, job = self.ctx, self.owner, self.job
+        ctx, job = self.ctx, self.job
         try:
             if not is_suspended(job):
                 if ctx.options.gang is not None:
-                    await ensure_pod_group(ctx, owner, job)
-                await ensure_workers(ctx, owner, job)
+                    await ensure_pod_group(self)
+                await ensure_workers(self)
         except ApiError as err:
             if err.status != INVALID:
                 raise
@@ -238,15 +238,15 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         """PodGroup, workers and launcher, as far as the job needs them now; returns
         the launcher and the workers. Raises :class:`_Rejected` when the API server
         rejects a worker pod or the launcher Job as Invalid."""
-        ctx, owner, job = self.ctx, self.owner, self.job
+        ctx, job = self.ctx, self.job
         workers: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
             return launcher, workers
         try:
             if not is_suspended(job):
                 if ctx.options.gang is not None:
-                    await ensure_pod_group(ctx, owner, job)
-                workers = await ensure_workers(ctx, owner, job)
+                    await ensure_pod_group(self)
+                workers = await ensure_workers(self)
             at_startup = job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
             # A RestartFailed restart's mpirun needs every host: it waits for them all.
             # Not under gang scheduling: the group's quorum counts the launcher (workers
@@ -255,7 +255,7 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
             held = replaces_failed_only(job) and ctx.options.gang is None
             at_startup = at_startup and not held
             if launcher is None and (at_startup or count_ready(workers) == len(workers)):
-                launcher = await create_launcher(ctx, owner, job)
+                launcher = await create_launcher(self)
         except ApiError as err:
             if err.status != INVALID:
                 raise
@@ -268,15 +268,15 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         cleared, a finished job's TTL. A job whose written status says finished
         (``update.write`` False) only finishes its clean-up."""
         self._count(update)
-        await recreate_ignored(self.ctx, self.job, update.ignored)
+        await recreate_ignored(self, update.ignored)
         if update.stop_launcher:
-            await stop_launcher(self.ctx, self.job)
+            await stop_launcher(self)
         if update.clean_up:
             await self._clean_up_workers()
         if update.restart:
-            await clear_stale(self.ctx, self.job)
+            await clear_stale(self)
         if is_finished(update.status):
-            await collect_finished(self.ctx, self.job)
+            await collect_finished(self)
 
     async def _sync_launcher_suspension(self, launcher: Obj, workers: list[Obj]) -> Obj:
         # Deviation (upstream #615, a bug fix): with WaitForWorkersReady a resumed
@@ -284,15 +284,15 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         job = self.job
         waiting = job.spec.launcher_creation_policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
         hold = waiting and count_ready(workers) < len(workers)
-        return await sync_suspension(self.ctx, self.owner, job, launcher, hold_resume=hold)
+        return await sync_suspension(self, launcher, hold_resume=hold)
 
     def _requeue_at_deadline(self, seconds: float | None) -> None:
         if seconds is not None and seconds > 0:
             self.ctx.requeue_after(self.key, seconds)
 
     async def _clean_up_workers(self) -> None:
-        await delete_workers(self.ctx, self.owner, self.job)
-        await delete_pod_group(self.ctx, self.owner, self.job)
+        await delete_workers(self)
+        await delete_pod_group(self)
 
     def _count(self, update: StatusUpdate) -> None:
         """The metrics of a written decision."""

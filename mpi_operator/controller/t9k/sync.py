@@ -103,18 +103,18 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
     async def run(self) -> Finish:
         ctx, owner, job = self.ctx, self.owner, self.job
         finished = job.status is not None and job.status.phase in TERMINAL_PHASES
-        pods = children.job_pods(ctx, owner)
+        pods = children.job_pods(self)
         # The pods may have ended the job already (a status write that failed after the
         # clean-up, a pause asked as it ended): nothing is made or paused anew then.
         if not finished and not pods_finished(job, pods):
             await run_all(
-                children.ensure_service(ctx, owner, job),
-                children.ensure_config_map(ctx, owner, job),
-                children.ensure_ssh_secret(ctx, owner, job),
+                children.ensure_service(self),
+                children.ensure_config_map(self),
+                children.ensure_ssh_secret(self),
             )
             if job.paused:
                 live = [name for name, pod in pods.items() if not is_terminating(pod)]
-                await children.delete_pods_together(ctx, owner, live)
+                await children.delete_pods_together(self, live)
             else:
                 await self._delete_surplus_pods(pods)
                 pods.update(await self._create_missing_pods(pods))
@@ -131,19 +131,19 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
             return
         # The cache as it is now, not as the sync read it: the delete events of an
         # earlier finish's deletes may have come in during the write.
-        now = children.job_pods(self.ctx, self.owner)
+        now = children.job_pods(self)
         await self._clean_up_workers(now)
         await self._stop_waiting_launcher(now, update)
 
     async def _create_missing_pods(self, pods: dict[str, Obj]) -> dict[str, Obj]:
         """Slow-start creation of the pods not in the cache nor in flight, as the
         Kubeflow workers' (:mod:`~mpi_operator.controller.core.pods`)."""
-        ctx, owner, job = self.ctx, self.owner, self.job
+        ctx, job = self.ctx, self.job
         in_flight = ctx.in_flight(self.key, pods)
         missing = [(t, i, n) for t, i, n in slots(job) if n not in pods and n not in in_flight]
         if not missing:
             return {}
-        await children.ensure_pod_group(ctx, owner, job)
+        await children.ensure_pod_group(self)
         resumed = was_paused(job)
         workload_api = ctx.options.workload_api
 
@@ -156,7 +156,7 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
             return new_worker_pod(job, index, resumed=resumed, workload_api=workload_api)
 
         pending = [(name, partial(build, t, i)) for t, i, name in missing]
-        return await children.create_pods_of(ctx, owner, pending)
+        return await children.create_pods_of(self, pending)
 
     async def _delete_surplus_pods(self, pods: dict[str, Obj]) -> None:
         """Removes workers beyond ``spec.worker.replicas`` (after a scale-down), and
@@ -214,6 +214,5 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
             and not is_terminating(pod)
             and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
         ]
-        await children.delete_pods_together(
-            self.ctx, self.owner, doomed, ReplicaType.WORKER, unfinished=policy != CleanUpPolicy.ALL
-        )
+        unfinished = policy != CleanUpPolicy.ALL
+        await children.delete_pods_together(self, doomed, ReplicaType.WORKER, unfinished=unfinished)
