@@ -1,15 +1,16 @@
 """Informer event handlers: every change becomes the key of the MPIJob it concerns.
 
 Both MPIJob kinds use them, each with its own owner kind. A child enqueues the MPIJob
-that controls it. The Kubeflow launcher pod is controlled by the launcher Job, so with
-``batch_jobs`` it resolves through that Job. Updates that carry an unchanged
-resourceVersion (resyncs) are ignored. :class:`PodObserver` tells the creation
-expectations which pods the informer saw come and go.
+that controls it, as the kind looks it up (``owner_of``): a child's controller
+reference by default; the Kubeflow launcher pod is controlled by the launcher Job, so
+the Kubeflow kind resolves it through that Job (its ``ThroughLauncherJob``). Updates
+that carry an unchanged resourceVersion (resyncs) are ignored. :class:`PodObserver`
+tells the creation expectations which pods the informer saw come and go.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,11 @@ class PodObserver:
         self._expectations.observed(key, str(meta.get("name", "")))
 
 
+#: The owner reference of the MPIJob that controls a child, as a kind looks it up
+#: (None: no controller, or one the kind cannot see).
+OwnerLookup = Callable[[Obj], Mapping[str, Any] | None]
+
+
 class ChildHandlers:
     """Turns add/update/delete of children into the keys of the existing MPIJobs
     (``api_version``, ``kind``) that control them."""
@@ -92,16 +98,17 @@ class ChildHandlers:
         kind: str,
         mpijobs: Lister,
         enqueue: Callable[[str], None],
-        batch_jobs: Lister | None = None,
+        owner_of: OwnerLookup = controller_of,
         urgent: Urgent | None = None,
     ) -> None:
-        """``enqueue`` takes the key of a child's change; with ``urgent``, a change of
+        """``enqueue`` takes the key of a child's change; ``owner_of`` is the kind's
+        lookup of the controller reference it follows; with ``urgent``, a change of
         a child of a cached MPIJob its predicate holds for goes to its ``enqueue``
         instead (a step that waits on the child, to be taken at once)."""
         self.owner = (api_version, kind)
         self._mpijobs = mpijobs
         self._enqueue = enqueue
-        self._batch_jobs = batch_jobs
+        self._owner_of = owner_of
         self._urgent = urgent
 
     def on_add(self, obj: Obj) -> None:
@@ -116,15 +123,7 @@ class ChildHandlers:
 
     def _handle(self, obj: Obj) -> None:
         namespace = str(_meta(obj).get("namespace") or "")
-        owner = controller_of(obj)
-        if (
-            owner is not None
-            and self._batch_jobs is not None
-            and owner.get("kind") == "Job"
-            and str(owner.get("apiVersion", "")).startswith("batch/")
-        ):
-            job = self._batch_jobs.get(namespace, str(owner.get("name", "")))
-            owner = controller_of(job) if job is not None else None
+        owner = self._owner_of(obj)
         if owner is None or (owner.get("apiVersion"), owner.get("kind")) != self.owner:
             return
         name = str(owner.get("name", ""))

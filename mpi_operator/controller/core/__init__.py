@@ -8,6 +8,9 @@
 * :mod:`.pods`: pod creation in slow-start batches, pod deletion, the slim pods the
   informers keep, and deleting a job's pods as one collection;
 * :mod:`.objects`: accessors of pods, batch Jobs, conditions and times;
-* :mod:`.writes`: the status write, its events, and the answer to an invalid MPIJob;
+* :mod:`.job_sync`: one sync of one MPIJob as one value (context, owner, job, key),
+  and the one finish of either kind: write the decision, then act on it;
+* :mod:`.writes`: the decision both kinds' status code returns, the status write and
+  its events;
 * :mod:`.crds`: child kinds whose CRD may be missing, and their on-demand caches.
 """

@@ -1,17 +1,23 @@
-"""The status write of either kind, and the events that go with it: the one place that
-writes, skips or spaces an MPIJob's status.
+"""The status write of either kind, and the events that go with it: what a sync
+decided (:class:`Decision`) and the one write of it, which writes, skips or spaces an
+MPIJob's status.
 
-The new status is computed in memory and written once, only when it differs from
-the cached one; its events are emitted only after that write succeeded, so that a
-failed write followed by a retry does not report twice. A write that the kind's pure
-status code calls spacable (:class:`Spacing`: a fan-out's progress, a state that
-passes by itself) waits its turn (:class:`~.state.ProgressWrites`).
+Each kind's pure status code returns a :class:`Decision`: the new status in wire
+form, its events, whether it is written at all and whether it may wait, and the
+kind's own update (the child writes that follow). The sync's finish
+(:meth:`~.job_sync.JobSync.finish`) writes it with :func:`write_status`, the only
+caller, then acts. The new status is written once, only when it differs from the
+cached one; its events are emitted only after that write succeeded, so that a failed
+write followed by a retry does not report twice. A write that the decision calls
+spacable (:class:`Spacing`: a fan-out's progress, a state that passes by itself)
+waits its turn (:class:`~.state.ProgressWrites`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -46,6 +52,24 @@ class Spacing:
 
     what: str
     workers: int
+
+
+U = TypeVar("U")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision(Generic[U]):
+    """What one sync decided, as each kind's pure status code returns it: ``status``
+    (the new status in wire form) and ``events`` to write and emit; ``write`` False
+    when the status as written on an earlier sync stands (nothing is written, the
+    follow-ups still run); ``spacing`` when the write may wait its turn; ``update``,
+    the kind's own account of it (the child writes that follow a written status)."""
+
+    status: Obj
+    events: Sequence[Event]
+    update: U
+    write: bool = True
+    spacing: Spacing | None = None
 
 
 async def write_status(

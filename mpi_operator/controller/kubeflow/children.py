@@ -12,7 +12,6 @@ import asyncio
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.scheduling import GangKind, GangScheduling
-from mpi_operator.api.v2beta1 import MPIJob
 from mpi_operator.builders.kubeflow.common import (
     DISCOVER_HOSTS_SCRIPT_NAME,
 )
@@ -46,19 +45,19 @@ from mpi_operator.controller.core.crds import (
 from mpi_operator.controller.core.objects import uid_of
 from mpi_operator.controller.core.own_writes import CONFIG_MAP
 from mpi_operator.controller.core.owner import (
-    Owner,
     create_or_adopt,
     create_unless_cached,
     delete,
     ensure_controlled,
 )
-from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext
+from mpi_operator.controller.kubeflow.context import NO_KIND, KubeflowSync, SyncContext
 from mpi_operator.controller.kubeflow.workers import worker_pods
 
 SSH_SECRET_KEYS = sorted((SSH_PRIVATE_KEY, SSH_PUBLIC_KEY))
 
 
-async def ensure_service(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
+async def ensure_service(sync: KubeflowSync) -> Obj:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     desired = new_job_service(job)
     current = ctx.listers.services.get(job.namespace, desired["metadata"]["name"])
     if current is None:
@@ -77,15 +76,16 @@ async def ensure_service(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
     return current
 
 
-def running_workers(ctx: SyncContext, job: MPIJob) -> list[Obj]:
+def running_workers(sync: KubeflowSync) -> list[Obj]:
     # pod_phase, inlined: this runs over every worker on every sync of a big job.
-    return [p for p in worker_pods(ctx, job) if (p.get("status") or {}).get("phase") == "Running"]
+    return [p for p in worker_pods(sync) if (p.get("status") or {}).get("phase") == "Running"]
 
 
-async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
-    replicas, running = worker_replicas(job), running_workers(ctx, job)
+async def ensure_config_map(sync: KubeflowSync) -> Obj:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
+    replicas, running = worker_replicas(job), running_workers(sync)
     desired = new_config_map(job, replicas, running, ctx.options.cluster_domain)
-    key = owner.key
+    key = sync.key
     current = ctx.state.own_writes.latest(
         key, ctx.listers.configmaps.get(job.namespace, desired["metadata"]["name"]), CONFIG_MAP
     )
@@ -117,22 +117,24 @@ def _more_hosts_only(current: Obj, desired: Obj) -> bool:
     return had < set(str(desired.get(DISCOVER_HOSTS_SCRIPT_NAME) or "").splitlines())
 
 
-async def _new_secret(ctx: SyncContext, job: MPIJob) -> Obj:
+async def _new_secret(sync: KubeflowSync) -> Obj:
+    ctx, job = sync.ctx, sync.job
     # Key generation is CPU-bound; keep it off the event loop.
     return await asyncio.to_thread(new_ssh_auth_secret, job, ctx.keygen)
 
 
-async def ensure_ssh_secret(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
+async def ensure_ssh_secret(sync: KubeflowSync) -> Obj:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     name = job.name + "-ssh"
     current = ctx.listers.secrets.get(job.namespace, name)
     if current is None:
-        desired = await _new_secret(ctx, job)
+        desired = await _new_secret(sync)
         return await create_or_adopt(ctx, owner, SECRETS, desired, NO_KIND)
     ensure_controlled(ctx, owner, current, NO_KIND)
     if secret_keys(current) != SSH_SECRET_KEYS:
         # Deviation: upstream generates a fresh key pair on every sync to learn
         # the expected key names; we know them, and generate only to repair.
-        desired = await _new_secret(ctx, job)
+        desired = await _new_secret(sync)
         updated = {**current, "data": desired["data"]}
         result: Obj = await ctx.client.replace(SECRETS, job.namespace, name, updated)
         return result
@@ -162,7 +164,8 @@ def _priority_classes(ctx: SyncContext) -> dict[str, int]:
     return {str(pc["metadata"]["name"]): int(pc.get("value") or 0) for pc in lister.list()}
 
 
-async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+async def ensure_pod_group(sync: KubeflowSync) -> None:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     gang = ctx.options.gang
     assert gang is not None and ctx.listers.pod_groups is not None
     resource = _pod_group_resource(ctx)
@@ -178,7 +181,8 @@ async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
         raise
 
 
-async def delete_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+async def delete_pod_group(sync: KubeflowSync) -> None:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     if ctx.options.gang is None or ctx.listers.pod_groups is None:
         return
     try:

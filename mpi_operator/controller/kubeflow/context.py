@@ -5,6 +5,7 @@ metrics, and the labels that tie children to their job.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.api.v2beta1 import (
@@ -20,6 +21,7 @@ from mpi_operator.api.v2beta1 import (
 from mpi_operator.builders.kubeflow.common import WORKER
 from mpi_operator.client import Lister
 from mpi_operator.controller.core.context import CoreContext
+from mpi_operator.controller.core.job_sync import JobSync
 from mpi_operator.controller.core.on_demand import OnDemandCache
 from mpi_operator.controller.core.owner import Owner, reference
 from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
@@ -50,6 +52,11 @@ class SyncContext(CoreContext):
     listers: Listers
     options: ControllerOptions
     metrics: ControllerMetrics
+
+
+#: One sync of a Kubeflow MPIJob (:class:`~.sync.MPIJobSync`), as its children's helpers
+#: take it: the context, the owner, the job and its key, whatever the sync decides.
+KubeflowSync = JobSync[SyncContext, MPIJob, Any]
 
 
 #: Our worker pods by "<namespace>/<job-name label>": a job's workers, without scanning

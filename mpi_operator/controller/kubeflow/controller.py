@@ -34,6 +34,7 @@ from mpi_operator.controller.kubeflow.context import (
     job_reference,
     workers_index,
 )
+from mpi_operator.controller.kubeflow.launcher import ThroughLauncherJob
 from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
 from mpi_operator.controller.kubeflow.policy import replacing_failed
 from mpi_operator.controller.kubeflow.sync import MPIJobSyncer
@@ -86,7 +87,7 @@ class MPIJobController(QueueController):
                 KIND,
                 self.informers.mpijobs.lister,
                 self.enqueue_batched,
-                batch_jobs=self.informers.jobs.lister,
+                ThroughLauncherJob(self.informers.jobs.lister),
                 # A RestartFailed restart's steps each wait on one or two children (the
                 # failed workers, the old launcher Job, the new workers being Ready):
                 # a batch delay at each step would be most of the restart's time.

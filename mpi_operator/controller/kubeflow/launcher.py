@@ -1,14 +1,15 @@
-"""The launcher Job: find it, create it, and keep its suspension in step with the MPIJob.
-
-The launcher Job: find it, create it, and keep its suspension in step with the MPIJob.
+"""The launcher Job: find it, create it, and keep its suspension in step with the MPIJob;
+and, for the informer handlers, find the MPIJob behind a launcher pod, whose
+controller is the launcher Job (:class:`ThroughLauncherJob`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mpi_operator.api.object_model import Obj
-from mpi_operator.api.v2beta1 import MPIJob
 from mpi_operator.builders.kubeflow.common import (
     is_suspended,
     launcher_name,
@@ -21,47 +22,75 @@ from mpi_operator.builders.kubeflow.launcher import (
 from mpi_operator.builders.meta import deep_copy
 from mpi_operator.client import (
     JOBS,
+    Lister,
+    controller_of,
     is_controlled_by,
 )
 from mpi_operator.controller.core.objects import is_job_finished, is_job_suspended
 from mpi_operator.controller.core.owner import (
-    Owner,
     create_or_adopt,
     ensure_controlled,
     warn,
 )
 from mpi_operator.controller.kubeflow.conditions import FAILED_REASON
-from mpi_operator.controller.kubeflow.context import NO_KIND, SyncContext, with_restart_attempt
+from mpi_operator.controller.kubeflow.context import (
+    NO_KIND,
+    KubeflowSync,
+    with_restart_attempt,
+)
 
 LAUNCHER_FAILED = "launcher pod created failed: "
 
 
-def get_launcher(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj | None:
+@dataclass(frozen=True, slots=True)
+class ThroughLauncherJob:
+    """The owner lookup of the Kubeflow children's handlers: a child's controller
+    reference, and for a pod controlled by a batch Job (the launcher pod), that Job's
+    (None when the Job is not cached)."""
+
+    jobs: Lister
+
+    def __call__(self, child: Obj) -> Mapping[str, Any] | None:
+        owner = controller_of(child)
+        if (
+            owner is None
+            or owner.get("kind") != "Job"
+            or not str(owner.get("apiVersion", "")).startswith("batch/")
+        ):
+            return owner
+        namespace = str((child.get("metadata") or {}).get("namespace") or "")
+        job = self.jobs.get(namespace, str(owner.get("name", "")))
+        return controller_of(job) if job is not None else None
+
+
+def get_launcher(sync: KubeflowSync) -> Obj | None:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
     if launcher is not None:
         ensure_controlled(ctx, owner, launcher, NO_KIND)
     return launcher
 
 
-def _report_warnings(ctx: SyncContext, owner: Owner, warnings: list[Any]) -> None:
+def _report_warnings(sync: KubeflowSync, warnings: list[Any]) -> None:
+    ctx, owner = sync.ctx, sync.owner
     for warning in warnings:
         warn(ctx, owner, warning.reason, warning.message)
 
 
-async def create_launcher(ctx: SyncContext, owner: Owner, job: MPIJob) -> Obj:
+async def create_launcher(sync: KubeflowSync) -> Obj:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     built = new_launcher_job(job, ctx.options.gang)
-    _report_warnings(ctx, owner, built.warnings)
+    _report_warnings(sync, built.warnings)
     with_restart_attempt(built.job, job)
     with_restart_attempt(built.job["spec"]["template"], job)
     failed = (FAILED_REASON, LAUNCHER_FAILED)
     return await create_or_adopt(ctx, owner, JOBS, built.job, NO_KIND, failed=failed)
 
 
-async def sync_suspension(
-    ctx: SyncContext, owner: Owner, job: MPIJob, launcher: Obj, *, hold_resume: bool = False
-) -> Obj:
+async def sync_suspension(sync: KubeflowSync, launcher: Obj, *, hold_resume: bool = False) -> Obj:
     """Suspends or resumes the launcher Job to match the MPIJob; returns it as written.
     ``hold_resume`` keeps a suspended launcher suspended (its workers are not Ready)."""
+    ctx, job = sync.ctx, sync.job
     suspended = is_suspended(job)
     if suspended == is_job_suspended(launcher):
         return launcher
@@ -79,14 +108,14 @@ async def sync_suspension(
         del updated["status"]["startTime"]
         updated = await ctx.client.replace_status(JOBS, namespace, name, updated)
     desired = new_launcher_pod_template(job, ctx.options.gang)
-    _report_warnings(ctx, owner, desired.warnings)
+    _report_warnings(sync, desired.warnings)
     updated = sync_launcher_scheduling_directives(updated, desired.template)
     updated["spec"]["suspend"] = False
     result = await ctx.client.replace(JOBS, namespace, name, updated)
     return result
 
 
-async def stop_launcher(ctx: SyncContext, job: MPIJob) -> None:
+async def stop_launcher(sync: KubeflowSync) -> None:
     """Suspends the launcher Job of a finished MPIJob while it still runs.
 
     Deviation (reference #647): the reference leaves it running, e.g. after its workers
@@ -94,6 +123,7 @@ async def stop_launcher(ctx: SyncContext, job: MPIJob) -> None:
     makes the Job controller delete its active pods while the Job object, its failed
     pods and its counts stay inspectable, and claims no failure the launcher did not have.
     """
+    ctx, job = sync.ctx, sync.job
     launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
     if launcher is None or not is_controlled_by(launcher, job.uid):
         return

@@ -2,9 +2,9 @@
 judgement of a sync's failed pods.
 
 * The culprit (:mod:`~mpi_operator.controller.kubeflow.culprit`): who failed first.
-* The decision: ``runPolicy.failurePolicy``'s rules, matched in order against the
+* The verdict: ``runPolicy.failurePolicy``'s rules, matched in order against the
   failed pods, restart the job, restart only what failed, fail it, or ignore a pod.
-* The judgement: the decision on the current attempt's failed pods, with the pods
+* The judgement: the verdict on the current attempt's failed pods, with the pods
   still to count.
 """
 
@@ -67,7 +67,7 @@ class Match:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class Verdict:
     """The job-wide action (None when every failure is ignored), the reason and message
     of its condition and event, and the failed pods to delete and recreate."""
 
@@ -118,35 +118,35 @@ def match(policy: FailurePolicy, failure: FailedPod) -> Match:
     return Match(failure, FailurePolicyAction.RESTART_JOB, DEFAULT_RULE)
 
 
-def decide(policy: FailurePolicy, failures: Sequence[FailedPod], restart_count: int) -> Decision:
+def rule_on(policy: FailurePolicy, failures: Sequence[FailedPod], restart_count: int) -> Verdict:
     """``failures`` come earliest first; the earliest of the most severe action names it."""
     matches = [match(policy, f) for f in failures]
     if not matches:
-        return Decision(action=None)
+        return Verdict(action=None)
     worst = max(matches, key=lambda m: _SEVERITY[m.action])
     if worst.action == FailurePolicyAction.IGNORE:
-        return Decision(action=None, ignored=matches)
+        return Verdict(action=None, ignored=matches)
     cause = worst.failure.message
     if worst.action == FailurePolicyAction.FAIL_JOB:
         message = f"rule {worst.rule} fails the job: {cause}"
-        return Decision(worst.action, FAIL_JOB_REASON, message, worst.failure)
+        return Verdict(worst.action, FAIL_JOB_REASON, message, worst.failure)
     limit = policy.max_restarts or 0
     if restart_count >= limit:
         message = f"reached maxRestarts {limit} (rule {worst.rule}): {cause}"
-        return Decision(
+        return Verdict(
             FailurePolicyAction.FAIL_JOB, REACHED_MAX_RESTARTS_REASON, message, worst.failure
         )
     message = f"restart {restart_count + 1} of {limit} (rule {worst.rule}): {cause}"
     if worst.action == FailurePolicyAction.RESTART_FAILED:
         message = f"{message}; only the failed pods and the launcher are replaced"
-        return Decision(worst.action, RESTARTING_FAILED_REASON, message, worst.failure)
-    return Decision(worst.action, RESTARTING_REASON, message, worst.failure)
+        return Verdict(worst.action, RESTARTING_FAILED_REASON, message, worst.failure)
+    return Verdict(worst.action, RESTARTING_REASON, message, worst.failure)
 
 
-def whole_restart(decision: Decision, why: str) -> Decision:
-    """A RestartFailed decision that must restart everything instead, saying why."""
-    message = f"{decision.message.split('; only the failed')[0]}; a whole restart: {why}"
-    return Decision(FailurePolicyAction.RESTART_JOB, RESTARTING_REASON, message, decision.culprit)
+def whole_restart(verdict: Verdict, why: str) -> Verdict:
+    """A RestartFailed verdict that must restart everything instead, saying why."""
+    message = f"{verdict.message.split('; only the failed')[0]}; a whole restart: {why}"
+    return Verdict(FailurePolicyAction.RESTART_JOB, RESTARTING_REASON, message, verdict.culprit)
 
 
 def ignored_message(ignored: Match) -> str:
@@ -160,9 +160,9 @@ def ignored_message(ignored: Match) -> str:
 
 @dataclass(slots=True)
 class Judgement:
-    """The decision on this sync's failed pods, and the pods still to report on."""
+    """The verdict on this sync's failed pods, and the pods still to report on."""
 
-    decision: Decision
+    verdict: Verdict
     launcher_pods: list[Obj]
     workers: list[Obj]
     events: list[Event] = field(default_factory=list)
@@ -208,14 +208,14 @@ def judge(
     # A whole restart's earlier workers are gone before this runs; a RestartFailed
     # restart's healthy ones are still the job's, and judged.
     current = [w for w in workers if attempt_of(w) <= attempt]
-    decision = decide(policy, failed_pods([*current, *launcher_pods]), attempt)
-    if decision.action == FailurePolicyAction.RESTART_FAILED and job.spec.run_launcher_as_worker:
+    verdict = rule_on(policy, failed_pods([*current, *launcher_pods]), attempt)
+    if verdict.action == FailurePolicyAction.RESTART_FAILED and job.spec.run_launcher_as_worker:
         # The launcher is a host of the ranks as well: mpirun's hosts change with it.
-        decision = whole_restart(decision, "the launcher runs ranks (runLauncherAsWorker)")
-    gone = {m.failure.uid for m in decision.ignored}
-    events = [Event(WARNING, IGNORED_REASON, ignored_message(m)) for m in decision.ignored]
+        verdict = whole_restart(verdict, "the launcher runs ranks (runLauncherAsWorker)")
+    gone = {m.failure.uid for m in verdict.ignored}
+    events = [Event(WARNING, IGNORED_REASON, ignored_message(m)) for m in verdict.ignored]
     return Judgement(
-        decision,
+        verdict,
         [p for p in launcher_pods if p["metadata"].get("uid") not in gone],
         [w for w in workers if w["metadata"].get("uid") not in gone],
         events,

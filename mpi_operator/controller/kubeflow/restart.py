@@ -44,7 +44,7 @@ from mpi_operator.controller.core.pods import (
     deletes_now,
 )
 from mpi_operator.controller.kubeflow.context import (
-    SyncContext,
+    KubeflowSync,
     attempt_of,
     restart_attempt,
 )
@@ -95,18 +95,19 @@ class Stale:
         return self.workers or self.launcher
 
 
-async def clear_stale(ctx: SyncContext, job: MPIJob) -> Stale:
+async def clear_stale(sync: KubeflowSync) -> Stale:
     """Deletes the children of earlier attempts a restart replaces, and says what is
     left: every worker pod and the launcher Job (RestartJob), or only the workers
     that ended and the launcher Job (RestartFailed). Nothing once the job runs again
     (Running ends the Restarting condition): a RestartFailed restart's healthy workers
     carry an earlier attempt's label for good."""
+    ctx, job = sync.ctx, sync.job
     attempt = restart_attempt(job)
     if attempt == 0 or restarting(job) is None:
         return Stale()
     failed_only = replaces_failed_only(job)
-    stale = [p for p in worker_pods(ctx, job) if _stale(job, p, attempt, failed_only)]
-    key = f"{job.namespace}/{job.name}"
+    stale = [p for p in worker_pods(sync) if _stale(job, p, attempt, failed_only)]
+    key = sync.key
     # A pod whose delete an earlier sync sent is not sent again while the cache has yet
     # to show it (a sync for another child's event can come first: a 404 each time).
     sent = ctx.state.deletions.pending(key, ctx.clock.monotonic())
@@ -131,34 +132,36 @@ async def clear_stale(ctx: SyncContext, job: MPIJob) -> Stale:
         # Foreground: the Job stays, and a new one waits, until its pods are gone.
         name = launcher_name(job)
         also.append(delete(ctx, JOBS, job.namespace, name, "Foreground", uid=uid_of(launcher)))
-    await _delete_expected(ctx, job, [(name_of(p), uid_of(p)) for p in now], *also)
+    await _delete_expected(sync, [(name_of(p), uid_of(p)) for p in now], *also)
     if len(live) > len(now):
         ctx.requeue(key)
     return Stale(workers=bool(stale), launcher=stale_launcher, failures=tuple(failures))
 
 
-async def recreate_ignored(ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[str, str]]) -> None:
+async def recreate_ignored(sync: KubeflowSync, pods: Sequence[tuple[str, str]]) -> None:
     """Deletes the pods (name, uid) whose failure a rule ignores: the workers are
     recreated by the next sync, a launcher pod by the Job controller. The uids of the
     pods whose delete was sent are kept (deletion expectations of the job state)
     so that a sync before the cache shows the deletes does not judge, report and delete
     them again; a delete that failed keeps its pod in judgement for the retry."""
+    ctx = sync.ctx
     if not pods:
         return
-    key = f"{job.namespace}/{job.name}"
+    key = sync.key
     now = pods[: deletes_now(ctx, key, len(pods))]  # capped as every delete path is
-    await _delete_expected(ctx, job, now)
+    await _delete_expected(sync, now)
     if len(pods) > len(now):
         # The rest are judged again by the next sync, once these deletes are expected.
         ctx.requeue(key)
 
 
 async def _delete_expected(
-    ctx: SyncContext, job: MPIJob, pods: Sequence[tuple[str, str]], *also: Awaitable[None]
+    sync: KubeflowSync, pods: Sequence[tuple[str, str]], *also: Awaitable[None]
 ) -> None:
     """Deletes the job's pods (name, uid) and awaits ``also`` alongside; the uids of
     the pods whose delete was sent become deletion expectations, then the first
     error, if any, is raised."""
+    ctx, job = sync.ctx, sync.job
     results = await asyncio.gather(
         *(delete(ctx, PODS, job.namespace, name, None, uid=uid) for name, uid in pods),
         *also,
@@ -166,7 +169,7 @@ async def _delete_expected(
     )
     pod_results = results[: len(pods)]  # ``also`` comes last
     sent = (uid for (_, uid), result in zip(pods, pod_results, strict=True) if result is None)
-    ctx.state.deletions.expect(f"{job.namespace}/{job.name}", sent, ctx.clock.monotonic())
+    ctx.state.deletions.expect(sync.key, sent, ctx.clock.monotonic())
     error = first_error(results)
     if error is not None:
         raise error

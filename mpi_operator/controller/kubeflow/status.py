@@ -4,8 +4,11 @@ time, to the new status, its events and the child writes that go with it
 (:func:`next_status`), including the workers' Ready timeout
 (:mod:`~mpi_operator.controller.kubeflow.ready_timeout`).
 
-The sync gathers the facts, calls :func:`next_status` once, writes the status once,
-and then performs the child writes the written decision asks for.
+The sync gathers the facts and calls :func:`decide` once: the new status, and whether
+its write may wait (:func:`spacing_of`), as the kit's
+:class:`~mpi_operator.controller.core.writes.Decision`. The kit's finish writes the
+status once, and then the sync performs the child writes the written decision asks
+for (:class:`StatusUpdate`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,14 @@ from mpi_operator.controller.core.objects import (
     pod_phase,
 )
 from mpi_operator.controller.core.spacing import TRANSIENT
-from mpi_operator.controller.core.writes import PASSING, PROGRESS, Event, Spacing
+from mpi_operator.controller.core.writes import (
+    PASSING,
+    PROGRESS,
+    Decision,
+    Event,
+    Spacing,
+    dump_status,
+)
 from mpi_operator.controller.kubeflow.conditions import (
     CREATED_REASON,
     TRUE,
@@ -45,7 +55,7 @@ from mpi_operator.controller.kubeflow.conditions import (
 )
 from mpi_operator.controller.kubeflow.culprit import failed_pod
 from mpi_operator.controller.kubeflow.job_status import replica_status, update_status
-from mpi_operator.controller.kubeflow.policy import Decision, judge
+from mpi_operator.controller.kubeflow.policy import Verdict, judge
 from mpi_operator.controller.kubeflow.ready_timeout import (
     NOT_READY_REASON,
     not_ready_message,
@@ -124,13 +134,23 @@ def cleans_up(job: MPIJob) -> bool:
     return job.spec.run_policy.clean_pod_policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING)
 
 
+def decide(job: MPIJob, facts: Facts, now: datetime, written: Obj) -> Decision[StatusUpdate]:
+    """The sync's decision: :func:`next_status`, and whether its write may wait, from
+    the status as ``written`` (the cached MPIJob's, in wire form)."""
+    update = next_status(job, facts, now)
+    new = dump_status(update.status)
+    view = job.model_copy(update={"status": update.status})
+    spacing = spacing_of(view, update.status, written, new)
+    return Decision(new, update.events, update, update.write, spacing)
+
+
 def next_status(job: MPIJob, facts: Facts, now: datetime) -> StatusUpdate:
     """The job's new status (``job`` is not changed)."""
     status = job.status.model_copy(deep=True) if job.status is not None else JobStatus()
     view = job.model_copy(update={"status": status})
     update = StatusUpdate(status=status)
     if isinstance(facts, Finished):
-        _finish(view, update)
+        _wind_down(view, update)
         update.write = update.clean_up
     else:
         _open(view, update, now)
@@ -161,7 +181,7 @@ def _open(job: MPIJob, update: StatusUpdate, now: datetime) -> None:
         status.start_time = format_time(now)
 
 
-def _finish(job: MPIJob, update: StatusUpdate) -> None:
+def _wind_down(job: MPIJob, update: StatusUpdate) -> None:
     """A finished job: the launcher stops; cleanPodPolicy deletes the workers, whose
     replica status is then reset."""
     update.stop_launcher = True
@@ -179,7 +199,7 @@ def _fail(job: MPIJob, update: StatusUpdate, reason: str, message: str, now: dat
     if update_conditions(status, ConditionType.FAILED, TRUE, reason, message, now):
         update.events.append(Event(WARNING, reason, message))
     update.failed = True
-    _finish(job, update)
+    _wind_down(job, update)
 
 
 def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: datetime) -> None:
@@ -206,14 +226,14 @@ def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: d
         done_at = succeeded_at(launcher_pods)
         judged = [w for w in (*workers, *bystanders) if not _failed_after(w, done_at)]
         judgement = judge(policy, job, launcher_pods, judged, children.deleted)
-        update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.decision.ignored]
+        update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.verdict.ignored]
         update.events += judgement.events
         launcher_pods = judgement.launcher_pods
         kept = {id(w) for w in judgement.workers}
         workers = [w for w in workers if id(w) in kept]
         bystanders = [w for w in bystanders if id(w) in kept]
-        if judgement.decision.action is not None:
-            _act(job, update, judgement.decision, now)
+        if judgement.verdict.action is not None:
+            _apply_verdict(job, update, judgement.verdict, now)
             return
     outcome = update_status(job, launcher, launcher_pods, workers, now, bystanders)
     update.events += outcome.events
@@ -222,7 +242,7 @@ def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: d
         # Deviation: the reference cleans up on the sync after the one that finished
         # the job, and writes the status again; we stop the launcher and clean up
         # before the one write, so nothing runs on a finished job.
-        _finish(job, update)
+        _wind_down(job, update)
 
 
 def _judge_kept(job: MPIJob, update: StatusUpdate, clearing: Clearing, now: datetime) -> None:
@@ -231,10 +251,10 @@ def _judge_kept(job: MPIJob, update: StatusUpdate, clearing: Clearing, now: date
     policy = job.spec.run_policy.failure_policy
     assert policy is not None  # only a restart by the policy is cleared
     judgement = judge(policy, job, (), clearing.failures, clearing.deleted)
-    update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.decision.ignored]
+    update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.verdict.ignored]
     update.events += judgement.events
-    if judgement.decision.action is not None:
-        _act(job, update, judgement.decision, now)
+    if judgement.verdict.action is not None:
+        _apply_verdict(job, update, judgement.verdict, now)
 
 
 def succeeded_at(launcher_pods: Sequence[Obj]) -> str | None:
@@ -262,36 +282,36 @@ def _failed_after(worker: Obj, done_at: str | None) -> bool:
     return failure is not None and failure.finished_at > done_at
 
 
-def _act(job: MPIJob, update: StatusUpdate, decision: Decision, now: datetime) -> None:
+def _apply_verdict(job: MPIJob, update: StatusUpdate, verdict: Verdict, now: datetime) -> None:
     """The failure policy restarts the job (the old children go after the status write,
     so a failed write leaves them for the retry) or fails it."""
-    update.events += mark(update.status, decision, now)
-    if decision.action == FailurePolicyAction.FAIL_JOB:
+    update.events += mark(update.status, verdict, now)
+    if verdict.action == FailurePolicyAction.FAIL_JOB:
         update.failed = True
-        _finish(job, update)
+        _wind_down(job, update)
     else:
         update.restart = True
 
 
-def mark(status: JobStatus, decision: Decision, now: datetime) -> list[Event]:
+def mark(status: JobStatus, verdict: Verdict, now: datetime) -> list[Event]:
     """Writes a restart or a failure by the policy into ``status``; returns its events."""
-    assert decision.culprit is not None
+    assert verdict.culprit is not None
     stamp = format_time(now)
-    status.last_failure = decision.culprit.status(stamp)
-    message = truncate_message(decision.message)
-    if decision.action in (FailurePolicyAction.RESTART_JOB, FailurePolicyAction.RESTART_FAILED):
+    status.last_failure = verdict.culprit.status(stamp)
+    message = truncate_message(verdict.message)
+    if verdict.action in (FailurePolicyAction.RESTART_JOB, FailurePolicyAction.RESTART_FAILED):
         status.restart_count = (status.restart_count or 0) + 1
         condition = ConditionType.RESTARTING
     else:
         condition = ConditionType.FAILED
         if status.completion_time is None:
             status.completion_time = stamp
-    if not update_conditions(status, condition, TRUE, decision.reason, message, now):
+    if not update_conditions(status, condition, TRUE, verdict.reason, message, now):
         # Restarting again before the job ran: same status and reason, a new message.
         current = get_condition(status, condition)
         assert current is not None
         current.message, current.last_update_time = message, stamp
-    return [Event(WARNING, decision.reason, message)]
+    return [Event(WARNING, verdict.reason, message)]
 
 
 def spacing_of(job: MPIJob, status: JobStatus, old: Obj, new: Obj) -> Spacing | None:

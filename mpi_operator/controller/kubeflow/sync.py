@@ -1,12 +1,17 @@
 """The sync handler: one level-triggered pass over an MPIJob, safe to re-run anywhere.
 
-It reads the MPIJob and its children from the caches, creates or fixes what
-differs, computes the new status in memory and writes it once. The status
-events (Created, Running, Succeeded, ...) are emitted only once that write
-succeeded, so a failed write followed by a retry does not report twice.
+:class:`MPIJobSyncer` reads the MPIJob from the cache and checks it; a valid one is
+synced by one :class:`MPIJobSync`, the value of this sync (the context, the cached
+MPIJob as its owner, the parsed job, its key), whose steps create or fix the children
+that differ, decide the new status in memory (:func:`~.status.decide`) and hand back
+the kit's finish, which writes it once. The status events (Created, Running,
+Succeeded, ...) are emitted only once that write succeeded, so a failed write
+followed by a retry does not report twice.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import structlog
 
@@ -22,14 +27,14 @@ from mpi_operator.api.v2beta1 import (
     validate_defaulted,
 )
 from mpi_operator.builders.kubeflow.common import is_suspended
-from mpi_operator.client import MPIJOBS
+from mpi_operator.client import MPIJOBS, Resource
 from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.invalid import report_invalid
+from mpi_operator.controller.core.job_sync import JobSync
 from mpi_operator.controller.core.objects import is_job_finished, parse_time, pod_phase
-from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
-from mpi_operator.controller.core.writes import dump_status, write_status
+from mpi_operator.controller.core.writes import Decision
 from mpi_operator.controller.kubeflow.children import (
     delete_pod_group,
     ensure_config_map,
@@ -58,8 +63,8 @@ from mpi_operator.controller.kubeflow.status import (
     Finished,
     Rejected,
     StatusUpdate,
+    decide,
     next_status,
-    spacing_of,
 )
 from mpi_operator.controller.kubeflow.ttl import collect_finished
 from mpi_operator.controller.kubeflow.workers import (
@@ -83,8 +88,9 @@ class _Rejected(Exception):
 
 class MPIJobSyncer(Syncer[SyncContext]):
     async def sync(self, key: str) -> Finish | None:
-        """Reads, ensures the children, decides the status; returns the finish (the
-        status write, then what the written decision asks of the children), if any."""
+        """Reads and checks the MPIJob; a valid one is synced by one
+        :class:`MPIJobSync`, whose finish (the status write, then what the written
+        decision asks of the children) is returned."""
         shared = self.ctx.state.own_writes.latest(key, cached(self.ctx.listers.mpijobs, key))
         if shared is None:
             log.debug("mpijob deleted", mpijob=key)
@@ -105,7 +111,7 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return None
-        return await self._sync_valid(owner_of(shared), job)
+        return await MPIJobSync(self.ctx, owner_of(shared), job).run()
 
     def _parse(self, shared: Obj, key: str) -> MPIJob | None:
         try:
@@ -114,126 +120,133 @@ class MPIJobSyncer(Syncer[SyncContext]):
             report_invalid(self.ctx.recorder, job_reference(shared), key, str(err))
             return None
 
-    async def _sync_valid(self, owner: Owner, job: MPIJob) -> Finish:
+
+class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
+    """One sync of a valid Kubeflow MPIJob: ensure the children, decide, then the kit's
+    finish writes the decision and :meth:`act` follows it."""
+
+    resource: ClassVar[Resource] = MPIJOBS
+
+    async def run(self) -> Finish:
         """Ensure the children, decide the status (pure), then hand back the finish:
         write the status once, then act on the written decision."""
-        facts = await self._ensure_children(owner, job)
-        update = next_status(job, facts, self.ctx.clock.now())
-        self._requeue_at_deadline(job, update.requeue_after)
-        return self._finish(owner, job, update)
+        facts = await self._ensure_children()
+        decision = self._decide(facts)
+        self.job.status = decision.update.status
+        self._requeue_at_deadline(decision.update.requeue_after)
+        return self.finishing(decision)
 
-    async def _ensure_children(self, owner: Owner, job: MPIJob) -> Facts:
+    def _decide(self, facts: Facts) -> Decision[StatusUpdate]:
+        return decide(self.job, facts, self.ctx.clock.now(), self.owner.obj.get("status") or {})
+
+    async def _ensure_children(self) -> Facts:
         """Creates or fixes the children as far as the job needs them now; returns what
         the status is decided from."""
-        ctx = self.ctx
+        ctx, owner, job = self.ctx, self.owner, self.job
         status = job.status
         if status is not None and is_finished(status) and status.completion_time is not None:
             return Finished()
         policy = job.spec.run_policy.failure_policy
-        stale = await clear_stale(ctx, job) if policy is not None else Stale()
+        stale = await clear_stale(self) if policy is not None else Stale()
         if stale.failures:
             # A worker the restart kept failed: judged before anything new is made.
-            pending = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
+            pending = ctx.state.deletions.pending(self.key, ctx.clock.monotonic())
             return Clearing(stale.failures, pending)
         if stale.launcher and not stale.workers and replaces_failed_only(job):
             # A RestartFailed restart whose failed workers are gone: their replacements
             # start while the old launcher Job goes; the new one waits for it (and, with
             # no gang scheduling, for every worker to be Ready).
-            return await self._replace_failed_workers(owner, job)
+            return await self._replace_failed_workers()
         if stale:
             # A restart is under way: nothing new until the last attempt's children are gone.
             return Clearing()
-        launcher = get_launcher(ctx, owner, job)
+        launcher = get_launcher(self)
         bystanders: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
             # Deviation: the reference judges no worker once its launcher finished; a
             # worker that failed first (an OOM that made mpirun exit) is still the culprit.
-            bystanders = [w for w in worker_pods(ctx, job) if owner.controls(w)]
+            bystanders = [w for w in worker_pods(self) if owner.controls(w)]
         if launcher is None or not is_job_finished(launcher):
             # Deviation: the reference creates these three one after another.
             await run_all(
-                ensure_service(ctx, owner, job),
-                ensure_config_map(ctx, owner, job),
-                ensure_ssh_secret(ctx, owner, job),
+                ensure_service(self),
+                ensure_config_map(self),
+                ensure_ssh_secret(self),
             )
-            finishing = self._finishing(owner, job, launcher, policy is not None)
-            if finishing is not None:
-                return finishing
+            ending = self._ending_as_cached(launcher, policy is not None)
+            if ending is not None:
+                return ending
         try:
-            launcher, workers = await self._create_children(owner, job, launcher)
+            launcher, workers = await self._create_children(launcher)
         except _Rejected as rejected:
             return Rejected(str(rejected))
         if launcher is not None:
-            launcher = await self._sync_launcher_suspension(owner, job, launcher, workers)
+            launcher = await self._sync_launcher_suspension(launcher, workers)
         if is_suspended(job):
-            await self._clean_up_workers(owner, job)
-        launcher_pods = self._launcher_pods(job, launcher)
+            await self._clean_up_workers()
+        launcher_pods = self._launcher_pods(launcher)
         if launcher is not None:
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
         deleted: frozenset[str] = frozenset()
         if policy is not None:
-            deleted = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
+            deleted = ctx.state.deletions.pending(self.key, ctx.clock.monotonic())
         return Children(launcher, launcher_pods, workers, deleted, bystanders)
 
-    def _finishing(
-        self, owner: Owner, job: MPIJob, launcher: Obj | None, judged: bool
-    ) -> Children | None:
-        """The children as the cache shows them, when they already finish the job: a
+    def _ending_as_cached(self, launcher: Obj | None, judged: bool) -> Children | None:
+        """The children as the cache shows them, when they already end the job: a
         sync whose decision is Failed creates nothing (no missing worker, no launcher)
         before that status is written. Looked at only when a pod failed or the workers'
         Ready timeout is over, the only ways a job ends before its launcher Job does: a
         sync of a running job pays one scan of the phases, not a second decision."""
-        ctx = self.ctx
+        ctx, job = self.ctx, self.job
         if is_suspended(job):
             return None
-        launcher_pods = self._launcher_pods(job, launcher)
-        pods = (*worker_pods(ctx, job), *launcher_pods)
+        launcher_pods = self._launcher_pods(launcher)
+        pods = (*worker_pods(self), *launcher_pods)
         left = ready_seconds_left(job, ctx.clock.now())
         if (left is None or left > 0) and not any(pod_phase(p) == "Failed" for p in pods):
             return None
-        workers = cached_workers(ctx, owner, job)
+        workers = cached_workers(self)
         deleted: frozenset[str] = frozenset()
         if judged:
-            deleted = ctx.state.deletions.pending(owner.key, ctx.clock.monotonic())
+            deleted = ctx.state.deletions.pending(self.key, ctx.clock.monotonic())
         facts = Children(launcher, launcher_pods, workers, deleted)
-        update = next_status(job, facts, ctx.clock.now())
-        return facts if is_finished(update.status) else None
+        return facts if is_finished(next_status(job, facts, ctx.clock.now()).status) else None
 
-    def _launcher_pods(self, job: MPIJob, launcher: Obj | None) -> list[Obj]:
+    def _launcher_pods(self, launcher: Obj | None) -> list[Obj]:
         if launcher is None:
             return []
         uid = str(launcher["metadata"].get("uid") or "")
-        return self.ctx.listers.pods.by_controller_uid(uid, job.namespace)
+        return self.ctx.listers.pods.by_controller_uid(uid, self.job.namespace)
 
-    async def _replace_failed_workers(self, owner: Owner, job: MPIJob) -> Clearing | Rejected:
+    async def _replace_failed_workers(self) -> Clearing | Rejected:
         """Creates the workers a RestartFailed restart replaces (and nothing else) while
         the old launcher Job is still going."""
+        ctx, job = self.ctx, self.job
         try:
             if not is_suspended(job):
-                if self.ctx.options.gang is not None:
-                    await ensure_pod_group(self.ctx, owner, job)
-                await ensure_workers(self.ctx, owner, job)
+                if ctx.options.gang is not None:
+                    await ensure_pod_group(self)
+                await ensure_workers(self)
         except ApiError as err:
             if err.status != INVALID:
                 raise
             return Rejected(err.message)
         return Clearing()
 
-    async def _create_children(
-        self, owner: Owner, job: MPIJob, launcher: Obj | None
-    ) -> tuple[Obj | None, list[Obj]]:
+    async def _create_children(self, launcher: Obj | None) -> tuple[Obj | None, list[Obj]]:
         """PodGroup, workers and launcher, as far as the job needs them now; returns
         the launcher and the workers. Raises :class:`_Rejected` when the API server
         rejects a worker pod or the launcher Job as Invalid."""
-        ctx = self.ctx
+        ctx, job = self.ctx, self.job
         workers: list[Obj] = []
         if launcher is not None and is_job_finished(launcher):
             return launcher, workers
         try:
             if not is_suspended(job):
                 if ctx.options.gang is not None:
-                    await ensure_pod_group(ctx, owner, job)
-                workers = await ensure_workers(ctx, owner, job)
+                    await ensure_pod_group(self)
+                workers = await ensure_workers(self)
             at_startup = job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
             # A RestartFailed restart's mpirun needs every host: it waits for them all.
             # Not under gang scheduling: the group's quorum counts the launcher (workers
@@ -242,66 +255,47 @@ class MPIJobSyncer(Syncer[SyncContext]):
             held = replaces_failed_only(job) and ctx.options.gang is None
             at_startup = at_startup and not held
             if launcher is None and (at_startup or count_ready(workers) == len(workers)):
-                launcher = await create_launcher(ctx, owner, job)
+                launcher = await create_launcher(self)
         except ApiError as err:
             if err.status != INVALID:
                 raise
             raise _Rejected(err.message) from err
         return launcher, workers
 
-    def _finish(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> Finish:
-        """Decide, write, then act: the one status write first, then the child writes
-        that follow the decision (ignored pods deleted, the launcher stopped, the workers
-        cleaned up, an earlier attempt cleared, a finished job's TTL). A write that fails
-        or waits leaves the evidence of the decision (the failed pods, the running
-        launcher) for the next sync, which decides the same; a job whose written status
-        says finished (``update.write`` False) only finishes its clean-up."""
-        job.status = update.status
-
-        async def finish() -> None:
-            if update.write and not await self._write_status(owner, job, update):
-                return
-            await self._act(owner, job, update)
-            if is_finished(update.status):
-                await collect_finished(self.ctx, job)
-
-        return finish
-
-    async def _act(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> None:
-        """The child writes a written decision asks for."""
-        await recreate_ignored(self.ctx, job, update.ignored)
+    async def act(self, update: StatusUpdate) -> None:
+        """The child writes a written decision asks for: its metrics counted, ignored
+        pods deleted, the launcher stopped, the workers cleaned up, an earlier attempt
+        cleared, a finished job's TTL. A job whose written status says finished
+        (``update.write`` False) only finishes its clean-up."""
+        self._count(update)
+        await recreate_ignored(self, update.ignored)
         if update.stop_launcher:
-            await stop_launcher(self.ctx, job)
+            await stop_launcher(self)
         if update.clean_up:
-            await self._clean_up_workers(owner, job)
+            await self._clean_up_workers()
         if update.restart:
-            await clear_stale(self.ctx, job)
+            await clear_stale(self)
+        if is_finished(update.status):
+            await collect_finished(self)
 
-    async def _sync_launcher_suspension(
-        self, owner: Owner, job: MPIJob, launcher: Obj, workers: list[Obj]
-    ) -> Obj:
+    async def _sync_launcher_suspension(self, launcher: Obj, workers: list[Obj]) -> Obj:
         # Deviation (upstream #615, a bug fix): with WaitForWorkersReady a resumed
         # launcher waits for its workers to be Ready again, as at creation.
+        job = self.job
         waiting = job.spec.launcher_creation_policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
         hold = waiting and count_ready(workers) < len(workers)
-        return await sync_suspension(self.ctx, owner, job, launcher, hold_resume=hold)
+        return await sync_suspension(self, launcher, hold_resume=hold)
 
-    def _requeue_at_deadline(self, job: MPIJob, seconds: float | None) -> None:
+    def _requeue_at_deadline(self, seconds: float | None) -> None:
         if seconds is not None and seconds > 0:
-            self.ctx.requeue_after(f"{job.namespace}/{job.name}", seconds)
+            self.ctx.requeue_after(self.key, seconds)
 
-    async def _clean_up_workers(self, owner: Owner, job: MPIJob) -> None:
-        await delete_workers(self.ctx, owner, job)
-        await delete_pod_group(self.ctx, owner, job)
+    async def _clean_up_workers(self) -> None:
+        await delete_workers(self)
+        await delete_pod_group(self)
 
-    async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> bool:
-        """The one status write (or its skip, or its wait); False when it waits: nothing
-        that follows a decision may act on an unwritten status."""
-        new_status = dump_status(update.status)
-        old_status = owner.obj.get("status") or {}
-        spacing = spacing_of(job, update.status, old_status, new_status)
-        if not await write_status(self.ctx, owner, MPIJOBS, new_status, update.events, spacing):
-            return False
+    def _count(self, update: StatusUpdate) -> None:
+        """The metrics of a written decision."""
         metrics = self.ctx.metrics
         if update.created:
             metrics.jobs_created.inc()
@@ -310,11 +304,10 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if update.failed:
             metrics.jobs_failed.inc()
         if update.succeeded or update.failed:
-            self._observe_duration(job)
-        return True
+            self._observe_duration()
 
-    def _observe_duration(self, job: MPIJob) -> None:
-        status = job.status
+    def _observe_duration(self) -> None:
+        status = self.job.status
         if status is None or not status.start_time or not status.completion_time:
             return
         start, end = parse_time(status.start_time), parse_time(status.completion_time)

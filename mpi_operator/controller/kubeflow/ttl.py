@@ -30,7 +30,7 @@ from mpi_operator.controller.core.objects import (
     parse_time,
 )
 from mpi_operator.controller.kubeflow.context import (
-    SyncContext,
+    KubeflowSync,
 )
 
 log = structlog.get_logger(__name__)
@@ -48,11 +48,12 @@ def _due_in(job: MPIJob, now: datetime) -> float | None:
     return done + ttl - now.timestamp()
 
 
-async def collect_finished(ctx: SyncContext, job: MPIJob) -> None:
+async def collect_finished(sync: KubeflowSync) -> None:
     """Deletes the finished job (or the launcher Job it stopped) when its TTL is over,
     or looks again when it will be."""
+    ctx, job = sync.ctx, sync.job
     if job.spec.run_policy.ttl_seconds_after_finished_policy == TTLPolicy.MPIJOB:
-        await _delete_when_due(ctx, job, MPIJOBS, job.name, {"uid": job.uid})
+        await _delete_when_due(sync, MPIJOBS, job.name, {"uid": job.uid})
         return
     launcher = ctx.listers.jobs.get(job.namespace, launcher_name(job))
     if (
@@ -63,16 +64,17 @@ async def collect_finished(ctx: SyncContext, job: MPIJob) -> None:
     ):
         return
     uid = {"uid": str(launcher["metadata"].get("uid") or "")}
-    await _delete_when_due(ctx, job, JOBS, launcher_name(job), uid)
+    await _delete_when_due(sync, JOBS, launcher_name(job), uid)
 
 
 async def _delete_when_due(
-    ctx: SyncContext, job: MPIJob, resource: Resource, name: str, preconditions: dict[str, str]
+    sync: KubeflowSync, resource: Resource, name: str, preconditions: dict[str, str]
 ) -> None:
+    ctx, job = sync.ctx, sync.job
     left = _due_in(job, ctx.clock.now())
     if left is None:
         return
-    key = f"{job.namespace}/{job.name}"
+    key = sync.key
     if left > 0:
         if ctx.requeue_after is not None:
             ctx.requeue_after(key, left)

@@ -27,14 +27,14 @@ from mpi_operator.controller.core.objects import (
     pod_phase,
     uid_of,
 )
-from mpi_operator.controller.core.owner import Owner, resource_exists
+from mpi_operator.controller.core.owner import resource_exists
 from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
 from mpi_operator.controller.core.pods import create_pods, delete_pods
 from mpi_operator.controller.kubeflow.conditions import FAILED_REASON
 from mpi_operator.controller.kubeflow.context import (
     NO_KIND,
     WORKERS_INDEX,
-    SyncContext,
+    KubeflowSync,
     with_restart_attempt,
     worker_selector,
 )
@@ -44,9 +44,10 @@ UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Un
 WORKER_FAILED = "worker pod created failed: "
 
 
-def worker_pods(ctx: SyncContext, job: MPIJob) -> list[Obj]:
+def worker_pods(sync: KubeflowSync) -> list[Obj]:
     """Cached pods labelled as this job's workers by this operator."""
-    return ctx.listers.pods.by_index(WORKERS_INDEX, f"{job.namespace}/{job.name}")
+    ctx = sync.ctx
+    return ctx.listers.pods.by_index(WORKERS_INDEX, sync.key)
 
 
 def _index(pod: Obj) -> int | None:
@@ -60,10 +61,9 @@ def _not_started(job: MPIJob, index: int) -> Obj:
     return {"metadata": {"name": worker_name(job, index), "namespace": job.namespace}, "status": {}}
 
 
-async def _create_missing(
-    ctx: SyncContext, owner: Owner, job: MPIJob, missing: list[int]
-) -> dict[int, Obj]:
+async def _create_missing(sync: KubeflowSync, missing: list[int]) -> dict[int, Obj]:
     """Creates the first of ``missing`` (see slowstart); the rest waits for a requeue."""
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     by_name = {worker_name(job, i): i for i in missing}
 
     def build(index: int) -> Obj:
@@ -76,22 +76,24 @@ async def _create_missing(
     return {by_name[name]: pod for name, pod in created.items()}
 
 
-def cached_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Obj]:
+def cached_workers(sync: KubeflowSync) -> list[Obj]:
     """The workers as the cache shows them, one per replica, without a write: a
     missing one (or one not ours) counts as a pod that has not started."""
+    owner, job = sync.owner, sync.job
     spec = job.replica_spec(ReplicaType.WORKER)
     replicas = (spec.replicas or 0) if spec is not None else 0
-    ours = {name_of(p): p for p in worker_pods(ctx, job) if owner.controls(p)}
+    ours = {name_of(p): p for p in worker_pods(sync) if owner.controls(p)}
     names = worker_names(job.name, replicas)
     return [ours.get(name) or _not_started(job, i) for i, name in enumerate(names)]
 
 
-async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Obj]:
+async def ensure_workers(sync: KubeflowSync) -> list[Obj]:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     spec = job.replica_spec(ReplicaType.WORKER)
     if spec is None:
         return []
     replicas = spec.replicas or 0
-    pods = worker_pods(ctx, job)
+    pods = worker_pods(sync)
     if len(pods) > replicas:
         # Deviation: only our own pods are removed on scale-down, all at once.
         surplus = [
@@ -103,8 +105,8 @@ async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Ob
             and not is_terminating(pod)
         ]
         uids = {name_of(p): uid_of(p) for p in pods}
-        await delete_pods(ctx, owner.key, job.namespace, surplus, uids=uids)
-    in_flight = ctx.in_flight(owner.key, (p["metadata"]["name"] for p in pods))
+        await delete_pods(ctx, sync.key, job.namespace, surplus, uids=uids)
+    in_flight = ctx.in_flight(sync.key, (p["metadata"]["name"] for p in pods))
     # One set lookup per worker instead of reading each pod's owner references.
     controlled = ctx.listers.pods.keys_controlled_by(owner.uid)
     namespace, existing, missing = job.namespace, dict[int, Obj](), list[int]()
@@ -121,13 +123,14 @@ async def ensure_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> list[Ob
             raise resource_exists(ctx, owner, found["metadata"]["name"], NO_KIND)
         else:
             existing[i] = found
-    existing.update(await _create_missing(ctx, owner, job, missing))
+    existing.update(await _create_missing(sync, missing))
     # Left for a later sync (slow start's cap): counted as pods that have not started.
     return [existing.get(i) or _not_started(job, i) for i in range(replicas)]
 
 
-async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+async def delete_workers(sync: KubeflowSync) -> None:
     """Removes worker pods as the cleanPodPolicy says (Running keeps finished pods)."""
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     spec = job.replica_spec(ReplicaType.WORKER)
     if spec is None:
         return
@@ -152,12 +155,12 @@ async def delete_workers(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
         selected = PodCollection(
             job.namespace, worker_selector(job.name), UNFINISHED_PODS if keep_finished else None
         )
-        members = partial(worker_pods, ctx, job)
+        members = partial(worker_pods, sync)
         await delete_pod_collection(ctx, owner, selected, members, doomed)
         return
     # Deviation: the reference deletes one pod at a time and stops at the first pod
     # it does not own; we delete all of ours at once, then report that pod.
-    await delete_pods(ctx, owner.key, job.namespace, doomed, uids=uids)
+    await delete_pods(ctx, sync.key, job.namespace, doomed, uids=uids)
     raise resource_exists(ctx, owner, foreign, NO_KIND)
 
 

@@ -12,7 +12,6 @@ from mpi_operator.api.t9k import (
     OPERATOR_LABEL,
     OPERATOR_NAME,
     REPLICA_TYPE_LABEL,
-    MPIJob,
     ReplicaType,
 )
 from mpi_operator.builders.t9k.common import config_name, secret_name
@@ -29,14 +28,13 @@ from mpi_operator.client.errors import ApiError
 from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
 from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, raise_if_not_served
 from mpi_operator.controller.core.owner import (
-    Owner,
     create_or_adopt,
     create_unless_cached,
     ensure_controlled,
 )
 from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
 from mpi_operator.controller.core.pods import create_pods
-from mpi_operator.controller.t9k.context import T9K_POD_GROUPS, SyncContext
+from mpi_operator.controller.t9k.context import T9K_POD_GROUPS, T9kSync
 
 POD_FAILED = ("FailedCreatePod", "pod {name}: ")
 #: What a job uses the PodGroup for, as a missing CRD's message says.
@@ -45,7 +43,8 @@ POD_GROUP_NEEDED_FOR = "spec.scheduler.t9kScheduler"
 UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
-async def ensure_service(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+async def ensure_service(sync: T9kSync) -> None:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     current = ctx.listers.services.get(job.namespace, job.name)
     if current is None:
         await create_or_adopt(ctx, owner, SERVICES, new_service(job), SERVICES.kind)
@@ -53,7 +52,8 @@ async def ensure_service(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
         ensure_controlled(ctx, owner, current, SERVICES.kind)
 
 
-async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+async def ensure_config_map(sync: T9kSync) -> None:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     desired = new_config_map(job)
     current = ctx.listers.configmaps.get(job.namespace, config_name(job))
     if current is None:
@@ -65,7 +65,8 @@ async def ensure_config_map(ctx: SyncContext, owner: Owner, job: MPIJob) -> None
         await ctx.client.replace(CONFIGMAPS, job.namespace, config_name(job), updated)
 
 
-async def ensure_ssh_secret(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+async def ensure_ssh_secret(sync: T9kSync) -> None:
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     current = ctx.listers.secrets.get(job.namespace, secret_name(job))
     if current is None:
         # Key generation is CPU-bound; keep it off the event loop.
@@ -75,18 +76,20 @@ async def ensure_ssh_secret(ctx: SyncContext, owner: Owner, job: MPIJob) -> None
         ensure_controlled(ctx, owner, current, SECRETS.kind)
 
 
-async def ensure_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+async def ensure_pod_group(sync: T9kSync) -> None:
     """The job's PodGroup, if it has one, before its pods are made (called only when
     pods are about to be created): the t9k scheduler's, or the Workload API's."""
+    ctx, job = sync.ctx, sync.job
     if job.t9k_scheduler is not None:
-        await _ensure_t9k_pod_group(ctx, owner, job)
+        await _ensure_t9k_pod_group(sync)
     elif uses_workload_api(job, ctx.options.workload_api):
-        await _ensure_workload_pod_group(ctx, owner, job)
+        await _ensure_workload_pod_group(sync)
 
 
-async def _ensure_t9k_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+async def _ensure_t9k_pod_group(sync: T9kSync) -> None:
     """Creates the t9k scheduler's PodGroup, or brings its spec up to date. Read from
     its cache, started on first use."""
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     desired = new_pod_group(job)
     assert desired is not None
     try:
@@ -104,10 +107,11 @@ async def _ensure_t9k_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> 
         raise
 
 
-async def _ensure_workload_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob) -> None:
+async def _ensure_workload_pod_group(sync: T9kSync) -> None:
     """Creates the Workload API's PodGroup unless its cache (every PodGroup of that API:
     not filtered by label) has it. It is set at creation and never updated, as the
     Kubeflow jobs' of that API."""
+    ctx, owner, job = sync.ctx, sync.owner, sync.job
     cache = ctx.listers.gang_pod_groups
     assert cache is not None
     desired = new_workload_pod_group(job)
@@ -119,8 +123,9 @@ async def _ensure_workload_pod_group(ctx: SyncContext, owner: Owner, job: MPIJob
         raise
 
 
-def job_pods(ctx: SyncContext, owner: Owner) -> dict[str, Obj]:
+def job_pods(sync: T9kSync) -> dict[str, Obj]:
     """This job's pods in the cache, by name."""
+    ctx, owner = sync.ctx, sync.owner
     return {
         str(p["metadata"]["name"]): p
         for p in ctx.listers.pods.list(_pod_labels(owner.name), owner.namespace)
@@ -129,8 +134,7 @@ def job_pods(ctx: SyncContext, owner: Owner) -> dict[str, Obj]:
 
 
 async def delete_pods_together(
-    ctx: SyncContext,
-    owner: Owner,
+    sync: T9kSync,
     names: Sequence[str],
     replica_type: ReplicaType | None = None,
     *,
@@ -139,6 +143,7 @@ async def delete_pods_together(
     """Deletes ``names``, the job's pods (of ``replica_type`` only, if given; of those
     that have not finished only, if ``unfinished``) that are to go, in one delete of
     their collection when it may be used (:mod:`~mpi_operator.controller.core.pod_collection`)."""
+    ctx, owner = sync.ctx, sync.owner
     labels = _pod_labels(owner.name)
     if replica_type is not None:
         labels[REPLICA_TYPE_LABEL] = replica_type.value
@@ -153,7 +158,8 @@ def _pod_labels(job_name: str) -> dict[str, str]:
 
 
 async def create_pods_of(
-    ctx: SyncContext, owner: Owner, pods: Sequence[tuple[str, Callable[[], Obj]]]
+    sync: T9kSync, pods: Sequence[tuple[str, Callable[[], Obj]]]
 ) -> dict[str, Obj]:
+    ctx, owner = sync.ctx, sync.owner
     # The answer is read: the status names each pod's uid.
     return await create_pods(ctx, owner, pods, "Pod", POD_FAILED)

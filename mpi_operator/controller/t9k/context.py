@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
@@ -15,10 +16,12 @@ from mpi_operator.api.t9k import (
     SCHEDULER_GROUP,
     SCHEDULER_VERSION,
     VERSION,
+    MPIJob,
 )
 from mpi_operator.builders.t9k.pods import DEFAULT_INIT_IMAGE
 from mpi_operator.client import Lister, Resource
 from mpi_operator.controller.core.context import CoreContext
+from mpi_operator.controller.core.job_sync import JobSync
 from mpi_operator.controller.core.on_demand import OnDemandCache
 from mpi_operator.controller.core.owner import Owner, reference
 
@@ -56,6 +59,11 @@ class Listers:
 class SyncContext(CoreContext):
     listers: Listers
     options: T9kOptions
+
+
+#: One sync of a T9k MPIJob (:class:`~.sync.T9kJobSync`), as its children's helpers take
+#: it: the context, the owner, the job and its key, whatever the sync decides.
+T9kSync = JobSync[SyncContext, MPIJob, Any]
 
 
 def job_reference(shared: Obj) -> Obj:

@@ -6,6 +6,10 @@
   when it exits 0, Failed when it exits non-zero or a worker fails (also
   ReplicaFailure); Running once every pod runs, Pending before. In debug mode
   the phase is Debugging and pod failures do not fail the job.
+
+The sync calls :func:`decide` once: the new status and whether its write may wait
+(a write that only reports a fan-out's progress, :func:`progress_only`), as the kit's
+:class:`~mpi_operator.controller.core.writes.Decision`, which the kit's finish writes.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from mpi_operator.controller.core.objects import (
     is_terminating,
     pod_phase,
 )
-from mpi_operator.controller.core.writes import Event
+from mpi_operator.controller.core.writes import PROGRESS, Decision, Event, Spacing, dump_status
 from mpi_operator.controller.t9k.tasks import aggregate_and_tasks, listing, progress_only, slots
 
 __all__ = ["progress_only", "slots"]
@@ -100,7 +104,7 @@ def _key(job: MPIJob) -> str:
     return f"{job.namespace}/{job.name}"
 
 
-def _finish(
+def _end(
     job: MPIJob,
     status: MPIJobStatus,
     out: StatusOutcome,
@@ -178,18 +182,18 @@ def _finished_by_pods(
     key = _key(job)
     if pod_phase(launcher) == "Succeeded":
         message = f"MPIJob {key} successfully completed."
-        _finish(job, status, out, True, "LauncherSucceeded", message, now)
+        _end(job, status, out, True, "LauncherSucceeded", message, now)
         return True
     if pod_phase(launcher) == "Failed":
         message = f"MPIJob {key} failed: the launcher exited with an error."
-        _finish(job, status, out, False, "LauncherFailed", message, now)
+        _end(job, status, out, False, "LauncherFailed", message, now)
         return True
     failed = [f"{worker_name(job, i)}" for i, w in enumerate(workers) if pod_phase(w) == "Failed"]
     if not failed:
         return False
     message = f"MPIJob {key} failed: worker(s) {listing(failed)} failed."
     set_condition(status, ConditionType.REPLICA_FAILURE, TRUE, "WorkerFailed", message, now)
-    _finish(job, status, out, False, "WorkerFailed", message, now)
+    _end(job, status, out, False, "WorkerFailed", message, now)
     return True
 
 
@@ -221,6 +225,17 @@ def _set_phase(
         out.events.append(Event(NORMAL, "MPIJobRunning", f"MPIJob {key} is running"))
     elif not all_running and get_condition(status, ConditionType.RUNNING) is not None:
         set_condition(status, ConditionType.RUNNING, FALSE, "PodsNotRunning", "", now)
+
+
+def decide(
+    job: MPIJob, pods: Mapping[str, Obj], now: datetime, written: Obj, *, pods_created: bool
+) -> Decision[StatusUpdate]:
+    """The sync's decision: :func:`next_status`, and whether its write may wait, from
+    the status as ``written`` (the cached MPIJob's, in wire form)."""
+    update = next_status(job, pods, now, pods_created=pods_created)
+    new = dump_status(update.status)
+    spacing = Spacing(PROGRESS, job.worker_replicas) if progress_only(written, new) else None
+    return Decision(new, update.events, update, spacing=spacing)
 
 
 def next_status(

@@ -4,10 +4,12 @@ Reads the job and its pods from the caches; keeps the Service, hostfile
 ConfigMap and SSH Secret (also while paused, so the job keeps its identity);
 deletes every pod while paused; otherwise creates missing pods in slow-start
 batches, at most 500 a sync (the PodGroup first, when the t9k scheduler is
-used); computes the status in memory and writes it once (a write that only
-reports a fan-out's progress is spaced out); applies ``cleanUpWorkers`` once the
-job has finished and only after the status that says so is written, so that a
-refused write or a crash leaves the pods that prove the ending. The pods a pause
+used); decides the status in memory (:func:`~.status.decide`; a write that only
+reports a fan-out's progress is spaced out), which the kit's finish writes once;
+applies ``cleanUpWorkers`` once the job has finished and only after the status that
+says so is written, so that a refused write or a crash leaves the pods that prove the
+ending. A valid job is synced by one :class:`T9kJobSync`, the value of this sync
+(the context, the cached MPIJob as its owner, the parsed job, its key). The pods a pause
 or ``cleanUpWorkers`` deletes go in one delete of their collection when they may
 (:mod:`~mpi_operator.controller.core.pods`).
 """
@@ -15,6 +17,7 @@ or ``cleanUpWorkers`` deletes go in one delete of their collection when they may
 from __future__ import annotations
 
 from functools import partial
+from typing import ClassVar
 
 import structlog
 
@@ -37,18 +40,18 @@ from mpi_operator.builders.t9k.pods import (
     pod_run_mode,
     run_mode,
 )
+from mpi_operator.client import Resource
 from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.invalid import report_invalid
+from mpi_operator.controller.core.job_sync import JobSync
 from mpi_operator.controller.core.objects import (
     format_time,
     is_terminating,
     pod_phase,
     uid_of,
 )
-from mpi_operator.controller.core.owner import Owner
 from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.pods import delete_pods
-from mpi_operator.controller.core.writes import PROGRESS, Spacing, dump_status, write_status
 from mpi_operator.controller.runner import Finish
 from mpi_operator.controller.t9k import children
 from mpi_operator.controller.t9k.context import (
@@ -60,9 +63,8 @@ from mpi_operator.controller.t9k.context import (
 from mpi_operator.controller.t9k.status import (
     TERMINAL_PHASES,
     StatusUpdate,
-    next_status,
+    decide,
     pods_finished,
-    progress_only,
     slots,
     was_paused,
 )
@@ -75,6 +77,8 @@ _UNFINISHED_POD_PHASES = ("Pending", "Running", "Unknown", "")
 
 class T9kMPIJobSyncer(Syncer[SyncContext]):
     async def sync(self, key: str) -> Finish | None:
+        """Reads and checks the MPIJob; a valid one is synced by one
+        :class:`T9kJobSync`, whose finish is returned."""
         shared = self.ctx.state.own_writes.latest(key, cached(self.ctx.listers.mpijobs, key))
         if shared is None or metadata_of(shared).get("deletionTimestamp"):
             return None
@@ -87,71 +91,59 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return None
-        return await self._sync_valid(owner_of(shared), job)
+        return await T9kJobSync(self.ctx, owner_of(shared), job).run()
 
-    async def _sync_valid(self, owner: Owner, job: MPIJob) -> Finish:
-        ctx = self.ctx
+
+class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
+    """One sync of a valid T9k MPIJob: keep the children, create or delete pods, decide;
+    the kit's finish writes the decision and :meth:`act` follows it."""
+
+    resource: ClassVar[Resource] = T9K_MPIJOBS
+
+    async def run(self) -> Finish:
+        ctx, owner, job = self.ctx, self.owner, self.job
         finished = job.status is not None and job.status.phase in TERMINAL_PHASES
-        pods = children.job_pods(ctx, owner)
+        pods = children.job_pods(self)
         # The pods may have ended the job already (a status write that failed after the
         # clean-up, a pause asked as it ended): nothing is made or paused anew then.
         if not finished and not pods_finished(job, pods):
             await run_all(
-                children.ensure_service(ctx, owner, job),
-                children.ensure_config_map(ctx, owner, job),
-                children.ensure_ssh_secret(ctx, owner, job),
+                children.ensure_service(self),
+                children.ensure_config_map(self),
+                children.ensure_ssh_secret(self),
             )
             if job.paused:
                 live = [name for name, pod in pods.items() if not is_terminating(pod)]
-                await children.delete_pods_together(ctx, owner, live)
+                await children.delete_pods_together(self, live)
             else:
-                await self._delete_surplus_pods(job, pods)
-                pods.update(await self._create_missing_pods(owner, job, pods))
-        update = next_status(job, pods, ctx.clock.now(), pods_created=bool(pods))
+                await self._delete_surplus_pods(pods)
+                pods.update(await self._create_missing_pods(pods))
+        written = owner.obj.get("status") or {}
+        decision = decide(job, pods, ctx.clock.now(), written, pods_created=bool(pods))
+        return self.finishing(decision)
+
+    async def act(self, update: StatusUpdate) -> None:
+        """Decide, write, then act: the pods that show the job ended are deleted only
+        once the status that says so is written. A write that fails leaves them, and
+        the next sync decides the same; one that finds the status written finishes the
+        clean-up."""
         if not update.finished:
+            return
+        # The cache as it is now, not as the sync read it: the delete events of an
+        # earlier finish's deletes may have come in during the write.
+        now = children.job_pods(self)
+        await self._clean_up_workers(now)
+        await self._stop_waiting_launcher(now, update)
 
-            async def write() -> None:
-                await self._write_status(owner, job, update)
-
-            return write
-
-        async def write_then_clean_up() -> None:
-            # Decide, write, then act: the pods that show the job ended are deleted only
-            # once the status that says so is written. A write that fails leaves them,
-            # and the next sync decides the same; one that finds the status written
-            # finishes the clean-up.
-            if not await self._write_status(owner, job, update):
-                return
-            # The cache as it is now, not as the sync read it: the delete events of an
-            # earlier finish's deletes may have come in during the write.
-            now = children.job_pods(ctx, owner)
-            await self._clean_up_workers(owner, job, now)
-            await self._stop_waiting_launcher(job, now, update)
-
-        return write_then_clean_up
-
-    async def _write_status(self, owner: Owner, job: MPIJob, update: StatusUpdate) -> bool:
-        """The one status write of the sync; a write that only reports a fan-out's
-        progress waits (:mod:`~mpi_operator.controller.core.spacing`): False then."""
-        ctx = self.ctx
-        new_status = dump_status(update.status)
-        old_status = owner.obj.get("status") or {}
-        spacing = None
-        if progress_only(old_status, new_status):
-            spacing = Spacing(PROGRESS, job.worker_replicas)
-        return await write_status(ctx, owner, T9K_MPIJOBS, new_status, update.events, spacing)
-
-    async def _create_missing_pods(
-        self, owner: Owner, job: MPIJob, pods: dict[str, Obj]
-    ) -> dict[str, Obj]:
+    async def _create_missing_pods(self, pods: dict[str, Obj]) -> dict[str, Obj]:
         """Slow-start creation of the pods not in the cache nor in flight, as the
         Kubeflow workers' (:mod:`~mpi_operator.controller.core.pods`)."""
-        ctx = self.ctx
-        in_flight = ctx.in_flight(owner.key, pods)
+        ctx, job = self.ctx, self.job
+        in_flight = ctx.in_flight(self.key, pods)
         missing = [(t, i, n) for t, i, n in slots(job) if n not in pods and n not in in_flight]
         if not missing:
             return {}
-        await children.ensure_pod_group(ctx, owner, job)
+        await children.ensure_pod_group(self)
         resumed = was_paused(job)
         workload_api = ctx.options.workload_api
 
@@ -164,12 +156,13 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             return new_worker_pod(job, index, resumed=resumed, workload_api=workload_api)
 
         pending = [(name, partial(build, t, i)) for t, i, name in missing]
-        return await children.create_pods_of(ctx, owner, pending)
+        return await children.create_pods_of(self, pending)
 
-    async def _delete_surplus_pods(self, job: MPIJob, pods: dict[str, Obj]) -> None:
+    async def _delete_surplus_pods(self, pods: dict[str, Obj]) -> None:
         """Removes workers beyond ``spec.worker.replicas`` (after a scale-down), and
         pods built for another run mode (debug switched on or off): they come back
         in the right mode once gone."""
+        job = self.job
         wanted = {name for _, _, name in slots(job)}
         surplus = [name for name in pods if name not in wanted]
         mode = run_mode(job, was_paused(job))
@@ -178,11 +171,10 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             for name, pod in pods.items()
             if name in wanted and not is_terminating(pod) and pod_run_mode(pod) != mode
         ]
-        key = f"{job.namespace}/{job.name}"
         # A terminating pod is not deleted again (500 deletes at most go in one sync).
         going = [name for name in surplus if not is_terminating(pods[name])]
         uids = {name: uid_of(pods[name]) for name in [*stale, *going]}
-        await delete_pods(self.ctx, key, job.namespace, [*stale, *going], uids=uids)
+        await delete_pods(self.ctx, self.key, job.namespace, [*stale, *going], uids=uids)
         for name in surplus:
             del pods[name]
         deleted_at = format_time(self.ctx.clock.now())
@@ -192,14 +184,14 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             meta = {**pods[name]["metadata"], "deletionTimestamp": deleted_at}
             pods[name] = {**pods[name], "metadata": meta}
 
-    async def _stop_waiting_launcher(
-        self, job: MPIJob, pods: dict[str, Obj], update: StatusUpdate
-    ) -> None:
+    async def _stop_waiting_launcher(self, pods: dict[str, Obj], update: StatusUpdate) -> None:
         """A job that failed while its launcher had yet to start (waiting in its init
         container for a worker that failed, say) deletes it unless nothing is cleaned
         up: it would wait for the workers forever. A running launcher stays: mpirun
         ends on its own, and its log tells what went wrong."""
-        launcher = pods.get(launcher_name(job))
+        job = self.job
+        name = launcher_name(job)
+        launcher = pods.get(name)
         if (
             update.status.phase != Phase.FAILED.value
             or job.spec.run_policy.clean_up_policy() == CleanUpPolicy.NONE
@@ -208,27 +200,19 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
             or pod_phase(launcher) != "Pending"
         ):
             return
-        name = launcher_name(job)
-        await delete_pods(
-            self.ctx,
-            f"{job.namespace}/{job.name}",
-            job.namespace,
-            [name],
-            uids={name: uid_of(launcher)},
-        )
+        await delete_pods(self.ctx, self.key, job.namespace, [name], uids={name: uid_of(launcher)})
 
-    async def _clean_up_workers(self, owner: Owner, job: MPIJob, pods: dict[str, Obj]) -> None:
-        policy = job.spec.run_policy.clean_up_policy()
+    async def _clean_up_workers(self, pods: dict[str, Obj]) -> None:
+        policy = self.job.spec.run_policy.clean_up_policy()
         if policy == CleanUpPolicy.NONE:
             return
-        labels_key = REPLICA_TYPE_LABEL
         doomed = [
             name
             for name, pod in pods.items()
-            if (metadata_of(pod).get("labels") or {}).get(labels_key) == ReplicaType.WORKER.value
+            if (metadata_of(pod).get("labels") or {}).get(REPLICA_TYPE_LABEL)
+            == ReplicaType.WORKER.value
             and not is_terminating(pod)
             and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
         ]
-        await children.delete_pods_together(
-            self.ctx, owner, doomed, ReplicaType.WORKER, unfinished=policy != CleanUpPolicy.ALL
-        )
+        unfinished = policy != CleanUpPolicy.ALL
+        await children.delete_pods_together(self, doomed, ReplicaType.WORKER, unfinished=unfinished)

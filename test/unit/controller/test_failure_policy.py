@@ -10,7 +10,9 @@ import pytest
 from mpi_operator.api.v2beta1 import FailurePolicy, FailurePolicyAction, JobStatus
 from mpi_operator.controller.kubeflow.conditions import TRUE, get_condition, update_conditions
 from mpi_operator.controller.kubeflow.culprit import FailedPod, culprit, failed_pod
-from mpi_operator.controller.kubeflow.policy import Decision, decide, match
+from mpi_operator.controller.kubeflow.policy import Verdict as Decision
+from mpi_operator.controller.kubeflow.policy import match
+from mpi_operator.controller.kubeflow.policy import rule_on as decide
 from mpi_operator.controller.kubeflow.status import mark
 
 RESTART, FAIL, IGNORE = (

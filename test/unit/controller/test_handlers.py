@@ -17,6 +17,7 @@ from mpi_operator.controller.handlers import (
     PodObserver,
     Urgent,
 )
+from mpi_operator.controller.kubeflow.launcher import ThroughLauncherJob
 from mpi_operator.controller.kubeflow.policy import replacing_failed
 
 Obj = dict[str, Any]
@@ -42,7 +43,9 @@ def handlers() -> tuple[ChildHandlers, list[str]]:
     jobs.add(obj("pi-launcher", MPIJOB))
     jobs.add(obj("plain-launcher"))  # a batch Job nobody controls
     keys: list[str] = []
-    h = ChildHandlers(API_VERSION, KIND, Lister(mpijobs), keys.append, batch_jobs=Lister(jobs))
+    h = ChildHandlers(
+        API_VERSION, KIND, Lister(mpijobs), keys.append, ThroughLauncherJob(Lister(jobs))
+    )
     return h, keys
 
 
@@ -135,7 +138,7 @@ def test_a_restart_failed_restart_syncs_its_childrens_changes_at_once(
         KIND,
         Lister(mpijobs),
         batched.append,
-        batch_jobs=Lister(jobs),
+        ThroughLauncherJob(Lister(jobs)),
         urgent=Urgent(replacing_failed, now.append),
     )
     h.on_delete(obj("pi-worker-1", MPIJOB))
