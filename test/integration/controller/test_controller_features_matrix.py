@@ -43,12 +43,14 @@ from kwok_support import (
     attempt,
     delete_job_and_wait,
     fake_gang_scheduler,
+    hold,
     kwok_complete,
     kwok_evict,
     kwok_fail,
     launcher_pods,
     live,
     phase,
+    release,
     running_again,
     wait_launcher_pod,
     wait_phase,
@@ -142,16 +144,20 @@ async def run_case(case: Case) -> None:
 
     # The failure.
     case.step("failure")
-    if case.failure == "launcher-fails":
-        failed = first_launcher_pod
-        await kwok_fail(cluster, failed)
-    else:
-        failed = first_workers["job-worker-1"]
-        if case.failure == "worker-fails":
-            await kwok_fail(cluster, failed)
-        else:
+    failed = (
+        first_launcher_pod if case.failure == "launcher-fails" else first_workers["job-worker-1"]
+    )
+    # Held by the test's finalizer until its failure is seen: the operator may replace a
+    # failed worker (same name) before a poll sees the phase.
+    await hold(cluster, failed["metadata"]["name"])
+    try:
+        if case.failure == "worker-evicted":
             await kwok_evict(cluster, failed)
-    got = await wait_phase(cluster, failed["metadata"]["name"], "Failed")
+        else:
+            await kwok_fail(cluster, failed)
+        got = await wait_phase(cluster, failed["metadata"]["name"], "Failed")
+    finally:
+        await release(cluster, failed["metadata"]["name"])
     if case.failure == "worker-evicted":
         assert got["status"].get("reason") == "Evicted", (str(case), got["status"])
 
