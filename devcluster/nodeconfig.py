@@ -263,16 +263,13 @@ def kubelet_config(node: NodeLayout, ca_crt: Path) -> dict[str, Any]:
 
 
 def corefile(node: NodeLayout, kubeconfig: Path) -> str:
-    """CoreDNS on the gateway: Service and pod records of the cluster, nothing else. Every
-    query is logged with its answer code and duration (``log``), so that a name a pod
-    could not resolve shows whether the query reached CoreDNS and what it answered."""
+    """CoreDNS on the gateway: Service and pod records of the cluster, nothing else."""
     return "\n".join(
         [
             ".:53 {",
             f"    bind {node.gateway}",
             f"    ready 127.0.0.1:{node.coredns_ready_port}",
             "    errors",
-            "    log",
             f"    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{",
             f"        kubeconfig {kubeconfig} localcluster",
             "        pods insecure",

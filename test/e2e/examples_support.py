@@ -59,6 +59,17 @@ REAL_NODE_SKIPS = {
         "root sshd listens on 22, in test_real_node.py.) The example needs an image of its "
         "own with sshd on 22 for root"
     ),
+    "kueue/mpijob-multikueue.yaml": (
+        "is dispatched by Kueue's MultiKueue (managedBy kueue.x-k8s.io/multikueue), which "
+        "a cluster without Kueue and a worker cluster leaves alone by design; the Kueue "
+        "suite applies it as written, with both"
+    ),
+    "kueue/multikueue-manager.yaml": (
+        "holds Kueue's own objects, no MPIJob; the Kueue suite applies it as written"
+    ),
+    "kueue/multikueue-worker.yaml": (
+        "holds Kueue's own objects, no MPIJob; the Kueue suite applies it as written"
+    ),
     "sdk/pi.py": (
         "creates v2beta1/pi/pi.yaml unchanged through the SDK, and the real node takes only "
         "pods with its toleration, which the script cannot add; pi.yaml itself runs on the "
