@@ -202,12 +202,16 @@ def real_node_operator(
 
 @contextmanager
 def namespaced_operator(
-    cluster: LocalCluster, namespace: str, tmp_path: Path
+    cluster: LocalCluster, namespace: str, tmp_path: Path, *flags: str
 ) -> Iterator[OperatorProcess]:
-    """The operator as a process, watching only ``namespace`` (its Lease there too),
-    stopped cleanly afterwards; its log is printed at the end."""
+    """The operator as a process, watching only ``namespace`` (its Lease there too), with
+    ``flags`` added, stopped cleanly afterwards; its log is printed at the end."""
     proc = start_operator(
-        tmp_path, cluster.kubeconfig, f"--namespace={namespace}", f"--lock-namespace={namespace}"
+        tmp_path,
+        cluster.kubeconfig,
+        f"--namespace={namespace}",
+        f"--lock-namespace={namespace}",
+        *flags,
     )
     try:
         yield proc

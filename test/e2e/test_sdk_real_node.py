@@ -18,6 +18,7 @@ from examples_support import EXAMPLES, ROOT, namespaced_operator
 from devcluster import LocalCluster
 from devcluster.crds import crds_installed
 from devcluster.demo import load_mpijob
+from devcluster.nodeconfig import T9K_INIT_IMAGE
 from devcluster.sample_jobs import on_real_node
 from devcluster.testing import OperatorProcess
 from mpi_operator.sdk import MPIJobClient, T9kMPIJobClient, state
@@ -45,7 +46,11 @@ def t9k_crd(real_cluster: LocalCluster) -> Iterator[None]:
 
 @pytest.fixture
 def operator(real_cluster: LocalCluster, real_ns: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    with namespaced_operator(real_cluster, real_ns, tmp_path) as proc:
+    # The T9k launchers' init container runs the node's t9k-init image (busybox cannot
+    # be fetched here).
+    with namespaced_operator(
+        real_cluster, real_ns, tmp_path, f"--t9k-init-image={T9K_INIT_IMAGE}"
+    ) as proc:
         yield proc
 
 

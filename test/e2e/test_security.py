@@ -31,6 +31,7 @@ from real_node_support import PI_RESULT, run_kubeflow
 
 from devcluster import LocalCluster
 from devcluster.demo import load_mpijob
+from devcluster.nodeconfig import MPI_IMAGES
 from devcluster.testing import OperatorProcess, wait_until
 from mpi_operator.api import t9k
 from mpi_operator.api.v2beta1 import MPIJob, set_defaults
@@ -259,12 +260,18 @@ def test_pi_runs_restricted_and_its_key_secret_lives_and_dies_with_it(
     real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
 ) -> None:
     """The pi example with the page's restricted fields, in a namespace enforcing
-    ``restricted``, on the real node; its Secret as the page says, kept once the job
-    finished, then deleted with the job by the garbage collector."""
+    ``restricted``, on the real node, on an image whose sshd has no file capability (the
+    project's; the public image's has one, which restricted's fields cannot execute, as
+    the page says); its Secret as the page says, kept once the job finished, then
+    deleted with the job by the garbage collector."""
     real_cluster.kubectl(
         "label", "namespace", real_ns, "pod-security.kubernetes.io/enforce=restricted"
     )
-    _, log = run_kubeflow(real_cluster, real_ns, _restricted(_pi()), operator)
+    job = _restricted(_pi())
+    for spec in job["spec"]["mpiReplicaSpecs"].values():
+        for container in spec["template"]["spec"]["containers"]:
+            container["image"] = MPI_IMAGES["openmpi"]
+    _, log = run_kubeflow(real_cluster, real_ns, job, operator)
     assert PI_RESULT.search(log), log
     status, secret = real_cluster.request("GET", f"/api/v1/namespaces/{real_ns}/secrets/pi-ssh")
     assert status == 200, secret
