@@ -18,7 +18,7 @@ from examples_support import EXAMPLES, ROOT, namespaced_operator
 from devcluster import LocalCluster
 from devcluster.crds import crds_installed
 from devcluster.demo import load_mpijob
-from devcluster.nodeconfig import T9K_INIT_IMAGE
+from devcluster.nodeconfig import MPI_IMAGES, T9K_INIT_IMAGE
 from devcluster.sample_jobs import on_real_node
 from devcluster.testing import OperatorProcess
 from mpi_operator.sdk import MPIJobClient, T9kMPIJobClient, state
@@ -83,6 +83,9 @@ def test_pods_and_all_worker_logs_of_both_apis(
     kubeflow.create(on_real_node(job))
     (t9k_job,) = [d for d in yaml.safe_load_all(T9K_PI.read_text()) if d]
     t9k_job["spec"]["runPolicy"]["cleanUpWorkers"] = "none"
+    # The project's image, whose root sshd listens on 22, where the T9k launcher waits
+    # (the public image the example names listens on 2222).
+    t9k_job["spec"]["worker"]["template"]["spec"]["containers"][0]["image"] = MPI_IMAGES["openmpi"]
     t9k.create(on_real_node(t9k_job))
     for client, name in ((kubeflow, "pi"), (t9k, "pi-t9k")):
         done = client.wait(name, "Succeeded", timeout=300)
