@@ -15,11 +15,10 @@ from typing import Any
 
 import yaml
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.hazmat.primitives import serialization
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from .pki import key_pem, self_signed_ca
+from .pki import self_signed_ca, signed_leaf
 
 NAMESPACE = "kueue-system"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
@@ -49,30 +48,18 @@ def webhook_certificates(cert_dir: Path) -> bytes:
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
     until = now + datetime.timedelta(days=7)
     ca_key, ca = self_signed_ca("kueue-webhook-test-ca", now, until)
-    ca_name = ca.subject
-    key = ec.generate_private_key(ec.SECP256R1())
     sans: list[x509.GeneralName] = [
         x509.DNSName("localhost"),
         x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
     ]
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kueue-webhook")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(until)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    crt, key = signed_leaf(
+        ca_key, ca.subject, "kueue-webhook", [], ExtendedKeyUsageOID.SERVER_AUTH, now, until, sans
     )
     ca_pem = ca.public_bytes(serialization.Encoding.PEM)
     (cert_dir / "ca.crt").write_bytes(ca_pem)
-    (cert_dir / "tls.crt").write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    (cert_dir / "tls.crt").write_bytes(crt)
     tls_key = cert_dir / "tls.key"
-    tls_key.write_bytes(key_pem(key))
+    tls_key.write_bytes(key)
     tls_key.chmod(0o600)
     return ca_pem
 

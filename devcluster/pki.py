@@ -101,6 +101,41 @@ def self_signed_ca(
     return ca_key, ca_cert
 
 
+def signed_leaf(
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca_name: x509.Name,
+    cn: str,
+    orgs: list[str],
+    usage: x509.ObjectIdentifier,
+    now: datetime.datetime,
+    until: datetime.datetime,
+    sans: list[x509.GeneralName] | None = None,
+) -> tuple[bytes, bytes]:
+    """A fresh key and its certificate signed by the CA, for one extended key usage:
+    both PEM (certificate, key)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    attrs += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(attrs))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem(key)
+
+
 def _write(path: Path, data: bytes, private: bool = False) -> None:
     path.write_bytes(data)
     if private:
@@ -125,27 +160,7 @@ def generate(directory: Path) -> Pki:
         usage: x509.ObjectIdentifier,
         sans: list[x509.GeneralName] | None = None,
     ) -> tuple[bytes, bytes]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
-        attrs += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name(attrs))
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now)
-            .not_valid_after(until)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-            )
-        )
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        cert = builder.sign(ca_key, hashes.SHA256())
-        return cert.public_bytes(serialization.Encoding.PEM), key_pem(key)
+        return signed_leaf(ca_key, ca_name, cn, orgs, usage, now, until, sans)
 
     dns = [
         "localhost",
