@@ -75,9 +75,6 @@ GROUPS: dict[str, Resource | None] = {
     "volcano": POD_GROUPS_VOLCANO,
     "workload-api": POD_GROUPS_WORKLOAD_API,
 }
-#: The Workload API PodGroup's finalizer, removed by kube-controller-manager's
-#: podgroup-protection controller (GenericWorkload gate) once no pod uses the group.
-PODGROUP_PROTECTION = "scheduling.k8s.io/podgroup-protection"
 CASE_SECONDS = 150  # one case's deadline, all eighteen running together
 VOLCANO_NODE = "kwok-node-0"
 
@@ -109,7 +106,6 @@ class Case:
     gang: str
     failure: str
     cluster: Cluster
-    protection_controller: bool
     steps: list[str] = field(default_factory=list)
     seconds: float = 0.0
     started: float = field(default_factory=time.monotonic)
@@ -206,22 +202,6 @@ async def run_case(case: Case) -> None:
 
 async def _no_pod_group_left(case: Case, group: Resource) -> None:
     cluster = case.cluster
-    if case.gang == "workload-api" and not case.protection_controller:
-        # ONLY this assertion depends on the cluster: a Workload API PodGroup carries
-        # the podgroup-protection finalizer, which kube-controller-manager removes only
-        # with its GenericWorkload gate on. Without it (the full shape before that gate
-        # is given to kube-controller-manager) the group is left Terminating, and that
-        # is all that is checked: it was deleted. With the gate, the group must be gone.
-        async def terminating() -> bool:
-            groups = await cluster.list(group)
-            return all(
-                g["metadata"].get("deletionTimestamp")
-                and g["metadata"].get("finalizers") == [PODGROUP_PROTECTION]
-                for g in groups
-            )
-
-        await case.wait(terminating, "the PodGroup deleted (Terminating)", within=30)
-        return
 
     async def gone() -> bool:
         return await cluster.list(group) == []
@@ -262,16 +242,15 @@ async def matrix(full_cluster: Any) -> AsyncIterator[Matrix]:
     """Every case running: a namespace each, one operator per gang mode watching its
     cases' namespaces, the stand-in Volcano binding in the Volcano ones. Everything
     stopped and deleted afterwards, whatever happened."""
+    # A Workload API PodGroup goes only once kube-controller-manager's podgroup-protection
+    # controller (GenericWorkload gate) removes its finalizer: the cluster is set up so.
     kcm = full_cluster.processes["kube-controller-manager"]
-    protection = any("GenericWorkload=true" in arg for arg in kcm.args)
+    assert any("GenericWorkload=true" in arg for arg in kcm.args), kcm.args
     namespaces = {c: full_cluster.create_namespace("matrix", wait_for_sa=False) for c in CASES}
     started = time.monotonic()
     try:
         async with api_client(full_cluster, qps=200, burst=400) as kube:
-            cases = {
-                c: Case(*c, cluster=Cluster(kube, ns), protection_controller=protection)
-                for c, ns in namespaces.items()
-            }
+            cases = {c: Case(*c, cluster=Cluster(kube, ns)) for c, ns in namespaces.items()}
             volcano = [case.cluster for c, case in cases.items() if c[1] == "volcano"]
             async with contextlib.AsyncExitStack() as stack:
                 for mode in GANGS:
