@@ -25,6 +25,8 @@ KCM_CONTROLLERS = (
     "pod-garbage-collector-controller",
     "replicaset-controller",
     "deployment-controller",
+    # Scales an elastic MPIJob through its scale subresource.
+    "horizontal-pod-autoscaler-controller",
 )
 #: Also in the ``real`` shape: the headless Services' DNS records come from EndpointSlices.
 KCM_ENDPOINT_CONTROLLERS = ("endpointslice-controller", "endpoints-controller")
@@ -162,6 +164,8 @@ def controller_manager_args(
         "--kube-api-qps=500",
         "--kube-api-burst=1000",
         "--concurrent-job-syncs=10",
+        # A HorizontalPodAutoscaler's scale lands within seconds (15 s by default).
+        "--horizontal-pod-autoscaler-sync-period=2s",
         *([WORKLOAD_API_GATES] if workload_api else []),
     ]
 
