@@ -224,6 +224,9 @@ def kubelet_config(node: NodeLayout, ca_crt: Path) -> dict[str, Any]:
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
         "failCgroupV1": False,
+        # Mounted ConfigMaps (an elastic job's discover_hosts.sh) refresh within 10 s,
+        # not the default minute.
+        "syncFrequency": "10s",
         "cgroupDriver": "cgroupfs",
         "cgroupsPerQOS": True,
         "cgroupRoot": node.cgroup_root,

@@ -59,6 +59,10 @@ REAL_NODE_SKIPS = {
         "root sshd listens on 22, in test_real_node.py.) The example needs an image of its "
         "own with sshd on 22 for root"
     ),
+    "v2beta1/mpi4py-sgd/elastic.yaml": (
+        "runs as written in test_elastic_real_node.py, which scales it up and down while it "
+        "trains and checks the driver's relaunches and the result"
+    ),
     "kueue/mpijob-multikueue.yaml": (
         "is dispatched by Kueue's MultiKueue (managedBy kueue.x-k8s.io/multikueue), which "
         "a cluster without Kueue and a worker cluster leaves alone by design; the Kueue "

@@ -68,6 +68,7 @@ EXPECTED = {
     "deepspeed/deepspeed.yaml",
     "nccl-tests/nccl-tests.yaml",
     "mpi4py-sgd/sgd.yaml",
+    "mpi4py-sgd/elastic.yaml",
 }
 # Every example folder builds its image; pi's MPICH and Intel MPI images have their own.
 DOCKERFILES = {
@@ -183,6 +184,7 @@ def _launcher_command(path: Path) -> list[str]:
         ("deepspeed/deepspeed.yaml", ["/home/mpiuser/train.py"]),
         ("nccl-tests/nccl-tests.yaml", ["/opt/nccl-tests/all_reduce_perf"]),
         ("mpi4py-sgd/sgd.yaml", ["/home/mpiuser/sgd.py"]),
+        ("mpi4py-sgd/elastic.yaml", ["/home/mpiuser/elastic.py"]),
     ],
 )
 def test_framework_examples_run_what_their_dockerfile_builds(
@@ -225,8 +227,28 @@ def test_elastic_horovod_discovers_hosts_with_the_operators_script() -> None:
     assert "--elastic" in command and "--min-np" in command and "--max-np" in command
 
 
+def test_the_elastic_driver_discovers_hosts_with_the_operators_script() -> None:
+    """elastic.py's driver reads the operator's /etc/mpi/discover_hosts.sh (its default),
+    within the job's elastic policy."""
+    (job,) = docs(EXAMPLES / "mpi4py-sgd" / "elastic.yaml")
+    command = _launcher_command(EXAMPLES / "mpi4py-sgd" / "elastic.yaml")
+    assert command[:3] == ["python3", "/home/mpiuser/elastic.py", "driver"]
+    assert "--discover" not in command
+    policy = job["spec"]["elasticPolicy"]
+    assert command[command.index("--min-np") + 1] == str(policy["minReplicas"])
+    assert command[command.index("--max-np") + 1] == str(policy["maxReplicas"])
+    source = (EXAMPLES / "mpi4py-sgd" / "elastic.py").read_text()
+    assert '"/etc/mpi/discover_hosts.sh"' in source
+
+
 def test_framework_programs_compile() -> None:
-    for program in ("horovod/train.py", "deepspeed/train.py", "mpi4py-sgd/sgd.py"):
+    programs = (
+        "horovod/train.py",
+        "deepspeed/train.py",
+        "mpi4py-sgd/sgd.py",
+        "mpi4py-sgd/elastic.py",
+    )
+    for program in programs:
         compile((EXAMPLES / program).read_text(), program, "exec")
     json.loads((EXAMPLES / "deepspeed" / "ds_config.json").read_text())
 
