@@ -225,6 +225,10 @@ def test_elastic_horovod_discovers_hosts_with_the_operators_script() -> None:
     at = command.index("--host-discovery-script")
     assert command[at + 1] == "/etc/mpi/discover_hosts.sh"
     assert "--elastic" in command and "--min-np" in command and "--max-np" in command
+    (job,) = docs(EXAMPLES / "horovod" / "horovod-elastic.yaml")
+    policy = job["spec"]["elasticPolicy"]
+    assert command[command.index("--min-np") + 1] == str(policy["minReplicas"])
+    assert command[command.index("--max-np") + 1] == str(policy["maxReplicas"])
 
 
 def test_the_elastic_driver_discovers_hosts_with_the_operators_script() -> None:

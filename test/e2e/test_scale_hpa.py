@@ -120,7 +120,9 @@ async def test_an_hpa_scales_an_elastic_job_within_its_policy(
         messages[:] = [
             str(c.get("message") or "")
             for c in conditions
-            if c.get("type") == "AbleToScale" and c.get("status") == "False"
+            if c.get("type") == "AbleToScale"
+            and c.get("status") == "False"
+            and c.get("reason") == "FailedUpdateScale"
         ]
         return bool(messages)
 
