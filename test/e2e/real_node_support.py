@@ -8,6 +8,7 @@ import importlib.util
 import itertools
 import re
 import shlex
+import subprocess
 from typing import Any
 
 from examples_support import EXAMPLES, apply, items, wait_for_condition
@@ -173,3 +174,22 @@ def assert_sgd_trained(log: str, ranks: int) -> None:
     assert checksum and abs(float(checksum[1]) - sgd.checksum(single)) < 1e-8, log
     spread = re.search(r"largest weight difference between ranks (\S+)", log)
     assert spread and float(spread[1]) < 1e-12, log
+
+
+def container_pid(cluster: LocalCluster, pod: Obj) -> int:
+    """The host PID of the pod's container's main process, from its containerd task."""
+    (status,) = pod["status"]["containerStatuses"]
+    container_id = str(status["containerID"]).removeprefix("containerd://")
+    assert cluster.node is not None
+    socket = str(cluster.node.layout.containerd_socket)
+    tasks = subprocess.run(
+        ["ctr", "--address", socket, "-n", "k8s.io", "tasks", "ls"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for line in tasks.splitlines()[1:]:
+        task, pid, *_ = line.split()
+        if task == container_id:
+            return int(pid)
+    raise AssertionError(f"no containerd task {container_id} in:\n{tasks}")

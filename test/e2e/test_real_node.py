@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from placement_support import assert_placement, kubeflow_hosts
 from real_node_support import (
     PI_RESULT,
     RUN_TIMEOUT,
+    container_pid,
     explain,
     launcher_log,
     launcher_pod,
@@ -56,25 +56,6 @@ Obj = dict[str, Any]
 #: Each rank says it started, then waits before computing: long enough for the test to
 #: kill a worker while the job's MPI processes run there.
 RANK_WRAPPER = "echo rank started on $(cat /etc/hostname); sleep 8; exec /home/mpiuser/pi"
-
-
-def _container_pid(cluster: LocalCluster, pod: Obj) -> int:
-    """The host PID of the pod's container's main process, from its containerd task."""
-    (status,) = pod["status"]["containerStatuses"]
-    container_id = str(status["containerID"]).removeprefix("containerd://")
-    assert cluster.node is not None
-    socket = str(cluster.node.layout.containerd_socket)
-    tasks = subprocess.run(
-        ["ctr", "--address", socket, "-n", "k8s.io", "tasks", "ls"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    for line in tasks.splitlines()[1:]:
-        task, pid, *_ = line.split()
-        if task == container_id:
-            return int(pid)
-    raise AssertionError(f"no containerd task {container_id} in:\n{tasks}")
 
 
 def _killable_pi(name: str, action: str) -> Obj:
@@ -119,7 +100,7 @@ def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
         status, worker = real_cluster.request("GET", worker_path)
         assert status == 200, worker
         # The worker's sshd, PID 1 of its container, with the rank's processes under it.
-        os.kill(_container_pid(real_cluster, worker), signal.SIGKILL)
+        os.kill(container_pid(real_cluster, worker), signal.SIGKILL)
         done = wait_for_condition(
             real_cluster, real_ns, name, "Succeeded", operator, timeout=RUN_TIMEOUT
         )
@@ -287,7 +268,7 @@ def test_restart_failed_replaces_only_the_killed_worker_and_runs_pi_again(
         assert old_ranks, "no rank process found on the healthy worker"
         status, worker = real_cluster.request("GET", f"/api/v1/namespaces/{real_ns}/pods/{killed}")
         assert status == 200, worker
-        os.kill(_container_pid(real_cluster, worker), signal.SIGKILL)
+        os.kill(container_pid(real_cluster, worker), signal.SIGKILL)
 
         def replaced() -> bool:
             new = _uid(real_cluster, real_ns, killed)
@@ -359,7 +340,7 @@ def test_restart_failed_past_max_restarts_fails_the_job_naming_the_pod(
                 "GET", f"/api/v1/namespaces/{real_ns}/pods/{killed}"
             )
             assert status == 200, worker
-            os.kill(_container_pid(real_cluster, worker), signal.SIGKILL)
+            os.kill(container_pid(real_cluster, worker), signal.SIGKILL)
 
         def failed() -> Obj | None:
             assert operator.poll() is None, operator.output()[-4000:]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,10 +38,13 @@ CHECKPOINT = "checkpoint "
 
 
 def train(state: dict[str, Any], epochs: int, epoch_seconds: float) -> None:
-    """One run's rank: the epochs from the checkpoint's on; rank 0 prints the loss and a
-    checkpoint after each, and the weights' checksum once all are done."""
+    """One run's rank: the epochs from the checkpoint's on; rank 0 prints each epoch's
+    loss with its checkpoint, and the weights' checksum once all are done. SIGUSR1 (which
+    mpirun passes on to every rank) stops the run at the end of the epoch under way."""
     from mpi4py import MPI
 
+    stop = np.zeros(1)
+    signal.signal(signal.SIGUSR1, lambda signum, frame: stop.fill(1.0))
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     print(f"rank {rank} of {size} on {MPI.Get_processor_name()}", flush=True)
@@ -49,16 +53,24 @@ def train(state: dict[str, Any], epochs: int, epoch_seconds: float) -> None:
     xs, ys = x[rows], y[rows]
     w = np.array(state["w"]) if state.get("w") is not None else np.zeros(x.shape[1])
     for epoch in range(int(state.get("epoch", 0)), epochs):
-        sums = np.empty(x.shape[1] + 1)
-        comm.Allreduce(loss_and_gradient_sums(w, xs, ys), sums, op=MPI.SUM)
-        sums /= len(y)
-        w = w - LEARNING_RATE * sums[:-1]
         time.sleep(epoch_seconds)  # stands in for an epoch's real work
-        comm.Barrier()
+        sums = np.empty(x.shape[1] + 2)  # the gradient, the loss, the stop flag
+        # The stop flag rides with the sums: every rank learns of it in the same epoch.
+        comm.Allreduce(np.append(loss_and_gradient_sums(w, xs, ys), stop), sums, op=MPI.SUM)
+        stopping = sums[-1] > 0
+        sums = sums[:-1] / len(y)
+        w = w - LEARNING_RATE * sums[:-1]
         if rank == 0:
-            print(f"epoch {epoch} loss {float(sums[-1]):.6f} on {size} ranks", flush=True)
             checkpoint = {"epoch": epoch + 1, "w": [float(v) for v in w]}
-            print(CHECKPOINT + json.dumps(checkpoint), flush=True)
+            # One write: the epoch is reported if and only if its checkpoint is.
+            print(
+                f"epoch {epoch} loss {float(sums[-1]):.6f} on {size} ranks\n"
+                + CHECKPOINT
+                + json.dumps(checkpoint),
+                flush=True,
+            )
+        if stopping:
+            return
     if rank == 0:
         print(f"weights checksum {checksum(w):.9f}", flush=True)
 
@@ -109,13 +121,18 @@ class Run:
             else:
                 print(line, end="", flush=True)
 
-    def stop(self) -> None:
-        self.process.terminate()
+    def stop(self, grace: float) -> None:
+        """Asks the ranks to stop after the epoch under way; ends them if they have not
+        within ``grace`` seconds (a rank that cannot finish its epoch: a host is gone)."""
+        self.process.send_signal(signal.SIGUSR1)
         try:
-            self.process.wait(timeout=30)
+            self.process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
 
     def finish(self) -> int:
         code = self.process.wait()
@@ -147,7 +164,7 @@ def drive(args: argparse.Namespace) -> int:
             now = discover(args.discover, args.max_np)
             if now != hosts and len(now) >= args.min_np:
                 print(f"driver: the hosts changed ({len(hosts)} -> {len(now)})", flush=True)
-                run.stop()
+                run.stop(grace=args.epoch_seconds * 2 + 10)
         code = run.finish()
         state = run.state
         if run.checkpoints:
