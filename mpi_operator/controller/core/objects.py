@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
-from mpi_operator.api.object_model import Obj, metadata_of
+from mpi_operator.api.object_model import Obj
 
 TRUE = "True"
 FALSE = "False"
@@ -29,16 +29,22 @@ def parse_time(stamp: str | None) -> float | None:
         return None
 
 
+def _metadata(obj: Obj) -> Obj:
+    # Read here, not through api.object_model: these accessors run on every pod a sync reads.
+    found: Obj = obj.get("metadata") or {}
+    return found
+
+
 def name_of(obj: Obj) -> str:
-    return str(metadata_of(obj).get("name") or "")
+    return str(_metadata(obj).get("name") or "")
 
 
 def uid_of(obj: Obj) -> str:
-    return str(metadata_of(obj).get("uid") or "")
+    return str(_metadata(obj).get("uid") or "")
 
 
 def labels_of(obj: Obj) -> dict[str, str]:
-    labels: dict[str, str] = metadata_of(obj).get("labels") or {}
+    labels: dict[str, str] = _metadata(obj).get("labels") or {}
     return labels
 
 
@@ -51,7 +57,7 @@ def pod_phase(pod: Obj | None) -> str:
 
 def is_terminating(obj: Obj) -> bool:
     """The object carries a deletionTimestamp: it is already being deleted."""
-    return bool(metadata_of(obj).get("deletionTimestamp"))
+    return bool(_metadata(obj).get("deletionTimestamp"))
 
 
 def job_condition(job: Obj, condition_type: str) -> Obj | None:

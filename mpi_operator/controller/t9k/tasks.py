@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mpi_operator.api.object_model import Obj, metadata_of
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.t9k import (
     Aggregate,
     ContainerStatus,
@@ -32,7 +32,7 @@ from mpi_operator.api.t9k import (
     Task,
 )
 from mpi_operator.builders.t9k.common import launcher_name, worker_name
-from mpi_operator.controller.core.objects import is_terminating, pod_phase
+from mpi_operator.controller.core.objects import is_terminating, name_of, pod_phase, uid_of
 
 #: The most entries ``status.tasks`` has; a job of at most this many slots lists all.
 MAX_TASKS = 100
@@ -81,11 +81,10 @@ def _container_statuses(pod: Obj) -> list[ContainerStatus]:
 def task_of(replica_type: ReplicaType, index: int, pod: Obj | None) -> Task:
     replicas: list[ReplicaStatus] = []
     if pod is not None:
-        meta = metadata_of(pod)
         replicas.append(
             ReplicaStatus(
-                name=str(meta.get("name") or ""),
-                uid=str(meta.get("uid") or ""),
+                name=name_of(pod),
+                uid=uid_of(pod),
                 phase=pod_phase(pod) or "Unknown",
                 containers=_container_statuses(pod),
             )
