@@ -28,14 +28,22 @@ IMG ?= mpi-operator-python:$(VERSION)
 image:
 	hack/build-image.sh $(IMG)
 
-# The mpi4py-sgd example's image (examples/v2beta1/mpi4py-sgd/Dockerfile), the way
+# An example's own image (EXAMPLE: mpi4py-sgd, the default, from
+# examples/v2beta1/mpi4py-sgd/Dockerfile; t9k, from examples/t9k/Dockerfile), the way
 # `make image` builds the operator's: docker, podman or buildah, whichever is installed;
 # with none, an OCI archive in dist/ from debootstrap + umoci (root), as the real node's.
-EXAMPLE_IMG ?= mpi-operator-python/mpi4py-sgd:$(VERSION)
+EXAMPLE ?= mpi4py-sgd
+EXAMPLE_DIR_mpi4py-sgd := examples/v2beta1/mpi4py-sgd
+EXAMPLE_TAG_mpi4py-sgd := mpi4py-sgd
+EXAMPLE_DIR_t9k := examples/t9k
+EXAMPLE_TAG_t9k := t9k-pi
+EXAMPLE_IMG ?= mpi-operator-python/$(EXAMPLE_TAG_$(EXAMPLE)):$(VERSION)
 example-image:
-	BUILD_IMAGE_CMD="make example-image" \
+	@[ -n "$(EXAMPLE_DIR_$(EXAMPLE))" ] || { echo "make example-image: EXAMPLE=$(EXAMPLE): no such example image (mpi4py-sgd or t9k)" >&2; exit 2; }
+	BUILD_IMAGE_CMD="make example-image$(if $(filter-out mpi4py-sgd,$(EXAMPLE)), EXAMPLE=$(EXAMPLE))" \
+	MPI_OPERATOR_EXAMPLE="$(EXAMPLE_TAG_$(EXAMPLE))" \
 	MPI_OPERATOR_OCI_BUILDER="$${MPI_OPERATOR_EXAMPLE_OCI_BUILDER:-$(CURDIR)/hack/build-example-image.sh}" \
-	  hack/build-image.sh $(EXAMPLE_IMG) examples/v2beta1/mpi4py-sgd
+	  hack/build-image.sh $(EXAMPLE_IMG) $(EXAMPLE_DIR_$(EXAMPLE))
 
 # Regenerates the lockfiles the image installs from (pinned, with hashes), from
 # pyproject.toml's dependencies and build-system requirements.

@@ -30,6 +30,9 @@ MPI_STACKS = ("openmpi", "openmpi4", "mpich", "intel")
 MPI_IMAGES = {stack: f"{OWN_REPO}/mpi-pi:{stack}" for stack in MPI_STACKS}
 #: examples/v2beta1/mpi4py-sgd's image (its Dockerfile; ``make example-image``).
 SGD_IMAGE = f"{OWN_REPO}/mpi4py-sgd:{__version__}"
+#: examples/t9k's image (its Dockerfile: mpioperator/mpi-pi:openmpi with root's sshd on
+#: port 22, where the T9k launcher waits; ``make example-image EXAMPLE=t9k``).
+T9K_PI_IMAGE = f"{OWN_REPO}/t9k-pi:{__version__}"
 #: The T9k launcher's init container in the tests (``--t9k-init-image``): sh, cut,
 #: nslookup and ``nc -z``, as the operator's default (busybox 1.36, which cannot be
 #: fetched here) has.
@@ -52,6 +55,7 @@ NODE_IMAGES = {
     **{f"public-{mpi}": containerd_name(ref) for mpi, ref in PUBLIC_MPI_IMAGES.items()},
     **{stack: containerd_name(ref) for stack, ref in MPI_IMAGES.items()},
     "mpi4py-sgd": containerd_name(SGD_IMAGE),
+    "t9k-pi": containerd_name(T9K_PI_IMAGE),
     "t9k-init": containerd_name(T9K_INIT_IMAGE),
 }
 #: The name node-images.tar is imported under first (``<this>:<tag>``), then removed.

@@ -7,8 +7,8 @@
 #   hack/oci_archive.py and written to dist/, with the commands that load it.
 # Usage: hack/build-image.sh IMAGE [CONTEXT]
 # Exits 1 with one line when it can do neither.
-# `make example-image` builds examples/v2beta1/mpi4py-sgd's image the same way: CONTEXT
-# that folder, MPI_OPERATOR_OCI_BUILDER hack/build-example-image.sh, and BUILD_IMAGE_CMD
+# `make example-image [EXAMPLE=t9k]` builds an example's image the same way: CONTEXT the
+# example's folder, MPI_OPERATOR_OCI_BUILDER hack/build-example-image.sh, and BUILD_IMAGE_CMD
 # (how the messages name the command; default: make image). GIT_COMMIT is passed to a
 # Dockerfile that declares it (the operator's) only.
 set -euo pipefail

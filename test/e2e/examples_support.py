@@ -51,14 +51,6 @@ REAL_NODE_SKIPS = {
     "v2beta1/horovod/horovod-elastic.yaml": _PLACEHOLDER,
     "v2beta1/deepspeed/deepspeed.yaml": f"needs NVIDIA GPUs (nvidia.com/gpu), and {_PLACEHOLDER}",
     "v2beta1/nccl-tests/nccl-tests.yaml": f"needs NVIDIA GPUs (nvidia.com/gpu), and {_PLACEHOLDER}",
-    "t9k/pi.yaml": (
-        "names mpioperator/mpi-pi:openmpi, whose sshd listens on port 2222 (the public "
-        "image's sshd_config), while the T9k launcher's init container waits for each "
-        "worker's port 22: the launcher never starts on the image the example names. "
-        "(T9k's mpirun line runs on the project's mpi-operator-python/mpi-pi images, whose "
-        "root sshd listens on 22, in test_real_node.py.) The example needs an image of its "
-        "own with sshd on 22 for root"
-    ),
     "v2beta1/mpi4py-sgd/elastic.yaml": (
         "runs as written in test_elastic_real_node.py, which scales it up and down while it "
         "trains and checks the driver's relaunches and the result"

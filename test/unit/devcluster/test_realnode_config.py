@@ -164,17 +164,19 @@ def test_the_real_node_names_only_publicly_built_images_with_public_names() -> N
     }
     for name in names - public:
         assert name.startswith("docker.io/mpi-operator-python/"), name
-    for ref in [*cfg.MPI_IMAGES.values(), cfg.SGD_IMAGE, cfg.T9K_INIT_IMAGE]:
+    for ref in [*cfg.MPI_IMAGES.values(), cfg.SGD_IMAGE, cfg.T9K_PI_IMAGE, cfg.T9K_INIT_IMAGE]:
         assert _containerd_lookup_name(ref) in names, ref
     assert f"mpi-operator-python/mpi4py-sgd:{__version__}" == cfg.SGD_IMAGE
     assert f"mpi-operator-python/t9k-init:{__version__}" == cfg.T9K_INIT_IMAGE
+    assert f"mpi-operator-python/t9k-pi:{__version__}" == cfg.T9K_PI_IMAGE
     assert cfg.MPI_IMAGES["openmpi4"] == "mpi-operator-python/mpi-pi:openmpi4"
 
 
 def test_every_tag_of_the_node_images_is_named() -> None:
-    """hack/build-node-images.sh packs exactly the tags NODE_IMAGES names."""
+    """hack/build-node-images.sh packs (or derives from another) exactly the tags
+    NODE_IMAGES names."""
     script = (ROOT / "hack" / "build-node-images.sh").read_text()
-    packed = set(re.findall(r"^pack ([a-z0-9-]+)", script, re.M))
+    packed = set(re.findall(r"^(?:pack|derive) ([a-z0-9-]+)", script, re.M))
     packed |= set(re.findall(r"^for mpi in ([a-z0-9 ]+); do\n  entry", script, re.M)[0].split())
     packed.discard("$mpi")
     assert packed == set(cfg.NODE_IMAGES)
