@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the images of the `real` local cluster shape, only when missing, into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/<key>/ (outside the checkout;
-# <key> changes whenever an input changes: this script, pi.cc, sgd.py, the pause program):
+# <key> changes whenever an input changes: this script, pi.cc, sgd.py, elastic.py, the pause program):
 #   node-images.tar  an OCI archive, each tag from `debootstrap --variant=minbase`;
 #                    devcluster/nodeconfig.py's NODE_IMAGES names them in the node:
 #     The reference's public images, built as its Dockerfiles build them (v0.8.2's
@@ -20,7 +20,7 @@
 #     The project's own images (docker.io/mpi-operator-python/...):
 #       mpi4py-sgd      examples/v2beta1/mpi4py-sgd/Dockerfile's image (trixie): Open MPI 5,
 #                       python3-mpi4py, python3-numpy, sshd for mpiuser (1000) on port 2222,
-#                       /home/mpiuser/sgd.py. `--example mpi4py-sgd` builds it alone.
+#                       /home/mpiuser/sgd.py and elastic.py. `--example mpi4py-sgd` builds it alone.
 #       t9k-pi          examples/t9k/Dockerfile's image: public-openmpi's layers (its FROM
 #                       mpioperator/mpi-pi:openmpi) and one more, the files its RUN edits
 #                       under /etc: root's sshd and ssh back on port 22 (where the T9k
@@ -68,6 +68,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PI_SRC="$ROOT/examples/v2beta1/pi/pi.cc"
 SGD_SRC="$ROOT/examples/v2beta1/mpi4py-sgd/sgd.py"
+ELASTIC_SRC="$ROOT/examples/v2beta1/mpi4py-sgd/elastic.py"
 PAUSE_SRC="$ROOT/hack/tools/pause"
 # examples/t9k/Dockerfile's RUN, verbatim (a unit test compares them): on mpi-pi:openmpi,
 # sshd and ssh on port 22 instead of 2222, and pam_loginuid optional (a container may not
@@ -77,7 +78,7 @@ T9K_PI_RUN="sed -i 's/^\\(\\s*Port\\) 2222\$/\\1 22/' /etc/ssh/sshd_config /etc/
 # The PyPI wheels (pinned: the key covers this script).
 IMPI_VERSION=2021.19.0
 MPI4PY_VERSION=4.1.2
-key_hash="$(cat "${BASH_SOURCE[0]}" "$PI_SRC" "$SGD_SRC" "$PAUSE_SRC/main.go" "$PAUSE_SRC/go.mod" | sha256sum | cut -c1-12)"
+key_hash="$(cat "${BASH_SOURCE[0]}" "$PI_SRC" "$SGD_SRC" "$ELASTIC_SRC" "$PAUSE_SRC/main.go" "$PAUSE_SRC/go.mod" | sha256sum | cut -c1-12)"
 OUT="${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/images/bookworm-trixie_${key_hash}"
 ARCHIVES=(node-images.tar pause.tar)
 
@@ -360,6 +361,7 @@ sgd_rootfs() {
     'StrictModes no' 'UsePAM no' >"$rootfs/home/mpiuser/.sshd_config"
   chown 1000:1000 "$rootfs/home/mpiuser/.sshd_config"
   install -m 0644 -o 1000 -g 1000 "$SGD_SRC" "$rootfs/home/mpiuser/sgd.py"
+  install -m 0644 -o 1000 -g 1000 "$ELASTIC_SRC" "$rootfs/home/mpiuser/elastic.py"
   rm -rf "$rootfs/tmp/"* "$rootfs/var/lib/apt/lists/"* "$rootfs/var/cache/apt/"*.bin "$rootfs/var/cache/apt/archives/"*.deb
   umount -l "$rootfs/proc"
   echo "build-node-images: $tag on trixie's base in $((SECONDS - t0)) s" | tee -a "$LOG" >&2
