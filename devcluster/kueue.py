@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from . import teardown
+from . import builds, teardown
 from .access import ClusterAccess, ClusterError
 from .binaries import BinariesMissingError, repo_root
 from .kueue_setup import (
@@ -85,6 +85,7 @@ class KueueFiles:
 
 def find(root: Path | None = None) -> KueueFiles:
     """The built Kueue; :class:`BinariesMissingError` naming ``make kueue`` if missing."""
+    builds.wait_for("kueue")
     root = root or repo_root()
     out = subprocess.run(
         ["bash", str(root / "hack" / "build-kueue.sh"), "--print-dir"],

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import builds
 from . import nodeconfig as cfg
 from .access import ClusterError
 from .binaries import repo_root
@@ -57,6 +58,8 @@ def _print_dir(script: str) -> Path:
 
 def preflight() -> NodeInputs:
     """What the node needs, or a one-line :class:`ClusterError` naming what is missing."""
+    for target in ("node-packages", "node-binaries", "node-images"):
+        builds.wait_for(target)
     if os.geteuid() != 0:
         raise ClusterError("the real cluster shape needs root (containerd, runc, mounts, a bridge)")
     for command, package in HOST_COMMANDS.items():

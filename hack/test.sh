@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # `make test`: builds what the suites need and runs every test, overlapping what can
 # overlap on two cores without ever running two cluster suites at once:
-#   lane "go"   the Go builds, CPU-bound, one after another: helm, binaries, kueue,
-#               node-binaries
+#   lane "go"   the Go builds, CPU-bound, one after another: helm, binaries, then
+#               node-binaries, kueue
 #   lane "apt"  Debian's packages and the debootstrap images, mostly I/O: mpi,
 #               node-packages, node-images, operator-image (one lane: apt takes a lock)
 #   in front    ruff, mypy --strict and the unit tests (the docs build is one of them)
-# and then, once both lanes are done, the cluster suites (chaos, e2e, integration) in
-# one pytest run. The lanes run at a lower priority (nice 10) than the checks in front.
+# then the cluster suites (chaos, e2e, integration) in one pytest run, as soon as the
+# control plane's binaries are built: the lanes go on beside it, and a test that needs a
+# later build (the real node's, Kueue, Open MPI, the operator's image) waits for it
+# (devcluster/builds.py: each build leaves <target>.done or <target>.failed in
+# $MPI_OPERATOR_BUILDS_DIR). The lanes run at a lower priority (nice 10) than the tests.
 # Warm, every build is a check of its cache key and both lanes end within seconds.
 # Each lane's lines are prefixed with its name; the exit status is non-zero when a
 # build, a check or a test failed.
@@ -18,31 +21,44 @@ BIN=.venv/bin
 
 "$MAKE" --no-print-directory venv || exit 1
 
+MPI_OPERATOR_BUILDS_DIR="$(mktemp -d)"
+export MPI_OPERATOR_BUILDS_DIR
+built() { [[ -e "$MPI_OPERATOR_BUILDS_DIR/$1.done" || -e "$MPI_OPERATOR_BUILDS_DIR/$1.failed" ]]; }
+
 lane() { # lane NAME TARGET...: make each target in turn, stop at the first failure
   local name="$1"; shift
   {
     for target in "$@"; do
-      nice -n 10 "$MAKE" --no-print-directory "$target" || exit 1
+      if nice -n 10 "$MAKE" --no-print-directory "$target"; then
+        touch "$MPI_OPERATOR_BUILDS_DIR/$target.done"
+      else # this one and the rest of the lane: failed, for the tests that wait for them
+        for rest in "$@"; do built "$rest" || touch "$MPI_OPERATOR_BUILDS_DIR/$rest.failed"; done
+        exit 1
+      fi
     done
   } 2>&1 | sed -u "s/^/[$name] /"
 }
 
-lane go helm binaries kueue node-binaries &
+lane go helm binaries node-binaries kueue &
 go_lane=$!
 lane apt mpi node-packages node-images operator-image &
 apt_lane=$!
-trap 'kill "$go_lane" "$apt_lane" 2>/dev/null; wait' INT TERM
+trap 'kill "$go_lane" "$apt_lane" 2>/dev/null; wait; rm -rf "$MPI_OPERATOR_BUILDS_DIR"' EXIT
+trap 'exit 130' INT TERM
 
 status=0
 "$MAKE" --no-print-directory lint typecheck || status=1
 "$BIN/pytest" test/unit || status=1
 
-built=1
-wait "$go_lane" || { echo "make test: a Go build failed: see the lines marked [go]" >&2; built=0; }
-wait "$apt_lane" || { echo "make test: a package or image build failed: see the lines marked [apt]" >&2; built=0; }
-if ((built == 0)); then
-  echo "make test: the cluster suites need every build; not run" >&2
+# Every cluster starts from the control plane's binaries; the rest is waited for by
+# the tests that need it.
+until built helm && built binaries; do sleep 1; done
+if [[ -e "$MPI_OPERATOR_BUILDS_DIR/binaries.failed" || -e "$MPI_OPERATOR_BUILDS_DIR/helm.failed" ]]; then
+  echo "make test: the control plane's binaries failed to build (the lines marked [go]); the cluster suites not run" >&2
   exit 1
 fi
 "$BIN/pytest" --ignore=test/unit || status=1
+
+wait "$go_lane" || { echo "make test: a Go build failed: see the lines marked [go]" >&2; status=1; }
+wait "$apt_lane" || { echo "make test: a package or image build failed: see the lines marked [apt]" >&2; status=1; }
 exit "$status"

@@ -43,7 +43,7 @@ from real_node_support import (
     run_kubeflow,
 )
 
-from devcluster import ANNOTATION_PREFIX, LocalCluster
+from devcluster import ANNOTATION_PREFIX, LocalCluster, builds
 from devcluster.crds import crds_installed
 from devcluster.nodeconfig import containerd_name
 from devcluster.sample_jobs import on_real_node
@@ -139,6 +139,7 @@ def test_example_runs_to_success(
 
 
 def test_pi_program_compiles_and_runs(tmp_path: Path) -> None:
+    builds.wait_for("mpi")
     if shutil.which("mpicxx") is None:
         # make test installs Open MPI where it can (hack/install-mpi.sh); CI requires it.
         if os.environ.get("MPI_OPERATOR_REQUIRE_MPI") == "1":

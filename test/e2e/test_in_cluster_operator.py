@@ -23,7 +23,7 @@ import pytest
 import yaml
 from examples_support import DEPLOY, EXAMPLES, ROOT, apply, condition, items, mpijob
 
-from devcluster import LocalCluster
+from devcluster import LocalCluster, builds
 from devcluster.demo import load_mpijob
 from devcluster.nodeconfig import REAL_NODE_LABEL, REAL_NODE_NAME, REAL_NODE_TAINT
 from devcluster.sample_jobs import on_real_node
@@ -42,6 +42,7 @@ Obj = dict[str, Any]
 def _operator_image() -> tuple[Path, str]:
     """The image of this checkout's wheel: ``make operator-image`` built it, or, after a
     change of the code, the script adds the wheel's layer to the cached base here."""
+    builds.wait_for("operator-image")
     script = str(ROOT / "hack" / "build-operator-image.sh")
     for args in ([script], [script, "--print"]):
         out = subprocess.run(["bash", *args], capture_output=True, text=True, timeout=900)
