@@ -44,6 +44,11 @@ DESCRIPTIONS: dict[str, str] = {
     "ElasticPolicy": "Bounds of the Worker replicas.",
     "ElasticPolicy.minReplicas": "Fewest Worker replicas, at least 1. Unset: 1.",
     "ElasticPolicy.maxReplicas": "Most Worker replicas. Unset: the operator's worker cap.",
+    "ElasticPolicy.belowMinTimeoutSeconds": (
+        "Seconds a running job may have fewer than minReplicas workers Running before the "
+        "failure policy applies (without one, the job fails). Until then a lost worker "
+        "only shrinks the job: it leaves discover_hosts.sh and is recreated. Unset: 300."
+    ),
     "RunPolicy.cleanPodPolicy": (
         "Which worker pods are deleted once the job finishes: None keeps them all, Running "
         "deletes those still running or pending, All deletes every one. The launcher Job "
@@ -333,6 +338,11 @@ VALIDATIONS: dict[str, list[Schema]] = {
             ),
             "message": f"{_ELASTIC}.minReplicas must be no more than {_ELASTIC}.maxReplicas",
             "fieldPath": ".minReplicas",
+        },
+        {
+            "rule": "!has(self.belowMinTimeoutSeconds) || self.belowMinTimeoutSeconds >= 0",
+            "message": f"{_ELASTIC}.belowMinTimeoutSeconds must be greater than or equal to 0",
+            "fieldPath": ".belowMinTimeoutSeconds",
         },
     ],
     "MPIJobSpec": [
