@@ -158,7 +158,8 @@ def track(job: MPIJob, running: int, now: datetime) -> list[Event]:
             f"MPIJob {key} runs fewer workers than its {replicas} replicas (at least "
             f"minReplicas {low}); the missing ones are recreated."
         )
-        update_conditions(status, BELOW_REPLICAS, TRUE, BELOW_REPLICAS_REASON, message, now)
+        if update_conditions(status, BELOW_REPLICAS, TRUE, BELOW_REPLICAS_REASON, message, now):
+            return [Event(NORMAL, BELOW_REPLICAS_REASON, message)]
         return []
     timeout = below_min_timeout(job)
     message = (

@@ -70,6 +70,7 @@ async def test_an_evicted_worker_leaves_the_hosts_and_is_recreated_while_the_job
     (message,) = world.event_messages("MPIJobWorkerLost")
     assert message.startswith("worker pi-worker-1 failed: Evicted: node low on memory")
     assert ("Warning", "MPIJobWorkerLost") in world.events
+    assert ("Normal", "MPIJobBelowReplicas") in world.events
     world.clear()
     # The pod is gone: the next sync recreates it.
     await world.sync()
