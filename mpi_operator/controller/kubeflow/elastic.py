@@ -29,7 +29,7 @@ from mpi_operator.api.v2beta1 import (
     ReplicaType,
 )
 from mpi_operator.client.events import NORMAL, WARNING
-from mpi_operator.controller.core.objects import parse_time
+from mpi_operator.controller.core.objects import is_terminating, parse_time
 from mpi_operator.controller.core.writes import Event
 from mpi_operator.controller.kubeflow.conditions import (
     BELOW_REPLICAS,
@@ -95,7 +95,8 @@ def losses(
     """Of the ``failed`` worker pods (those the run may still lose), the ones the job
     loses: all of them, but for those a failure policy's FailJob rule matches (left to
     the policy, which fails the job). Those and the pods an earlier sync deleted
-    (``deleted``, uids) count as not started."""
+    (``deleted``, uids) count as not started, and so does a pod being deleted (by us, a
+    drain's eviction or anyone): it is going, and is recreated once gone."""
     policy = job.spec.run_policy.failure_policy
     lost = [
         f
@@ -103,7 +104,7 @@ def losses(
         if policy is None or match(policy, f).action != FailurePolicyAction.FAIL_JOB
     ]
     uids = {f.uid for f in lost} | deleted
-    counted = [_not_started(w) if _uid(w) in uids else w for w in workers]
+    counted = [_not_started(w) if _uid(w) in uids or is_terminating(w) else w for w in workers]
     return Losses(lost, counted)
 
 

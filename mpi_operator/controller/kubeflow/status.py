@@ -34,6 +34,7 @@ from mpi_operator.controller.core.objects import (
     is_job_finished,
     is_job_past_deadline,
     is_job_succeeded,
+    is_terminating,
     pod_phase,
 )
 from mpi_operator.controller.core.writes import (
@@ -271,6 +272,7 @@ def _lose(
         w
         for w in workers
         if pod_phase(w) == "Failed"
+        and not is_terminating(w)
         and w["metadata"].get("uid") not in deleted
         and not _failed_after(w, done_at)
     ]

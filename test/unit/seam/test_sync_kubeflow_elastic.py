@@ -226,3 +226,30 @@ async def test_without_an_elastic_policy_a_terminating_worker_stays_a_host() -> 
     world.change("Pod", "pi-worker-2", {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}})
     await world.sync()
     assert CONFIG not in world.writes
+
+
+async def test_a_worker_being_deleted_counts_as_missing_and_is_not_lost_again() -> None:
+    world = await running(elastic(), replicas=3)
+    evict(world, 1)
+    await world.sync()
+    assert world.event_messages("MPIJobWorkerLost")
+    world.forget()  # the delete is sent, the pod stays in the cache ...
+    # ... as its deletion is held (a finalizer): the pod stays, Failed and terminating, past the
+    # time the operator remembers its own deletes.
+    world.change("Pod", "pi-worker-1", {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}})
+    world.step(400)
+    await world.sync()
+    assert not world.event_messages("MPIJobWorkerLost")
+    assert not world.recorded("delete", "pods")
+    assert not failed(world)
+
+
+async def test_a_drained_worker_leaves_the_count_and_the_hosts_while_it_goes() -> None:
+    world = await running(elastic(), replicas=3)
+    world.change("Pod", "pi-worker-2", {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}})
+    await world.sync()
+    assert conditions(world)["BelowReplicas"] == ("True", "MPIJobBelowReplicas")
+    assert world.status["replicaStatuses"]["Worker"]["active"] == 2
+    assert not world.event_messages("MPIJobWorkerLost")  # nothing failed
+    world.clear()
+    assert hosts(world) == ["pi-worker-0", "pi-worker-1"]
