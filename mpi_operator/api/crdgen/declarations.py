@@ -170,7 +170,10 @@ DESCRIPTIONS: dict[str, str] = {
     ),
     "PodFailure.time": "When the operator saw the failure (RFC 3339).",
     "JobCondition": "One condition of the job.",
-    "JobCondition.type": "Created, Running, Restarting, Succeeded, Suspended or Failed.",
+    "JobCondition.type": (
+        "Created, Running, Restarting, Succeeded, Suspended or Failed; BelowReplicas for a "
+        "job with an elastic policy that runs fewer workers than its replicas."
+    ),
     "JobCondition.status": "True, False or Unknown.",
     "JobCondition.reason": "Machine-readable reason of the last transition.",
     "JobCondition.message": "Human-readable details of the last transition.",
