@@ -202,6 +202,10 @@ BAD = {
         mpijob(workers=1, elasticPolicy={"minReplicas": 2, "maxReplicas": 4}),
         "spec.mpiReplicaSpecs[Worker].replicas must be at least spec.elasticPolicy.minReplicas",
     ),
+    "elastic-below-min-timeout-negative": (
+        mpijob(elasticPolicy={"minReplicas": 1, "belowMinTimeoutSeconds": -1}),
+        "spec.elasticPolicy.belowMinTimeoutSeconds must be greater than or equal to 0",
+    ),
     "elastic-workers-over-max": (
         mpijob(workers=5, elasticPolicy={"minReplicas": 1, "maxReplicas": 4}),
         "spec.mpiReplicaSpecs[Worker].replicas must be no more than spec.elasticPolicy.maxReplicas",
@@ -211,6 +215,9 @@ BAD = {
 GOOD = {
     "elastic": mpijob(workers=2, elasticPolicy={"minReplicas": 1, "maxReplicas": 4}),
     "elastic-min-only": mpijob(workers=2, elasticPolicy={"minReplicas": 2}),
+    "elastic-below-min-timeout": mpijob(
+        workers=2, elasticPolicy={"minReplicas": 1, "belowMinTimeoutSeconds": 30}
+    ),
     "openmpi": mpijob(mpiImplementation="OpenMPI"),
     "intel": mpijob(mpiImplementation="Intel", slotsPerWorker=4),
     "mpich": mpijob(mpiImplementation="MPICH", launcherCreationPolicy="WaitForWorkersReady"),

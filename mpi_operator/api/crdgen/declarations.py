@@ -44,6 +44,11 @@ DESCRIPTIONS: dict[str, str] = {
     "ElasticPolicy": "Bounds of the Worker replicas.",
     "ElasticPolicy.minReplicas": "Fewest Worker replicas, at least 1. Unset: 1.",
     "ElasticPolicy.maxReplicas": "Most Worker replicas. Unset: the operator's worker cap.",
+    "ElasticPolicy.belowMinTimeoutSeconds": (
+        "Seconds a running job may have fewer than minReplicas workers Running before the "
+        "failure policy applies (without one, the job fails). Until then a lost worker "
+        "only shrinks the job: it leaves discover_hosts.sh and is recreated. Unset: 300."
+    ),
     "RunPolicy.cleanPodPolicy": (
         "Which worker pods are deleted once the job finishes: None keeps them all, Running "
         "deletes those still running or pending, All deletes every one. The launcher Job "
@@ -165,7 +170,10 @@ DESCRIPTIONS: dict[str, str] = {
     ),
     "PodFailure.time": "When the operator saw the failure (RFC 3339).",
     "JobCondition": "One condition of the job.",
-    "JobCondition.type": "Created, Running, Restarting, Succeeded, Suspended or Failed.",
+    "JobCondition.type": (
+        "Created, Running, Restarting, Succeeded, Suspended or Failed; BelowReplicas for a "
+        "job with an elastic policy that runs fewer workers than its replicas."
+    ),
     "JobCondition.status": "True, False or Unknown.",
     "JobCondition.reason": "Machine-readable reason of the last transition.",
     "JobCondition.message": "Human-readable details of the last transition.",
@@ -333,6 +341,11 @@ VALIDATIONS: dict[str, list[Schema]] = {
             ),
             "message": f"{_ELASTIC}.minReplicas must be no more than {_ELASTIC}.maxReplicas",
             "fieldPath": ".minReplicas",
+        },
+        {
+            "rule": "!has(self.belowMinTimeoutSeconds) || self.belowMinTimeoutSeconds >= 0",
+            "message": f"{_ELASTIC}.belowMinTimeoutSeconds must be greater than or equal to 0",
+            "fieldPath": ".belowMinTimeoutSeconds",
         },
     ],
     "MPIJobSpec": [

@@ -32,6 +32,11 @@ def elastic_policy_errors(spec: MPIJobSpec) -> list[FieldError]:
         errors.append(
             invalid(f"{PATH}.minReplicas", low, f"must be no more than {PATH}.maxReplicas")
         )
+    timeout = policy.below_min_timeout_seconds
+    if timeout is not None and timeout < 0:
+        errors.append(
+            invalid(f"{PATH}.belowMinTimeoutSeconds", timeout, "must be greater than or equal to 0")
+        )
     worker = (spec.mpi_replica_specs or {}).get(ReplicaType.WORKER.value)
     replicas = worker.replicas if worker is not None else None
     if replicas is not None and low is not None and replicas < low:

@@ -177,6 +177,7 @@ class ElasticPolicy(_Model):
 
     min_replicas: int | None = None
     max_replicas: int | None = None
+    below_min_timeout_seconds: int | None = None
 
 
 class MPIJobSpec(_Model):

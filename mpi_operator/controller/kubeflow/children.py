@@ -42,7 +42,7 @@ from mpi_operator.controller.core.crds import (
     MissingCRDError,
     raise_if_not_served,
 )
-from mpi_operator.controller.core.objects import uid_of
+from mpi_operator.controller.core.objects import is_terminating, uid_of
 from mpi_operator.controller.core.own_writes import CONFIG_MAP
 from mpi_operator.controller.core.owner import (
     create_or_adopt,
@@ -51,7 +51,7 @@ from mpi_operator.controller.core.owner import (
     ensure_controlled,
 )
 from mpi_operator.controller.kubeflow.context import NO_KIND, KubeflowSync, SyncContext
-from mpi_operator.controller.kubeflow.workers import worker_pods
+from mpi_operator.controller.kubeflow.workers import replica_index, worker_pods
 
 SSH_SECRET_KEYS = sorted((SSH_PRIVATE_KEY, SSH_PUBLIC_KEY))
 
@@ -77,8 +77,20 @@ async def ensure_service(sync: KubeflowSync) -> Obj:
 
 
 def running_workers(sync: KubeflowSync) -> list[Obj]:
+    """The hosts of ``discover_hosts.sh``: the Running workers. Of an elastic job (ours)
+    only those that stay: not being deleted (a scale-down, an eviction) and within the
+    replicas, so a scale-down's workers leave it before their pods are deleted."""
     # pod_phase, inlined: this runs over every worker on every sync of a big job.
-    return [p for p in worker_pods(sync) if (p.get("status") or {}).get("phase") == "Running"]
+    running = [p for p in worker_pods(sync) if (p.get("status") or {}).get("phase") == "Running"]
+    job = sync.job
+    if job.spec.elastic_policy is None:
+        return running
+    replicas = worker_replicas(job)
+    return [
+        p
+        for p in running
+        if not is_terminating(p) and ((index := replica_index(p)) is None or index < replicas)
+    ]
 
 
 async def ensure_config_map(sync: KubeflowSync) -> Obj:

@@ -6,7 +6,9 @@ with the reference operator's transition rules:
 * Running and Restarting exclude each other.
 * Setting Failed or Succeeded turns Running (and an earlier Failed) to False.
 * The changed condition moves to the end of the list.
-* ``status.state`` (ours, not the reference's) names the latest true condition.
+* ``status.state`` (ours, not the reference's) names the latest true condition,
+  BelowReplicas aside (an elastic job below its replicas is still Running).
+* BelowReplicas (ours) turns False when the job finishes, restarts or is suspended.
 
 One deliberate difference: the Running, Succeeded and Evicted events are reported when
 the condition changes, not again on every sync.
@@ -35,6 +37,9 @@ SUSPENDED_REASON = "MPIJobSuspended"
 RESUMED_REASON = "MPIJobResumed"
 FAILED_REASON = "MPIJobFailed"
 EVICTED_REASON = "MPIJobEvicted"
+#: Ours: an elastic job runs fewer workers than its replicas (:mod:`.elastic`). Not a
+#: state (``status.state`` never names it), so not one of :class:`ConditionType`.
+BELOW_REPLICAS = "BelowReplicas"
 
 
 def has_true_condition(status: JobStatus, condition_type: str) -> bool:
@@ -56,9 +61,10 @@ def is_finished(status: JobStatus) -> bool:
 
 def latest_true_condition(status: JobStatus) -> str | None:
     """The type of the true condition nearest the end of the list: since a changed
-    condition moves to the end, the one that became true last."""
+    condition moves to the end, the one that became true last. BelowReplicas is no
+    state: the job it is true of is Running."""
     for condition in reversed(status.conditions or []):
-        if condition.status == TRUE:
+        if condition.status == TRUE and condition.type != BELOW_REPLICAS:
             return condition.type
     return None
 
@@ -87,11 +93,24 @@ def new_condition(
     )
 
 
+#: Conditions whose setting ends BelowReplicas: the job no longer runs (or restarts).
+_ENDS_BELOW_REPLICAS = {
+    ConditionType.FAILED.value,
+    ConditionType.SUCCEEDED.value,
+    ConditionType.RESTARTING.value,
+    ConditionType.SUSPENDED.value,
+}
+
+
 def _keep(existing: JobCondition, incoming_type: str) -> JobCondition | None:
     """What happens to an existing condition when ``incoming_type`` is set."""
     exclusive = {ConditionType.RUNNING.value, ConditionType.RESTARTING.value}
     if existing.type == incoming_type:
         return None
+    if existing.type == BELOW_REPLICAS and incoming_type in _ENDS_BELOW_REPLICAS:
+        return (
+            existing.model_copy(update={"status": FALSE}) if existing.status == TRUE else existing
+        )
     if {existing.type, incoming_type} == exclusive:
         return None
     finishing = incoming_type in (ConditionType.FAILED, ConditionType.SUCCEEDED)

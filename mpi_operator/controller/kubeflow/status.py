@@ -2,10 +2,11 @@
 the sync found (its children, or why it stopped before looking at them) and the
 time, to the new status, its events and the child writes that go with it
 (:func:`next_status`), including the workers' Ready timeout
-(:mod:`~mpi_operator.controller.kubeflow.ready_timeout`).
+(:mod:`~mpi_operator.controller.kubeflow.ready_timeout`) and an elastic job's lost
+workers (:mod:`~mpi_operator.controller.kubeflow.elastic`).
 
 The sync gathers the facts and calls :func:`decide` once: the new status, and whether
-its write may wait (:func:`spacing_of`), as the kit's
+its write may wait (:func:`~.status_spacing.spacing_of`), as the kit's
 :class:`~mpi_operator.controller.core.writes.Decision`. The kit's finish writes the
 status once, and then the sync performs the child writes the written decision asks
 for (:class:`StatusUpdate`).
@@ -27,33 +28,37 @@ from mpi_operator.api.v2beta1 import (
     ReplicaType,
 )
 from mpi_operator.builders.kubeflow.common import is_suspended
-from mpi_operator.builders.kubeflow.worker import worker_replicas
 from mpi_operator.client.events import NORMAL, WARNING, truncate_message
 from mpi_operator.controller.core.objects import (
     format_time,
+    is_job_finished,
     is_job_past_deadline,
     is_job_succeeded,
+    is_terminating,
     pod_phase,
 )
-from mpi_operator.controller.core.spacing import TRANSIENT
 from mpi_operator.controller.core.writes import (
-    PASSING,
-    PROGRESS,
     Decision,
     Event,
-    Spacing,
     dump_status,
 )
 from mpi_operator.controller.kubeflow.conditions import (
     CREATED_REASON,
     TRUE,
     get_condition,
-    has_true_condition,
     is_finished,
     refresh_state,
     update_conditions,
 )
 from mpi_operator.controller.kubeflow.culprit import failed_pod
+from mpi_operator.controller.kubeflow.elastic import (
+    below_min_seconds_left,
+    is_elastic,
+    losses,
+    lost_events,
+    timed_out,
+    track,
+)
 from mpi_operator.controller.kubeflow.job_status import replica_status, update_status
 from mpi_operator.controller.kubeflow.policy import Verdict, judge
 from mpi_operator.controller.kubeflow.ready_timeout import (
@@ -61,6 +66,7 @@ from mpi_operator.controller.kubeflow.ready_timeout import (
     not_ready_message,
     ready_seconds_left,
 )
+from mpi_operator.controller.kubeflow.status_spacing import spacing_of
 
 #: The reason of the Failed condition when the API server rejects a pod template.
 INVALID_POD_TEMPLATE = "InvalidPodTemplate"
@@ -219,14 +225,18 @@ def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: d
         is_job_succeeded(launcher) or is_job_past_deadline(launcher)
     )
     bystanders = children.bystanders
+    # A launcher pod that succeeded ends the run (its Job is Complete a moment later): a
+    # worker that failed after it is no failure of the run. One that failed first still
+    # is: Open MPI 5's mpirun exits 0 after losing a worker's daemon.
+    done_at = succeeded_at(launcher_pods)
+    elastic = is_elastic(job) and not is_suspended(job)
+    elastic = elastic and (launcher is None or not is_job_finished(launcher))
+    if elastic:
+        workers = _lose(job, update, workers, children.deleted, done_at, now)
     if policy is not None and not is_suspended(job) and not settled:
-        # A launcher pod that succeeded ends the run (its Job is Complete a moment
-        # later): a worker that failed after it is no failure of the run. One that failed
-        # first still is: Open MPI 5's mpirun exits 0 after losing a worker's daemon.
-        done_at = succeeded_at(launcher_pods)
         judged = [w for w in (*workers, *bystanders) if not _failed_after(w, done_at)]
         judgement = judge(policy, job, launcher_pods, judged, children.deleted)
-        update.ignored = [(m.failure.pod, m.failure.uid) for m in judgement.verdict.ignored]
+        update.ignored += [(m.failure.pod, m.failure.uid) for m in judgement.verdict.ignored]
         update.events += judgement.events
         launcher_pods = judgement.launcher_pods
         kept = {id(w) for w in judgement.workers}
@@ -243,6 +253,51 @@ def _from_children(job: MPIJob, update: StatusUpdate, children: Children, now: d
         # the job, and writes the status again; we stop the launcher and clean up
         # before the one write, so nothing runs on a finished job.
         _wind_down(job, update)
+    elif elastic:
+        _track(job, update, workers, now)
+
+
+def _lose(
+    job: MPIJob,
+    update: StatusUpdate,
+    workers: Sequence[Obj],
+    deleted: frozenset[str],
+    done_at: str | None,
+    now: datetime,
+) -> list[Obj]:
+    """An elastic job's failed workers are lost, not fatal (:mod:`.elastic`): deleted
+    after the write (and recreated), reported, counted as not started; returns the
+    workers as counted."""
+    failed = [
+        w
+        for w in workers
+        if pod_phase(w) == "Failed"
+        and not is_terminating(w)
+        and w["metadata"].get("uid") not in deleted
+        and not _failed_after(w, done_at)
+    ]
+    found = losses(job, workers, failed, deleted)
+    update.ignored += [(f.pod, f.uid) for f in found.lost]
+    update.events += lost_events(job, found.lost)
+    if found.lost:
+        update.status.last_failure = found.lost[0].status(format_time(now))
+    return found.workers
+
+
+def _track(job: MPIJob, update: StatusUpdate, workers: Sequence[Obj], now: datetime) -> None:
+    """An elastic job's count below its replicas, and its time below minReplicas."""
+    running = sum(1 for w in workers if pod_phase(w) == "Running")
+    update.events += track(job, running, now)
+    verdict = timed_out(job, workers, now)
+    if verdict is None:
+        left = below_min_seconds_left(job, now)
+        if left is not None:
+            update.requeue_after = min(left, update.requeue_after or left)
+        return
+    recorded = update.status.last_failure
+    _apply_verdict(job, update, verdict, now)
+    if recorded is not None and verdict.culprit is not None and recorded.pod == verdict.culprit.pod:
+        update.status.last_failure = recorded  # as it was recorded when the worker was lost
 
 
 def _judge_kept(job: MPIJob, update: StatusUpdate, clearing: Clearing, now: datetime) -> None:
@@ -312,66 +367,3 @@ def mark(status: JobStatus, verdict: Verdict, now: datetime) -> list[Event]:
         assert current is not None
         current.message, current.last_update_time = message, stamp
     return [Event(WARNING, verdict.reason, message)]
-
-
-def spacing_of(job: MPIJob, status: JobStatus, old: Obj, new: Obj) -> Spacing | None:
-    """Whether a changed status may wait its turn (see
-    :func:`~mpi_operator.controller.core.writes.write_status`): a fan-out's progress
-    (only more replicas active), or a launcher between its pods."""
-    if _fanning_out(status) and counts_only(old, new):
-        return Spacing(PROGRESS, worker_replicas(job))
-    # Ours only: a launcher pod that ended leaves its Job unfinished for a moment; the
-    # finished Job's write (or the next pod's) follows, so the gap waits. Not while
-    # suspended: a suspended launcher Job does not finish.
-    if not is_finished(status) and not is_suspended(job) and _launcher_between_pods(old, new):
-        return Spacing(PASSING, TRANSIENT)
-    return None
-
-
-LAUNCHER = ReplicaType.LAUNCHER.value
-
-
-def counts_only(old: Obj, new: Obj) -> bool:
-    """Only more replicas became active (progress): the conditions, times, the other
-    counts and the rest are as written."""
-    if not _only_replica_statuses_differ(old, new):
-        return False
-    before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
-    if before.keys() != after.keys():
-        return False
-    return all(
-        _without(was, "active") == _without(after[kind], "active")
-        and int(after[kind].get("active") or 0) >= int(was.get("active") or 0)
-        for kind, was in before.items()
-    )
-
-
-def _launcher_between_pods(old: Obj, new: Obj) -> bool:
-    """Only the launcher's active count went down: its pod ended, and its Job is not
-    yet marked finished (nor its next pod counted)."""
-    if not _only_replica_statuses_differ(old, new):
-        return False
-    before, after = old.get("replicaStatuses") or {}, new.get("replicaStatuses") or {}
-    if _without(before, LAUNCHER) != _without(after, LAUNCHER):
-        return False
-    was, now = before.get(LAUNCHER) or {}, after.get(LAUNCHER) or {}
-    return _without(was, "active") == _without(now, "active") and int(now.get("active") or 0) < int(
-        was.get("active") or 0
-    )
-
-
-def _only_replica_statuses_differ(old: Obj, new: Obj) -> bool:
-    """A status was written before (it has conditions) and only the replica counts
-    changed since."""
-    return bool(old.get("conditions")) and _without(old, "replicaStatuses") == _without(
-        new, "replicaStatuses"
-    )
-
-
-def _without(obj: Obj, key: str) -> Obj:
-    return {k: v for k, v in obj.items() if k != key}
-
-
-def _fanning_out(status: JobStatus) -> bool:
-    """Started but not yet Running, nor finished: the phase whose progress is spaced."""
-    return not is_finished(status) and not has_true_condition(status, ConditionType.RUNNING)

@@ -47,6 +47,7 @@ from mpi_operator.controller.kubeflow.conditions import (
     is_succeeded,
 )
 from mpi_operator.controller.kubeflow.context import SyncContext, job_reference, owner_of
+from mpi_operator.controller.kubeflow.elastic import below_min_seconds_left, is_elastic
 from mpi_operator.controller.kubeflow.launcher import (
     create_launcher,
     get_launcher,
@@ -147,6 +148,9 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         if status is not None and is_finished(status) and status.completion_time is not None:
             return Finished()
         policy = job.spec.run_policy.failure_policy
+        # Pods an earlier sync deleted for the failure policy or as an elastic job's
+        # lost workers are not judged again while the cache still shows them.
+        judged = policy is not None or is_elastic(job)
         stale = await clear_stale(self) if policy is not None else Stale()
         if stale.failures:
             # A worker the restart kept failed: judged before anything new is made.
@@ -173,7 +177,7 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
                 ensure_config_map(self),
                 ensure_ssh_secret(self),
             )
-            ending = self._ending_as_cached(launcher, policy is not None)
+            ending = self._ending_as_cached(launcher, judged)
             if ending is not None:
                 return ending
         try:
@@ -188,23 +192,26 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         if launcher is not None:
             ctx.metrics.job_info.labels(launcher["metadata"]["name"], job.namespace).set(1)
         deleted: frozenset[str] = frozenset()
-        if policy is not None:
+        if judged:
             deleted = ctx.state.deletions.pending(self.key, ctx.clock.monotonic())
         return Children(launcher, launcher_pods, workers, deleted, bystanders)
 
     def _ending_as_cached(self, launcher: Obj | None, judged: bool) -> Children | None:
         """The children as the cache shows them, when they already end the job: a
         sync whose decision is Failed creates nothing (no missing worker, no launcher)
-        before that status is written. Looked at only when a pod failed or the workers'
-        Ready timeout is over, the only ways a job ends before its launcher Job does: a
-        sync of a running job pays one scan of the phases, not a second decision."""
+        before that status is written. Looked at only when a pod failed, the workers'
+        Ready timeout is over or an elastic job's time below minReplicas is, the only
+        ways a job ends before its launcher Job does: a sync of a running job pays one
+        scan of the phases, not a second decision."""
         ctx, job = self.ctx, self.job
         if is_suspended(job):
             return None
         launcher_pods = self._launcher_pods(launcher)
         pods = (*worker_pods(self), *launcher_pods)
-        left = ready_seconds_left(job, ctx.clock.now())
-        if (left is None or left > 0) and not any(pod_phase(p) == "Failed" for p in pods):
+        now = ctx.clock.now()
+        deadlines = (ready_seconds_left(job, now), below_min_seconds_left(job, now))
+        over = any(left is not None and left <= 0 for left in deadlines)
+        if not over and not any(pod_phase(p) == "Failed" for p in pods):
             return None
         workers = cached_workers(self)
         deleted: frozenset[str] = frozenset()

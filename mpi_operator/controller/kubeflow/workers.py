@@ -50,7 +50,8 @@ def worker_pods(sync: KubeflowSync) -> list[Obj]:
     return ctx.listers.pods.by_index(WORKERS_INDEX, sync.key)
 
 
-def _index(pod: Obj) -> int | None:
+def replica_index(pod: Obj) -> int | None:
+    """The worker's replica index label; None when it has none."""
     try:
         return int((metadata_of(pod).get("labels") or {})[REPLICA_INDEX_LABEL])
     except (KeyError, ValueError):
@@ -99,7 +100,7 @@ async def ensure_workers(sync: KubeflowSync) -> list[Obj]:
         surplus = [
             pod["metadata"]["name"]
             for pod in pods
-            if (index := _index(pod)) is not None
+            if (index := replica_index(pod)) is not None
             and index >= replicas
             and owner.controls(pod)
             and not is_terminating(pod)

@@ -360,6 +360,10 @@ def test_cel_rules_name_their_fields(schema: dict[str, Any]) -> None:
             ".minReplicas",
             "spec.elasticPolicy.minReplicas must be no more than spec.elasticPolicy.maxReplicas",
         ),
+        (
+            ".belowMinTimeoutSeconds",
+            "spec.elasticPolicy.belowMinTimeoutSeconds must be greater than or equal to 0",
+        ),
     ]
 
 

@@ -60,6 +60,15 @@ def job(policy: dict[str, Any] | None, workers: int = 2) -> MPIJob:
             5,
             [f"{W}: Invalid value: 5: must be no more than spec.elasticPolicy.maxReplicas (4)"],
         ),
+        ({"minReplicas": 1, "belowMinTimeoutSeconds": 0}, 2, []),
+        (
+            {"belowMinTimeoutSeconds": -1},
+            2,
+            [
+                "spec.elasticPolicy.belowMinTimeoutSeconds: Invalid value: -1: "
+                "must be greater than or equal to 0"
+            ],
+        ),
         (
             {"maxReplicas": MAX_WORKER_REPLICAS + 1},
             2,

@@ -10,7 +10,7 @@ from mpi_operator.controller.core.expectations import CreationExpectations, Dele
 from mpi_operator.controller.core.own_writes import CONFIG_MAP, OwnWrites
 from mpi_operator.controller.core.spacing import ProgressWrites
 from mpi_operator.controller.kubeflow.children import _more_hosts_only
-from mpi_operator.controller.kubeflow.status import counts_only
+from mpi_operator.controller.kubeflow.status_spacing import counts_only
 
 
 def test_created_names_stay_pending_until_cached() -> None:
