@@ -1,5 +1,6 @@
 """The elastic example (examples/v2beta1/mpi4py-sgd/elastic.yaml) as written, on the real
-node, scaled with the real kubectl and losing a worker while it trains: the driver in
+node, scaled with the real kubectl and losing a worker while it trains (the node
+cordoned while the worker is replaced): the driver in
 the launcher sees the workers come and go through discover_hosts.sh and starts mpirun
 again on the new hosts from its last checkpoint; the job stays Running through the
 loss, and the training ends with every epoch done once and the checksum of one
@@ -25,6 +26,7 @@ from examples_support import (
 from real_node_support import container_pid, explain, launcher_log, sgd_module
 
 from devcluster import LocalCluster
+from devcluster.nodeconfig import REAL_NODE_NAME
 from devcluster.sample_jobs import on_real_node
 from devcluster.testing import wait_until
 
@@ -93,13 +95,19 @@ def test_an_elastic_job_scaled_and_losing_a_worker_trains_every_epoch_once(
         assert hosts == {f"{NAME}-worker-{i}" for i in range(4)}, last_launch
 
         # A worker killed: the job stays Running, trains on three, then on four again
-        # once the operator has recreated the worker.
+        # once the operator's new worker runs. The node is cordoned meanwhile, so that
+        # the new worker waits to be placed (as on a cluster short of room); here it
+        # would be back within seconds, before the driver saw it gone.
         pods = items(real_cluster, f"/api/v1/namespaces/{ns}/pods")
         (victim,) = [p for p in pods if p["metadata"]["name"] == f"{NAME}-worker-2"]
         killed_at = _last_epoch(log)
-        os.kill(container_pid(real_cluster, victim), signal.SIGKILL)
-        log = _wait(real_cluster, ns, _trained_on(3, killed_at), 150, "epochs on 3 ranks")
-        assert _phase(real_cluster, ns).get("Running") == "True", _phase(real_cluster, ns)
+        real_cluster.kubectl("cordon", REAL_NODE_NAME)
+        try:
+            os.kill(container_pid(real_cluster, victim), signal.SIGKILL)
+            log = _wait(real_cluster, ns, _trained_on(3, killed_at), 150, "epochs on 3 ranks")
+            assert _phase(real_cluster, ns).get("Running") == "True", _phase(real_cluster, ns)
+        finally:
+            real_cluster.kubectl("uncordon", REAL_NODE_NAME)
         three_at = max(e for e, _, n in _epochs(log) if n == 3)
         _wait(real_cluster, ns, _trained_on(4, three_at), 150, "epochs on 4 ranks again")
 
