@@ -36,11 +36,15 @@ from mpi_operator.controller.core.objects import is_job_finished, parse_time, po
 from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.writes import Decision
 from mpi_operator.controller.kubeflow.children import (
+    create_launcher,
     delete_pod_group,
     ensure_config_map,
     ensure_pod_group,
     ensure_service,
     ensure_ssh_secret,
+    get_launcher,
+    stop_launcher,
+    sync_suspension,
 )
 from mpi_operator.controller.kubeflow.conditions import (
     is_finished,
@@ -48,12 +52,6 @@ from mpi_operator.controller.kubeflow.conditions import (
 )
 from mpi_operator.controller.kubeflow.context import SyncContext, job_reference, owner_of
 from mpi_operator.controller.kubeflow.elastic import below_min_seconds_left, is_elastic
-from mpi_operator.controller.kubeflow.launcher import (
-    create_launcher,
-    get_launcher,
-    stop_launcher,
-    sync_suspension,
-)
 from mpi_operator.controller.kubeflow.policy import replaces_failed_only
 from mpi_operator.controller.kubeflow.ready_timeout import ready_seconds_left
 from mpi_operator.controller.kubeflow.restart import Stale, clear_stale, recreate_ignored

@@ -47,6 +47,7 @@ from mpi_operator.controller.core.job_sync import JobSync
 from mpi_operator.controller.core.objects import (
     format_time,
     is_terminating,
+    labels_of,
     pod_phase,
     uid_of,
 )
@@ -209,8 +210,7 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         doomed = [
             name
             for name, pod in pods.items()
-            if (metadata_of(pod).get("labels") or {}).get(REPLICA_TYPE_LABEL)
-            == ReplicaType.WORKER.value
+            if labels_of(pod).get(REPLICA_TYPE_LABEL) == ReplicaType.WORKER.value
             and not is_terminating(pod)
             and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
         ]
