@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from mpi_operator.api.object_model import Obj
@@ -66,9 +67,11 @@ from mpi_operator.controller.core.objects import (
 )
 from mpi_operator.controller.core.own_writes import CONFIG_MAP
 from mpi_operator.controller.core.owner import (
+    Child,
     create_or_adopt,
     create_unless_cached,
     delete,
+    ensure,
     ensure_controlled,
     warn,
 )
@@ -85,24 +88,56 @@ SSH_SECRET_KEYS = sorted((SSH_PRIVATE_KEY, SSH_PUBLIC_KEY))
 LAUNCHER_FAILED = "launcher pod created failed: "
 
 
-async def ensure_service(sync: KubeflowSync) -> Obj:
+async def ensure_environment(sync: KubeflowSync) -> None:
+    """The Service, the ConfigMap (hostfile, ``discover_hosts.sh``) and the SSH Secret
+    the pods need, ensured through one core call (:func:`~.core.owner.ensure`).
+    Deviation: the reference creates them one after another."""
     ctx, owner, job = sync.ctx, sync.owner, sync.job
-    desired = new_job_service(job)
-    current = ctx.listers.services.get(job.namespace, desired["metadata"]["name"])
-    if current is None:
-        return await create_or_adopt(ctx, owner, SERVICES, desired, NO_KIND)
-    ensure_controlled(ctx, owner, current, NO_KIND)
+    service = new_job_service(job)
+    replicas, running = worker_replicas(job), running_workers(sync)
+    config = new_config_map(job, replicas, running, ctx.options.cluster_domain)
+    config_current = ctx.state.own_writes.latest(
+        sync.key, ctx.listers.configmaps.get(job.namespace, config["metadata"]["name"]), CONFIG_MAP
+    )
+    secret_current = ctx.listers.secrets.get(job.namespace, job.name + "-ssh")
+    await ensure(
+        ctx,
+        owner,
+        [
+            Child(
+                SERVICES,
+                ctx.listers.services.get(job.namespace, service["metadata"]["name"]),
+                lambda: service,
+                NO_KIND,
+                partial(_fix_service, sync, service),
+            ),
+            Child(
+                CONFIGMAPS,
+                config_current,
+                lambda: config,
+                NO_KIND,
+                partial(_fix_config_map, sync, config, replicas, len(running)),
+            ),
+            Child(
+                SECRETS,
+                secret_current,
+                partial(_new_secret, sync),
+                NO_KIND,
+                partial(_fix_secret, sync),
+            ),
+        ],
+    )
+
+
+async def _fix_service(sync: KubeflowSync, desired: Obj, current: Obj) -> None:
     spec, want = current.get("spec") or {}, desired["spec"]
     if spec.get("selector") != want["selector"] or bool(
         spec.get("publishNotReadyAddresses")
     ) != bool(want.get("publishNotReadyAddresses")):
         updated = {**current, "spec": {**spec, "selector": want["selector"]}}
         updated["spec"]["publishNotReadyAddresses"] = bool(want.get("publishNotReadyAddresses"))
-        result: Obj = await ctx.client.replace(
-            SERVICES, job.namespace, current["metadata"]["name"], updated
-        )
-        return result
-    return current
+        name = current["metadata"]["name"]
+        await sync.ctx.client.replace(SERVICES, sync.job.namespace, name, updated)
 
 
 def running_workers(sync: KubeflowSync) -> list[Obj]:
@@ -122,31 +157,23 @@ def running_workers(sync: KubeflowSync) -> list[Obj]:
     ]
 
 
-async def ensure_config_map(sync: KubeflowSync) -> Obj:
-    ctx, owner, job = sync.ctx, sync.owner, sync.job
-    replicas, running = worker_replicas(job), running_workers(sync)
-    desired = new_config_map(job, replicas, running, ctx.options.cluster_domain)
-    key = sync.key
-    current = ctx.state.own_writes.latest(
-        key, ctx.listers.configmaps.get(job.namespace, desired["metadata"]["name"]), CONFIG_MAP
-    )
-    if current is None:
-        return await create_or_adopt(ctx, owner, CONFIGMAPS, desired, NO_KIND)
-    ensure_controlled(ctx, owner, current, NO_KIND)
+async def _fix_config_map(
+    sync: KubeflowSync, desired: Obj, replicas: int, running: int, current: Obj
+) -> None:
+    ctx, key = sync.ctx, sync.key
     data = current.get("data") or {}
-    if data != desired["data"]:
-        progress = len(running) < replicas and _more_hosts_only(data, desired["data"])
-        if progress and ctx.state.progress.defer("configmap", key, ctx.requeue_after, replicas):
-            return current
-        updated = {**current, "data": desired["data"]}
-        result: Obj = await ctx.client.replace(
-            CONFIGMAPS, job.namespace, current["metadata"]["name"], updated
-        )
-        ctx.state.own_writes.wrote(key, current, result, CONFIG_MAP)
-        if progress:
-            ctx.state.progress.wrote("configmap", key, replicas)
-        return result
-    return current
+    if data == desired["data"]:
+        return
+    progress = running < replicas and _more_hosts_only(data, desired["data"])
+    if progress and ctx.state.progress.defer("configmap", key, ctx.requeue_after, replicas):
+        return
+    updated = {**current, "data": desired["data"]}
+    result: Obj = await ctx.client.replace(
+        CONFIGMAPS, sync.job.namespace, current["metadata"]["name"], updated
+    )
+    ctx.state.own_writes.wrote(key, current, result, CONFIG_MAP)
+    if progress:
+        ctx.state.progress.wrote("configmap", key, replicas)
 
 
 def _more_hosts_only(current: Obj, desired: Obj) -> bool:
@@ -164,22 +191,14 @@ async def _new_secret(sync: KubeflowSync) -> Obj:
     return await asyncio.to_thread(new_ssh_auth_secret, job, ctx.keygen)
 
 
-async def ensure_ssh_secret(sync: KubeflowSync) -> Obj:
-    ctx, owner, job = sync.ctx, sync.owner, sync.job
-    name = job.name + "-ssh"
-    current = ctx.listers.secrets.get(job.namespace, name)
-    if current is None:
-        desired = await _new_secret(sync)
-        return await create_or_adopt(ctx, owner, SECRETS, desired, NO_KIND)
-    ensure_controlled(ctx, owner, current, NO_KIND)
+async def _fix_secret(sync: KubeflowSync, current: Obj) -> None:
     if secret_keys(current) != SSH_SECRET_KEYS:
         # Deviation: upstream generates a fresh key pair on every sync to learn
         # the expected key names; we know them, and generate only to repair.
         desired = await _new_secret(sync)
         updated = {**current, "data": desired["data"]}
-        result: Obj = await ctx.client.replace(SECRETS, job.namespace, name, updated)
-        return result
-    return current
+        name = current["metadata"]["name"]
+        await sync.ctx.client.replace(SECRETS, sync.job.namespace, name, updated)
 
 
 def pod_group_resource(gang: GangScheduling) -> Resource:

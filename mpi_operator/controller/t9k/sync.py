@@ -51,7 +51,6 @@ from mpi_operator.controller.core.objects import (
     pod_phase,
     uid_of,
 )
-from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.pods import delete_pods
 from mpi_operator.controller.runner import Finish
 from mpi_operator.controller.t9k import children
@@ -108,11 +107,7 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         # The pods may have ended the job already (a status write that failed after the
         # clean-up, a pause asked as it ended): nothing is made or paused anew then.
         if not finished and not pods_finished(job, pods):
-            await run_all(
-                children.ensure_service(self),
-                children.ensure_config_map(self),
-                children.ensure_ssh_secret(self),
-            )
+            await children.ensure_environment(self)
             if job.paused:
                 live = [name for name, pod in pods.items() if not is_terminating(pod)]
                 await children.delete_pods_together(self, live)
