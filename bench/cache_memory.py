@@ -11,7 +11,7 @@ queued key), divided by the pods cached. Three transforms at the informer:
 * ``managedFields dropped``: every informer's default
   (:func:`~mpi_operator.client.informer.strip_managed_fields`), what the pod informers
   cached before the slim pod;
-* ``slim``: :func:`~mpi_operator.controller.core.pod_cache.slim_pod`, what they cache.
+* ``slim``: :func:`~mpi_operator.controller.core.objects.slim_pod`, what they cache.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.hot_path import fanout_stream, feed_watch, recorded_job_controller, stream_chunks
 from mpi_operator.client.informer import Transform, strip_managed_fields
-from mpi_operator.controller.core.pod_cache import slim_pod
+from mpi_operator.controller.core.objects import slim_pod
 
 PODS = 2000
 TRANSFORMS: dict[str, Transform | None] = {

@@ -139,7 +139,7 @@ DYNAMIC_REASON_SITES = {
     # A failure policy's Decision: one of policy.py's *_REASON constants.
     "mpi_operator.controller.kubeflow.status:mark",
     # The launcher builder's warnings: builders' *_REASON constants.
-    "mpi_operator.controller.kubeflow.launcher:_report_warnings",
+    "mpi_operator.controller.kubeflow.children:_report_warnings",
     # owner.warn and create_or_adopt's ``failed``: constants at their callers.
     "mpi_operator.controller.core.owner:warn",
     "mpi_operator.controller.core.owner:_create",

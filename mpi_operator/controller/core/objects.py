@@ -1,11 +1,12 @@
 """Accessors of the objects both kinds read: metadata, pods, batch Jobs, conditions and
-times (pure)."""
+times, and what the pod caches keep of a pod (:func:`slim_pod`). Pure, and calls
+nothing else of ours: every lookup a sync makes on a cached object is here."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from mpi_operator.api.object_model import Obj
 
@@ -41,6 +42,10 @@ def name_of(obj: Obj) -> str:
 
 def uid_of(obj: Obj) -> str:
     return str(_metadata(obj).get("uid") or "")
+
+
+def resource_version_of(obj: Obj) -> str:
+    return str(_metadata(obj).get("resourceVersion") or "")
 
 
 def labels_of(obj: Obj) -> dict[str, str]:
@@ -113,3 +118,55 @@ def get_condition(status: _WithConditions[C], condition_type: str) -> C | None:
         if condition.type == condition_type:
             return condition
     return None
+
+
+_STATUS_KEYS = ("phase", "reason", "message", "startTime", "conditions")
+_CONTAINER_KEYS = ("name", "state", "lastState", "ready", "restartCount")
+_CONDITION_KEYS = ("type", "status", "reason", "message", "lastTransitionTime")
+
+
+def _containers(statuses: Any) -> list[Obj]:
+    return [
+        {k: cs[k] for k in _CONTAINER_KEYS if k in cs}
+        for cs in statuses or ()
+        if isinstance(cs, dict)
+    ]
+
+
+def slim_pod(pod: Obj) -> Obj:
+    """The cached form of ``pod`` (a new dict; the input is not modified): what the
+    controllers keep of a pod in their caches, only what they read.
+
+    A worker pod as the API returns it is mostly spec (containers, env, volumes, mounts)
+    and container-status detail (images, IDs, timestamps) that no controller decision
+    uses. At thousands of cached pods that is most of the operator's memory, so the pod
+    informers store this, as client-go's TransformFunc allows.
+
+    Kept: the whole metadata (minus managedFields): names, labels, annotations, owner
+    references, deletion and creation timestamps, which adoption, expectations and
+    indexing read. ``spec.nodeName``. From the status: phase, reason, message, start
+    time, the conditions, and each container's name, state, last state, readiness and
+    restart count, which the status, the failure policy and the culprit read.
+
+    Pods are never written back from the cache (workers are created from the builders and
+    deleted by name), so nothing dropped here can be lost on a write. Jobs are not slimmed:
+    the launcher Job is updated with a PUT of the cached object.
+    """
+    meta = dict(_metadata(pod))
+    meta.pop("managedFields", None)
+    out: Obj = {"metadata": meta}
+    spec = pod.get("spec") or {}
+    out["spec"] = {"nodeName": spec["nodeName"]} if "nodeName" in spec else {}
+    status = pod.get("status") or {}
+    slim: Obj = {k: status[k] for k in _STATUS_KEYS if k in status}
+    if "conditions" in slim:
+        slim["conditions"] = [
+            {k: c[k] for k in _CONDITION_KEYS if k in c}
+            for c in slim["conditions"] or ()
+            if isinstance(c, dict)
+        ]
+    for key in ("initContainerStatuses", "containerStatuses"):
+        if key in status:
+            slim[key] = _containers(status[key])
+    out["status"] = slim
+    return out

@@ -17,15 +17,12 @@ newer and the kept object goes.
 
 from __future__ import annotations
 
-from mpi_operator.api.object_model import Obj, metadata_of
+from mpi_operator.api.object_model import Obj
+from mpi_operator.controller.core.objects import resource_version_of
 
 #: What was written: the MPIJob's status, or its ConfigMap (hostfile, discover_hosts.sh).
 STATUS = "status"
 CONFIG_MAP = "configmap"
-
-
-def _resource_version(obj: Obj) -> str:
-    return str(metadata_of(obj).get("resourceVersion") or "")
 
 
 class OwnWrites:
@@ -38,7 +35,7 @@ class OwnWrites:
 
     def wrote(self, key: str, replaced: Obj, returned: Obj, what: str = STATUS) -> None:
         """A write for ``key`` replaced ``replaced`` and answered ``returned``."""
-        before, after = _resource_version(replaced), _resource_version(returned)
+        before, after = resource_version_of(replaced), resource_version_of(returned)
         if not before or not after or after == before:
             return  # nothing to tell the two apart by
         meta = returned.get("metadata")
@@ -46,7 +43,7 @@ class OwnWrites:
             meta.pop("managedFields", None)  # as the informer keeps it
         kept = self._written.setdefault(key, {})
         superseded = frozenset((before,))
-        if (last := kept.get(what)) is not None and _resource_version(last[1]) == before:
+        if (last := kept.get(what)) is not None and resource_version_of(last[1]) == before:
             superseded |= last[0]  # written over our own last answer: the cache lags more
         kept[what] = (superseded, returned)
 
@@ -58,7 +55,7 @@ class OwnWrites:
         if entry is None:
             return cached
         superseded, returned = entry
-        if cached is not None and _resource_version(cached) in superseded:
+        if cached is not None and resource_version_of(cached) in superseded:
             return returned
         del kept[what]
         if not kept:

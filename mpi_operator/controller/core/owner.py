@@ -20,8 +20,9 @@ and ``patch`` on every Secret of the cluster only for this rare path is not wort
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from inspect import isawaitable
 
 from mpi_operator.api.object_model import Obj, metadata_of
 from mpi_operator.client import (
@@ -38,6 +39,7 @@ from mpi_operator.client import (
 )
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.objects import labels_of
+from mpi_operator.controller.core.parallel import run_all
 
 ERR_RESOURCE_EXISTS = "ErrResourceExists"
 MESSAGE_RESOURCE_EXISTS = (
@@ -136,6 +138,39 @@ async def create_or_adopt(
         patch = {"metadata": {"labels": dict(owner.labels)}}
         existing = await ctx.client.patch(resource, owner.namespace, name, patch)
     return existing
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    """A child a job needs one of, as its kind sees it: what the cache shows of it
+    (``current``), how to build it when it is missing (``desired``, called only then;
+    awaited when it is costly, as an SSH key pair) and how to bring an existing one that the
+    owner controls up to date (``fix``; None: nothing of it is ever changed)."""
+
+    resource: Resource
+    current: Obj | None
+    desired: Callable[[], Obj | Awaitable[Obj]]
+    kind: str
+    """The Kind in the ErrResourceExists message."""
+    fix: Callable[[Obj], Awaitable[object]] | None = None
+
+
+async def ensure(ctx: CoreContext, owner: Owner, children: Sequence[Child]) -> None:
+    """Creates (or adopts) each missing child and fixes each existing one the owner
+    controls, all at once (:func:`~.parallel.run_all`: each is sent in the given order
+    before any answer is awaited); one the owner does not control fails the sync."""
+    await run_all(*(_ensure_one(ctx, owner, child) for child in children))
+
+
+async def _ensure_one(ctx: CoreContext, owner: Owner, child: Child) -> None:
+    if child.current is None:
+        built = child.desired()
+        desired = await built if isawaitable(built) else built
+        await create_or_adopt(ctx, owner, child.resource, desired, child.kind)
+        return
+    ensure_controlled(ctx, owner, child.current, child.kind)
+    if child.fix is not None:
+        await child.fix(child.current)
 
 
 async def create_unless_cached(

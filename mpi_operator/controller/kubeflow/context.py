@@ -22,6 +22,7 @@ from mpi_operator.builders.kubeflow.common import WORKER
 from mpi_operator.client import Lister
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.job_sync import JobSync
+from mpi_operator.controller.core.objects import labels_of
 from mpi_operator.controller.core.on_demand import OnDemandCache
 from mpi_operator.controller.core.owner import Owner, reference
 from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
@@ -101,9 +102,8 @@ def restart_attempt(job: MPIJob) -> int:
 
 def attempt_of(obj: Obj) -> int:
     """The restart attempt a pod or launcher Job was made for (0: before any restart)."""
-    labels = metadata_of(obj).get("labels") or {}
     try:
-        return int(labels.get(RESTART_ATTEMPT_LABEL) or 0)
+        return int(labels_of(obj).get(RESTART_ATTEMPT_LABEL) or 0)
     except ValueError:
         return 0
 

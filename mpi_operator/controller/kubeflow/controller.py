@@ -22,10 +22,10 @@ from mpi_operator.client import (
 )
 from mpi_operator.client.kubeapi import PRIORITY_CLASSES
 from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG
+from mpi_operator.controller.core.objects import slim_pod
 from mpi_operator.controller.core.on_demand import OnDemandCache
-from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers, Urgent
-from mpi_operator.controller.kubeflow.children import pod_group_resource
+from mpi_operator.controller.kubeflow.children import ThroughLauncherJob, pod_group_resource
 from mpi_operator.controller.kubeflow.context import (
     OPERATOR_SELECTOR,
     WORKERS_INDEX,
@@ -34,7 +34,6 @@ from mpi_operator.controller.kubeflow.context import (
     job_reference,
     workers_index,
 )
-from mpi_operator.controller.kubeflow.launcher import ThroughLauncherJob
 from mpi_operator.controller.kubeflow.metrics import ControllerMetrics
 from mpi_operator.controller.kubeflow.policy import replacing_failed
 from mpi_operator.controller.kubeflow.sync import MPIJobSyncer

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mpi_operator.api.object_model import Obj, metadata_of
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import JOB_ROLE_LABEL, PodFailure
+from mpi_operator.controller.core.objects import labels_of, name_of, uid_of
 
 _FAR_FUTURE = "9999-12-31T23:59:59Z"
 
@@ -86,16 +87,15 @@ def failed_pod(pod: Obj) -> FailedPod | None:
     status = pod.get("status") or {}
     if status.get("phase") != "Failed":
         return None
-    meta = metadata_of(pod)
     conditions = status.get("conditions") or []
     failed = _failed_containers(status)
     container, terminated = failed[0] if failed else (None, {})
     stamps = [str(c.get("lastTransitionTime") or "") for c in conditions]
     finished_at = str(terminated.get("finishedAt") or "") or max(stamps, default="")
     return FailedPod(
-        role=str((meta.get("labels") or {}).get(JOB_ROLE_LABEL) or "pod"),
-        pod=str(meta.get("name") or ""),
-        uid=str(meta.get("uid") or ""),
+        role=str(labels_of(pod).get(JOB_ROLE_LABEL) or "pod"),
+        pod=name_of(pod),
+        uid=uid_of(pod),
         container=container,
         exit_code=int(terminated["exitCode"]) if failed else None,
         reason=str(terminated.get("reason") or "") or None,

@@ -33,14 +33,15 @@ from mpi_operator.controller.core.context import Syncer, cached
 from mpi_operator.controller.core.invalid import report_invalid
 from mpi_operator.controller.core.job_sync import JobSync
 from mpi_operator.controller.core.objects import is_job_finished, parse_time, pod_phase
-from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.writes import Decision
 from mpi_operator.controller.kubeflow.children import (
+    create_launcher,
     delete_pod_group,
-    ensure_config_map,
+    ensure_environment,
     ensure_pod_group,
-    ensure_service,
-    ensure_ssh_secret,
+    get_launcher,
+    stop_launcher,
+    sync_suspension,
 )
 from mpi_operator.controller.kubeflow.conditions import (
     is_finished,
@@ -48,12 +49,6 @@ from mpi_operator.controller.kubeflow.conditions import (
 )
 from mpi_operator.controller.kubeflow.context import SyncContext, job_reference, owner_of
 from mpi_operator.controller.kubeflow.elastic import below_min_seconds_left, is_elastic
-from mpi_operator.controller.kubeflow.launcher import (
-    create_launcher,
-    get_launcher,
-    stop_launcher,
-    sync_suspension,
-)
 from mpi_operator.controller.kubeflow.policy import replaces_failed_only
 from mpi_operator.controller.kubeflow.ready_timeout import ready_seconds_left
 from mpi_operator.controller.kubeflow.restart import Stale, clear_stale, recreate_ignored
@@ -171,12 +166,7 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
             # worker that failed first (an OOM that made mpirun exit) is still the culprit.
             bystanders = [w for w in worker_pods(self) if owner.controls(w)]
         if launcher is None or not is_job_finished(launcher):
-            # Deviation: the reference creates these three one after another.
-            await run_all(
-                ensure_service(self),
-                ensure_config_map(self),
-                ensure_ssh_secret(self),
-            )
+            await ensure_environment(self)
             ending = self._ending_as_cached(launcher, judged)
             if ending is not None:
                 return ending

@@ -2,7 +2,7 @@
 
 Missing pods are created concurrently in growing batches (8, 16, 32, ...) that stop
 at the first error, at most 500 per sync, as the Job controller's slow start does
-(:mod:`~mpi_operator.controller.core.slowstart`); the reference operator creates them one
+(:mod:`~mpi_operator.controller.core.pods`); the reference operator creates them one
 call at a time. Pods to remove are deleted all at once, at most 500 in one sync, and a
 finished job's workers in one delete of their collection
 (:mod:`~mpi_operator.controller.core.pod_collection`).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from mpi_operator.api.object_model import Obj, metadata_of
+from mpi_operator.api.object_model import Obj
 from mpi_operator.api.v2beta1 import (
     REPLICA_INDEX_LABEL,
     CleanPodPolicy,
@@ -23,6 +23,7 @@ from mpi_operator.builders.kubeflow.common import worker_name, worker_names
 from mpi_operator.builders.kubeflow.worker import new_worker
 from mpi_operator.controller.core.objects import (
     is_terminating,
+    labels_of,
     name_of,
     pod_phase,
     uid_of,
@@ -53,7 +54,7 @@ def worker_pods(sync: KubeflowSync) -> list[Obj]:
 def replica_index(pod: Obj) -> int | None:
     """The worker's replica index label; None when it has none."""
     try:
-        return int((metadata_of(pod).get("labels") or {})[REPLICA_INDEX_LABEL])
+        return int(labels_of(pod)[REPLICA_INDEX_LABEL])
     except (KeyError, ValueError):
         return None
 
@@ -63,7 +64,7 @@ def _not_started(job: MPIJob, index: int) -> Obj:
 
 
 async def _create_missing(sync: KubeflowSync, missing: list[int]) -> dict[int, Obj]:
-    """Creates the first of ``missing`` (see slowstart); the rest waits for a requeue."""
+    """Creates the first of ``missing`` (slow start); the rest waits for a requeue."""
     ctx, owner, job = sync.ctx, sync.owner, sync.job
     by_name = {worker_name(job, i): i for i in missing}
 

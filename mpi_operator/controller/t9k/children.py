@@ -28,8 +28,10 @@ from mpi_operator.client.errors import ApiError
 from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
 from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG, raise_if_not_served
 from mpi_operator.controller.core.owner import (
+    Child,
     create_or_adopt,
     create_unless_cached,
+    ensure,
     ensure_controlled,
 )
 from mpi_operator.controller.core.pod_collection import PodCollection, delete_pod_collection
@@ -43,37 +45,44 @@ POD_GROUP_NEEDED_FOR = "spec.scheduler.t9kScheduler"
 UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
-async def ensure_service(sync: T9kSync) -> None:
+async def ensure_environment(sync: T9kSync) -> None:
+    """The Service, the ConfigMap (hostfile) and the SSH Secret the pods need, ensured
+    through one core call (:func:`~.core.owner.ensure`)."""
     ctx, owner, job = sync.ctx, sync.owner, sync.job
-    current = ctx.listers.services.get(job.namespace, job.name)
-    if current is None:
-        await create_or_adopt(ctx, owner, SERVICES, new_service(job), SERVICES.kind)
-    else:
-        ensure_controlled(ctx, owner, current, SERVICES.kind)
+    config = new_config_map(job)
+    await ensure(
+        ctx,
+        owner,
+        [
+            Child(
+                SERVICES,
+                ctx.listers.services.get(job.namespace, job.name),
+                partial(new_service, job),
+                SERVICES.kind,
+            ),
+            Child(
+                CONFIGMAPS,
+                ctx.listers.configmaps.get(job.namespace, config_name(job)),
+                lambda: config,
+                CONFIGMAPS.kind,
+                partial(_fix_config_map, sync, config),
+            ),
+            Child(
+                SECRETS,
+                ctx.listers.secrets.get(job.namespace, secret_name(job)),
+                # Key generation is CPU-bound; keep it off the event loop.
+                partial(asyncio.to_thread, new_ssh_secret, job, ctx.keygen),
+                SECRETS.kind,
+            ),
+        ],
+    )
 
 
-async def ensure_config_map(sync: T9kSync) -> None:
-    ctx, owner, job = sync.ctx, sync.owner, sync.job
-    desired = new_config_map(job)
-    current = ctx.listers.configmaps.get(job.namespace, config_name(job))
-    if current is None:
-        await create_or_adopt(ctx, owner, CONFIGMAPS, desired, CONFIGMAPS.kind)
-        return
-    ensure_controlled(ctx, owner, current, CONFIGMAPS.kind)
+async def _fix_config_map(sync: T9kSync, desired: Obj, current: Obj) -> None:
     if (current.get("data") or {}) != desired["data"]:
         updated = {**current, "data": desired["data"]}
-        await ctx.client.replace(CONFIGMAPS, job.namespace, config_name(job), updated)
-
-
-async def ensure_ssh_secret(sync: T9kSync) -> None:
-    ctx, owner, job = sync.ctx, sync.owner, sync.job
-    current = ctx.listers.secrets.get(job.namespace, secret_name(job))
-    if current is None:
-        # Key generation is CPU-bound; keep it off the event loop.
-        desired = await asyncio.to_thread(new_ssh_secret, job, ctx.keygen)
-        await create_or_adopt(ctx, owner, SECRETS, desired, SECRETS.kind)
-    else:
-        ensure_controlled(ctx, owner, current, SECRETS.kind)
+        name = config_name(sync.job)
+        await sync.ctx.client.replace(CONFIGMAPS, sync.job.namespace, name, updated)
 
 
 async def ensure_pod_group(sync: T9kSync) -> None:

@@ -26,8 +26,8 @@ from mpi_operator.client import (
 )
 from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
 from mpi_operator.controller.core.crds import GANG_SCHEDULING_FLAG
+from mpi_operator.controller.core.objects import slim_pod
 from mpi_operator.controller.core.on_demand import OnDemandCache
-from mpi_operator.controller.core.pod_cache import slim_pod
 from mpi_operator.controller.handlers import ChildHandlers
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import (

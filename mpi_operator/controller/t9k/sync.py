@@ -47,10 +47,10 @@ from mpi_operator.controller.core.job_sync import JobSync
 from mpi_operator.controller.core.objects import (
     format_time,
     is_terminating,
+    labels_of,
     pod_phase,
     uid_of,
 )
-from mpi_operator.controller.core.parallel import run_all
 from mpi_operator.controller.core.pods import delete_pods
 from mpi_operator.controller.runner import Finish
 from mpi_operator.controller.t9k import children
@@ -107,11 +107,7 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         # The pods may have ended the job already (a status write that failed after the
         # clean-up, a pause asked as it ended): nothing is made or paused anew then.
         if not finished and not pods_finished(job, pods):
-            await run_all(
-                children.ensure_service(self),
-                children.ensure_config_map(self),
-                children.ensure_ssh_secret(self),
-            )
+            await children.ensure_environment(self)
             if job.paused:
                 live = [name for name, pod in pods.items() if not is_terminating(pod)]
                 await children.delete_pods_together(self, live)
@@ -209,8 +205,7 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         doomed = [
             name
             for name, pod in pods.items()
-            if (metadata_of(pod).get("labels") or {}).get(REPLICA_TYPE_LABEL)
-            == ReplicaType.WORKER.value
+            if labels_of(pod).get(REPLICA_TYPE_LABEL) == ReplicaType.WORKER.value
             and not is_terminating(pod)
             and (policy == CleanUpPolicy.ALL or pod_phase(pod) in _UNFINISHED_POD_PHASES)
         ]

@@ -2,7 +2,7 @@
 
 * A big job's backlog of pod creates must not hold back another job: the client's
   budget is shared in turns per job (``client/ratelimit.py`` FairTokenBucket) and one
-  sync creates at most 500 pods (``controller/slowstart.py``). Before, the big job's
+  sync creates at most 500 pods (``controller/core/pods.py``). Before, the big job's
   slow-start batches reserved the client's tokens far ahead (a batch of 128 at
   10 qps: 12.8 s, then 256: 25.6 s) and every other request waited behind them.
 * A worker pod deleted right after it was created is created again at once: the pod

@@ -22,7 +22,7 @@ from mpi_operator.client.clock import FakeClock
 from mpi_operator.client.ratelimit import DISPATCH_TICK, FairTokenBucket, request_flow
 from mpi_operator.client.workqueue import RateLimitingQueue
 from mpi_operator.controller.core.expectations import CreationExpectations
-from mpi_operator.controller.core.slowstart import MAX_CREATES_PER_SYNC, create_slow_start
+from mpi_operator.controller.core.pods import MAX_CREATES_PER_SYNC, create_slow_start
 from mpi_operator.controller.options import ControllerOptions
 from mpi_operator.controller.queue_controller import new_work_queue
 from mpi_operator.controller.runner import SyncRunner

@@ -17,7 +17,7 @@ from mpi_operator.controller.handlers import (
     PodObserver,
     Urgent,
 )
-from mpi_operator.controller.kubeflow.launcher import ThroughLauncherJob
+from mpi_operator.controller.kubeflow.children import ThroughLauncherJob
 from mpi_operator.controller.kubeflow.policy import replacing_failed
 
 Obj = dict[str, Any]

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from mpi_operator.controller.core.objects import pod_phase
-from mpi_operator.controller.core.pod_cache import slim_pod
+from mpi_operator.controller.core.objects import pod_phase, slim_pod
 from mpi_operator.controller.kubeflow.culprit import failed_pod
 
 Obj = dict[str, Any]

@@ -1,5 +1,5 @@
 """Pods a sync created are kept, until the sync ends, in the form the cache keeps
-(:func:`~mpi_operator.controller.core.pod_cache.slim_pod`), not as the API returned them.
+(:func:`~mpi_operator.controller.core.objects.slim_pod`), not as the API returned them.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from mpi_operator.client.errors import ApiError
 from mpi_operator.controller.core.context import CoreContext
 from mpi_operator.controller.core.expectations import CreationExpectations
 from mpi_operator.controller.core.owner import Owner
-from mpi_operator.controller.core.pods import create_pods
-from mpi_operator.controller.core.slowstart import (
+from mpi_operator.controller.core.pods import (
     INITIAL_BATCH,
     MAX_CREATES_PER_SYNC,
     PendingPod,
     batch_sizes,
+    create_pods,
     create_slow_start,
 )
 from mpi_operator.controller.core.state import JobState

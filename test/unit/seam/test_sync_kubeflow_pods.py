@@ -8,7 +8,7 @@ from recording_client import internal_error
 from seam_objects import MPIJobBuilder
 from sync_fixtures import MAX_CREATES_PER_SYNC, kubeflow_world, pod_names
 
-from mpi_operator.controller.core.slowstart import INITIAL_BATCH
+from mpi_operator.controller.core.pods import INITIAL_BATCH
 
 
 async def test_pods_in_flight_are_not_created_twice() -> None:
