@@ -179,14 +179,15 @@ def stop_operator(proc: OperatorProcess) -> None:
 def real_node_operator(
     cluster: LocalCluster, namespace: str, tmp_path: Path
 ) -> Iterator[OperatorProcess]:
-    """The operator for the real node's tests, watching only ``namespace``; its T9k
-    launchers' init container runs the node's t9k-init image (busybox cannot be fetched
-    here). Killed afterwards, its log printed."""
+    """The operator for the real node's tests, watching only ``namespace`` (or the
+    comma-separated namespaces, its Lease in the first); its T9k launchers' init
+    container runs the node's t9k-init image (busybox cannot be fetched here). Killed
+    afterwards, its log printed."""
     proc = start_operator(
         tmp_path,
         cluster.kubeconfig,
         f"--namespace={namespace}",
-        f"--lock-namespace={namespace}",
+        f"--lock-namespace={namespace.split(',')[0]}",
         f"--t9k-init-image={T9K_INIT_IMAGE}",
     )
     try:
@@ -200,13 +201,14 @@ def real_node_operator(
 def namespaced_operator(
     cluster: LocalCluster, namespace: str, tmp_path: Path, *flags: str
 ) -> Iterator[OperatorProcess]:
-    """The operator as a process, watching only ``namespace`` (its Lease there too), with
-    ``flags`` added, stopped cleanly afterwards; its log is printed at the end."""
+    """The operator as a process, watching only ``namespace`` (or the comma-separated
+    namespaces, its Lease in the first), with ``flags`` added, stopped cleanly
+    afterwards; its log is printed at the end."""
     proc = start_operator(
         tmp_path,
         cluster.kubeconfig,
         f"--namespace={namespace}",
-        f"--lock-namespace={namespace}",
+        f"--lock-namespace={namespace.split(',')[0]}",
         *flags,
     )
     try:

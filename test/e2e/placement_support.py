@@ -64,11 +64,14 @@ def assert_placement(
     *,
     hosts: list[str],
     slots: int,
+    hostfile: str | None = None,
 ) -> dict[int, str]:
     """Asserts that the hostfile lists ``hosts`` (pod names, in order) with ``slots``
     each, and that every rank in ``log`` ran where that hostfile puts it; prints and
-    returns the ranks' hosts."""
-    hostfile = job_hostfile(cluster, ns, job)
+    returns the ranks' hosts. ``hostfile``: the job's, read when it finished (a job
+    whose TTL may have deleted it since); else read from its ConfigMap now."""
+    if hostfile is None:
+        hostfile = job_hostfile(cluster, ns, job)
     assert hostfile_slots(hostfile) == [(h, slots) for h in hosts], hostfile
     ran = rank_hosts(log)
     print(f"{job}: " + ", ".join(f"rank {r} on {h}" for r, h in sorted(ran.items())))

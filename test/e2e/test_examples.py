@@ -12,7 +12,10 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,37 +25,33 @@ from examples_support import (
     ALL_EXAMPLES,
     EXAMPLES,
     REAL_NODE_SKIPS,
-    ROOT,
     apply,
     docs,
     example_id,
     items,
     kwok_example,
     namespaced_operator,
-    real_node_operator,
     wait_for_condition,
 )
 from placement_support import assert_placement, kubeflow_hosts
-from real_node_support import (
-    PI_RESULT,
-    RUN_TIMEOUT,
-    assert_sgd_trained,
-    explain,
-    launcher_log,
-    launcher_pod,
-    run_kubeflow,
+from real_examples_support import (
+    CONCURRENT_RUN_TIMEOUT,
+    ExampleRun,
+    all_examples_running,
+    images,
+    is_t9k,
+    raise_if_stopped,
 )
+from real_node_support import PI_RESULT, assert_sgd_trained
 
 from devcluster import ANNOTATION_PREFIX, LocalCluster, builds
-from devcluster.crds import crds_installed
-from devcluster.nodeconfig import containerd_name
-from devcluster.sample_jobs import on_real_node
-from devcluster.testing import OperatorProcess, wait_until
+from devcluster.testing import OperatorProcess
 
 Obj = dict[str, Any]
-T9K_CRD = ROOT / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
-
 EXAMPLE_FILES = sorted(EXAMPLES.rglob("*.yaml"))
+#: One test's wait for its example's run on KWOK (wait_for_condition's own deadline is
+#: 90 s; all the runs go at once).
+KWOK_WAIT = 120
 EXPECTED = {
     "pi/pi.yaml",
     "pi/pi-intel.yaml",
@@ -108,33 +107,73 @@ def test_example_passes_a_server_dry_run(
     assert f"mpijob.kubeflow.org/{job['metadata']['name']} created (server dry run)" in out.stdout
 
 
-@pytest.fixture
-def operator(
-    full_cluster: LocalCluster, full_namespace: str, tmp_path: Path
-) -> Iterator[OperatorProcess]:
-    with namespaced_operator(full_cluster, full_namespace, tmp_path) as proc:
-        yield proc
+@dataclass
+class KwokRun:
+    """An example's run on KWOK's nodes: once it Succeeded, its job and what its
+    namespace held at that moment (a TTL may delete the job before its test reads it)."""
+
+    job: Obj
+    pods: list[Obj]
+    podgroups: list[Obj]
+    configmaps: list[Obj]
+
+
+def _run_on_kwok(
+    cluster: LocalCluster, ns: str, path: Path, proc: OperatorProcess, stop: threading.Event
+) -> KwokRun:
+    job = kwok_example(path)
+    name = job["metadata"]["name"]
+    apply(cluster, ns, job)
+    done = wait_for_condition(
+        cluster, ns, name, "Succeeded", proc, each_poll=raise_if_stopped(stop)
+    )
+    return KwokRun(
+        job=done,
+        pods=items(cluster, f"/api/v1/namespaces/{ns}/pods"),
+        podgroups=items(cluster, f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"),
+        configmaps=items(cluster, f"/api/v1/namespaces/{ns}/configmaps"),
+    )
+
+
+@pytest.fixture(scope="module")
+def kwok_runs(
+    full_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[Path, Future[KwokRun]]]:
+    """Every example running on KWOK's nodes at once, a namespace each, one operator
+    watching them all (stopped cleanly after the module's last test: SIGTERM, exit 0);
+    each test waits for its own example's run."""
+    stop = threading.Event()
+    with contextlib.ExitStack() as stack:
+        namespaces = {}
+        for path in EXAMPLE_FILES:
+            ns = full_cluster.create_namespace(f"example-{path.stem}"[:40])
+            stack.callback(full_cluster.delete_namespace, ns)
+            namespaces[path] = ns
+        proc = stack.enter_context(
+            namespaced_operator(
+                full_cluster, ",".join(namespaces.values()), tmp_path_factory.mktemp("kwok")
+            )
+        )
+        pool = ThreadPoolExecutor(max_workers=len(namespaces), thread_name_prefix="kwok")
+        stack.callback(pool.shutdown, wait=True)
+        stack.callback(stop.set)
+        yield {
+            path: pool.submit(_run_on_kwok, full_cluster, ns, path, proc, stop)
+            for path, ns in namespaces.items()
+        }
 
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=_id)
-def test_example_runs_to_success(
-    full_cluster: LocalCluster, full_namespace: str, operator: OperatorProcess, path: Path
-) -> None:
-    ns = full_namespace
-    job = kwok_example(path)
-    name = job["metadata"]["name"]
-    apply(full_cluster, ns, job)
-    done = wait_for_condition(full_cluster, ns, name, "Succeeded", operator)
-    launcher = done["status"]["replicaStatuses"]["Launcher"]
+def test_example_runs_to_success(kwok_runs: dict[Path, Future[KwokRun]], path: Path) -> None:
+    run = kwok_runs[path].result(timeout=KWOK_WAIT)
+    name = run.job["metadata"]["name"]
+    launcher = run.job["status"]["replicaStatuses"]["Launcher"]
     assert launcher.get("succeeded") == 1
-    pods = items(full_cluster, f"/api/v1/namespaces/{ns}/pods")
     # Without --gang-scheduling the gang example's schedulingPolicy is ignored: the
     # default scheduler places its pods and no PodGroup is made.
-    assert all(p["spec"].get("schedulerName") == "default-scheduler" for p in pods)
-    podgroups = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
-    assert items(full_cluster, podgroups) == []
-    config = items(full_cluster, f"/api/v1/namespaces/{ns}/configmaps")
-    hostfiles = [c for c in config if c["metadata"]["name"] == f"{name}-config"]
+    assert all(p["spec"].get("schedulerName") == "default-scheduler" for p in run.pods)
+    assert run.podgroups == []
+    hostfiles = [c for c in run.configmaps if c["metadata"]["name"] == f"{name}-config"]
     assert hostfiles and "hostfile" in hostfiles[0]["data"]
 
 
@@ -259,47 +298,25 @@ def test_framework_programs_compile() -> None:
 
 
 # -- each example as written, on the real node --------------------------------------
+#
+# All at once (real_examples_support): each example's run waits on pod starts, sshd,
+# DNS and its image's entry point, hardly on the CPU, so the runs overlap, as many as
+# the node's memory holds; each test waits for its own example's run and checks it.
+
+RUNNABLE = [p for p in ALL_EXAMPLES if example_id(p) not in REAL_NODE_SKIPS]
+#: One test's wait for its run: its own deadlines (to succeed, then 60 s for its pods
+#: to go) once the node's memory holds it, behind at most every other run.
+RUN_WAIT = (CONCURRENT_RUN_TIMEOUT + 60) * len(RUNNABLE)
 
 
-def _node_has(cluster: LocalCluster, image: str) -> bool:
-    """Whether the real node's containerd has ``image`` (the name as the example gives it,
-    resolved as the kubelet resolves it), so that the kubelet pulls nothing."""
-    assert cluster.node is not None
-    socket = str(cluster.node.layout.containerd_socket)
-    listed = subprocess.run(
-        ["ctr", "--address", socket, "-n", "k8s.io", "images", "ls", "-q"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout.split()
-    return containerd_name(image) in listed
-
-
-def _images(job: Obj) -> set[str]:
-    specs = job["spec"].get("mpiReplicaSpecs") or {"Worker": job["spec"]["worker"]}
-    return {c["image"] for r in specs.values() for c in r["template"]["spec"]["containers"]}
-
-
-def _run_t9k(cluster: LocalCluster, ns: str, job: Obj, proc: OperatorProcess) -> str:
-    """The T9k MPIJob on the real node until its phase is Succeeded; the launcher's log."""
-    name = job["metadata"]["name"]
-    apply(cluster, ns, on_real_node(job))
-    path = f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{ns}/mpijobs/{name}"
-
-    def finished() -> Obj | None:
-        assert proc.poll() is None, proc.output()[-4000:]
-        _, body = cluster.request("GET", path)
-        status: Obj = body.get("status") or {}
-        return status if status.get("phase") in ("Succeeded", "Failed") else None
-
-    try:
-        status = wait_until(finished, RUN_TIMEOUT, f"T9k mpijob {name} finished")
-        assert status["phase"] == "Succeeded", status
-    except BaseException:
-        print(explain(cluster, ns))
-        raise
-    return launcher_log(cluster, ns, name)
+@pytest.fixture(scope="module")
+def real_examples(
+    real_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, ExampleRun]]:
+    """Every runnable example running on the real node (started by the first test that
+    asks), stopped and cleaned up after the module's last test."""
+    with all_examples_running(real_cluster, RUNNABLE, tmp_path_factory.mktemp("examples")) as runs:
+        yield runs
 
 
 @pytest.mark.parametrize("path", ALL_EXAMPLES, ids=example_id)
@@ -315,28 +332,21 @@ def test_example_runs_as_written_on_the_real_node(
     if reason:
         pytest.skip(f"{example_id(path)}: {reason}")
     cluster: LocalCluster = request.getfixturevalue("real_cluster")
-    ns: str = request.getfixturevalue("real_ns")
-    tmp_path: Path = request.getfixturevalue("tmp_path")
-    (job,) = docs(path)
-    images = _images(job)
-    missing = [image for image in images if not _node_has(cluster, image)]
-    assert not missing, f"the real node has no image {missing} (make node-images)"
-    name = job["metadata"]["name"]
-    with contextlib.ExitStack() as stack:
-        if job["apiVersion"].startswith("batch.tensorstack.dev/"):
-            stack.enter_context(crds_installed(cluster, (T9K_CRD,)))
-        proc = stack.enter_context(real_node_operator(cluster, ns, tmp_path))
-        if job["apiVersion"].startswith("batch.tensorstack.dev/"):
-            log = _run_t9k(cluster, ns, job, proc)
-            hosts = [f"{name}-worker-{i}" for i in range(job["spec"]["worker"]["replicas"])]
-            slots = 1
-        else:
-            _, log = run_kubeflow(cluster, ns, job, proc)
-            hosts, slots = kubeflow_hosts(job)
-        launcher = launcher_pod(cluster, ns, name)
-        assert {c["image"] for c in launcher["spec"]["containers"]} <= images
-        assert_placement(cluster, ns, name, log, hosts=hosts, slots=slots)
-        if path.parent.name == "mpi4py-sgd":
-            assert_sgd_trained(log, ranks=2)
-        else:
-            assert PI_RESULT.search(log), log
+    run: ExampleRun = request.getfixturevalue("real_examples")[example_id(path)]
+    assert not run.missing, f"the real node has no image {run.missing} (make node-images)"
+    done = run.result(timeout=RUN_WAIT)
+    print(f"{example_id(path)}: {done.queued_s:.0f}s queued, Succeeded {done.ran_s:.0f}s later")
+    job, name = run.job, run.name
+    if is_t9k(job):
+        hosts = [f"{name}-worker-{i}" for i in range(job["spec"]["worker"]["replicas"])]
+        slots = 1
+    else:
+        hosts, slots = kubeflow_hosts(job)
+    assert {c["image"] for c in done.launcher["spec"]["containers"]} <= images(job)
+    assert_placement(
+        cluster, run.namespace, name, done.log, hosts=hosts, slots=slots, hostfile=done.hostfile
+    )
+    if path.parent.name == "mpi4py-sgd":
+        assert_sgd_trained(done.log, ranks=2)
+    else:
+        assert PI_RESULT.search(done.log), done.log
