@@ -11,10 +11,12 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import pytest
 from controller_harness import Cluster
+from harness import api_client
 
 from devcluster.polling import eventually
-from mpi_operator.client import PODS, is_not_found
+from mpi_operator.client import PODS, KubeClient, is_not_found
 from mpi_operator.client.errors import ApiError
 
 Obj = dict[str, Any]
@@ -223,3 +225,20 @@ async def delete_job_and_wait(cluster: Cluster, within: float = 30) -> None:
         return False
 
     await eventually(gone, within=within, interval=0.2, what="the MPIJob gone")
+
+
+# Fixtures ``kube`` and ``cluster`` of the KWOK tests that hold pods, on the full cluster;
+# a test module imports them to use them in place of conftest.py's.
+@pytest.fixture(name="kube")
+async def kwok_kube_fixture(full_cluster: Any) -> AsyncIterator[KubeClient]:
+    async with api_client(full_cluster, qps=50, burst=100) as client:
+        yield client
+
+
+@pytest.fixture(name="cluster")
+async def kwok_cluster_fixture(kube: KubeClient, full_namespace: str) -> AsyncIterator[Cluster]:
+    view = Cluster(kube, full_namespace)
+    try:
+        yield view
+    finally:
+        await release_all(view)  # a failed test leaves no pod held

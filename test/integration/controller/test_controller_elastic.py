@@ -14,36 +14,27 @@ the operator and the real API server, scheduler and Job controller do the rest.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from controller_harness import Cluster, mpijob
-from harness import api_client, controllers
-from kwok_support import hold, kwok_evict, live, release, release_all, wait_phase
+from harness import controllers
+from kwok_support import (  # noqa: F401 (fixtures)
+    hold,
+    kwok_cluster_fixture,
+    kwok_evict,
+    kwok_kube_fixture,
+    live,
+    release,
+    wait_phase,
+)
 
 from devcluster.polling import eventually
-from mpi_operator.client import CONFIGMAPS, PODS, KubeClient
+from mpi_operator.client import CONFIGMAPS, PODS
 from mpi_operator.controller.core.objects import parse_time
 from mpi_operator.controller.kubeflow.controller import MPIJobController
 
 Obj = dict[str, Any]
 WORKERS = ["job-worker-0", "job-worker-1", "job-worker-2"]
-
-
-@pytest.fixture
-async def kube(full_cluster: Any) -> AsyncIterator[KubeClient]:
-    async with api_client(full_cluster, qps=50, burst=100) as client:
-        yield client
-
-
-@pytest.fixture
-async def cluster(kube: KubeClient, full_namespace: str) -> AsyncIterator[Cluster]:
-    view = Cluster(kube, full_namespace)
-    try:
-        yield view
-    finally:
-        await release_all(view)  # a failed test leaves no pod held
 
 
 def _job(timeout: int) -> Obj:

@@ -24,23 +24,22 @@ Everything is read from the API server.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from controller_harness import Cluster, mpijob
-from harness import api_client, controllers
-from kwok_support import (
+from harness import controllers
+from kwok_support import (  # noqa: F401 (fixtures)
     attempt,
     hold,
     holds_for,
+    kwok_cluster_fixture,
     kwok_fail,
+    kwok_kube_fixture,
     launcher_job_gone,
     launcher_job_of_attempt,
     launcher_pods,
     live,
     release,
-    release_all,
     running_again,
     wait_launcher_pod,
     wait_phase,
@@ -48,26 +47,11 @@ from kwok_support import (
 
 from devcluster.polling import eventually
 from mpi_operator.api.scheduling import GangScheduling
-from mpi_operator.client import PODS, KubeClient
+from mpi_operator.client import PODS
 from mpi_operator.client.kubeapi import POD_GROUPS_WORKLOAD_API
 from mpi_operator.controller.kubeflow.controller import MPIJobController
 
 Obj = dict[str, Any]
-
-
-@pytest.fixture
-async def kube(full_cluster: Any) -> AsyncIterator[KubeClient]:
-    async with api_client(full_cluster, qps=50, burst=100) as client:
-        yield client
-
-
-@pytest.fixture
-async def cluster(kube: KubeClient, full_namespace: str) -> AsyncIterator[Cluster]:
-    view = Cluster(kube, full_namespace)
-    try:
-        yield view
-    finally:
-        await release_all(view)  # a failed test leaves no pod held
 
 
 def _job() -> Obj:
