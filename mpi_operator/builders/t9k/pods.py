@@ -137,7 +137,7 @@ def run_mode(job: MPIJob, resumed: bool) -> str:
 
 
 def pod_run_mode(pod: Obj) -> str:
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    annotations = metadata_of(pod).get("annotations") or {}
     return str(annotations.get(RUN_MODE_ANNOTATION) or RUN_MODE_NORMAL)
 
 

@@ -31,7 +31,7 @@ def parse_time(stamp: str | None) -> float | None:
 
 
 def _metadata(obj: Obj) -> Obj:
-    # Read here, not through api.object_model: these accessors run on every pod a sync reads.
+    # metadata_of's one line, kept here so that the sync's pure lookups call nothing else of ours.
     found: Obj = obj.get("metadata") or {}
     return found
 
