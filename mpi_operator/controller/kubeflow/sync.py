@@ -51,7 +51,7 @@ from mpi_operator.controller.kubeflow.context import SyncContext, job_reference,
 from mpi_operator.controller.kubeflow.elastic import below_min_seconds_left, is_elastic
 from mpi_operator.controller.kubeflow.policy import replaces_failed_only
 from mpi_operator.controller.kubeflow.ready_timeout import ready_seconds_left
-from mpi_operator.controller.kubeflow.restart import Stale, clear_stale, recreate_ignored
+from mpi_operator.controller.kubeflow.restart import clear_stale, recreate_ignored
 from mpi_operator.controller.kubeflow.status import (
     Children,
     Clearing,
@@ -138,33 +138,17 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
     async def _ensure_children(self) -> Facts:
         """Creates or fixes the children as far as the job needs them now; returns what
         the status is decided from."""
-        ctx, owner, job = self.ctx, self.owner, self.job
+        ctx, job = self.ctx, self.job
         status = job.status
         if status is not None and is_finished(status) and status.completion_time is not None:
             return Finished()
-        policy = job.spec.run_policy.failure_policy
         # Pods an earlier sync deleted for the failure policy or as an elastic job's
         # lost workers are not judged again while the cache still shows them.
-        judged = policy is not None or is_elastic(job)
-        stale = await clear_stale(self) if policy is not None else Stale()
-        if stale.failures:
-            # A worker the restart kept failed: judged before anything new is made.
-            pending = ctx.state.deletions.pending(self.key, ctx.clock.monotonic())
-            return Clearing(stale.failures, pending)
-        if stale.launcher and not stale.workers and replaces_failed_only(job):
-            # A RestartFailed restart whose failed workers are gone: their replacements
-            # start while the old launcher Job goes; the new one waits for it (and, with
-            # no gang scheduling, for every worker to be Ready).
-            return await self._replace_failed_workers()
-        if stale:
-            # A restart is under way: nothing new until the last attempt's children are gone.
-            return Clearing()
-        launcher = get_launcher(self)
-        bystanders: list[Obj] = []
-        if launcher is not None and is_job_finished(launcher):
-            # Deviation: the reference judges no worker once its launcher finished; a
-            # worker that failed first (an OOM that made mpirun exit) is still the culprit.
-            bystanders = [w for w in worker_pods(self) if owner.controls(w)]
+        judged = job.spec.run_policy.failure_policy is not None or is_elastic(job)
+        restarting = await self._restart_under_way()
+        if restarting is not None:
+            return restarting
+        launcher, bystanders = self._launcher()
         if launcher is None or not is_job_finished(launcher):
             await ensure_environment(self)
             ending = self._ending_as_cached(launcher, judged)
@@ -185,6 +169,38 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
         if judged:
             deleted = ctx.state.deletions.pending(self.key, ctx.clock.monotonic())
         return Children(launcher, launcher_pods, workers, deleted, bystanders)
+
+    async def _restart_under_way(self) -> Facts | None:
+        """A failure policy's restart still clearing the earlier attempt's children
+        (:func:`~.restart.clear_stale`): what the status is decided from meanwhile, or
+        None once nothing of it is left."""
+        job = self.job
+        if job.spec.run_policy.failure_policy is None:
+            return None
+        stale = await clear_stale(self)
+        if stale.failures:
+            # A worker the restart kept failed: judged before anything new is made.
+            pending = self.ctx.state.deletions.pending(self.key, self.ctx.clock.monotonic())
+            return Clearing(stale.failures, pending)
+        if stale.launcher and not stale.workers and replaces_failed_only(job):
+            # A RestartFailed restart whose failed workers are gone: their replacements
+            # start while the old launcher Job goes; the new one waits for it (and, with
+            # no gang scheduling, for every worker to be Ready).
+            return await self._replace_failed_workers()
+        if stale:
+            # A restart is under way: nothing new until the last attempt's children are gone.
+            return Clearing()
+        return None
+
+    def _launcher(self) -> tuple[Obj | None, list[Obj]]:
+        """The launcher Job, and the workers that are bystanders of its end: once it
+        finished, they are judged with it."""
+        launcher = get_launcher(self)
+        if launcher is None or not is_job_finished(launcher):
+            return launcher, []
+        # Deviation: the reference judges no worker once its launcher finished; a
+        # worker that failed first (an OOM that made mpirun exit) is still the culprit.
+        return launcher, [w for w in worker_pods(self) if self.owner.controls(w)]
 
     def _ending_as_cached(self, launcher: Obj | None, judged: bool) -> Children | None:
         """The children as the cache shows them, when they already end the job: a
@@ -219,11 +235,9 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
     async def _replace_failed_workers(self) -> Clearing | Rejected:
         """Creates the workers a RestartFailed restart replaces (and nothing else) while
         the old launcher Job is still going."""
-        ctx, job = self.ctx, self.job
         try:
-            if not is_suspended(job):
-                if ctx.options.gang is not None:
-                    await ensure_pod_group(self)
+            if not is_suspended(self.job):
+                await self._ensure_pod_group()
                 await ensure_workers(self)
         except ApiError as err:
             if err.status != INVALID:
@@ -241,8 +255,7 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
             return launcher, workers
         try:
             if not is_suspended(job):
-                if ctx.options.gang is not None:
-                    await ensure_pod_group(self)
+                await self._ensure_pod_group()
                 workers = await ensure_workers(self)
             at_startup = job.spec.launcher_creation_policy == LauncherCreationPolicy.AT_STARTUP
             # A RestartFailed restart's mpirun needs every host: it waits for them all.
@@ -258,6 +271,11 @@ class MPIJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
                 raise
             raise _Rejected(err.message) from err
         return launcher, workers
+
+    async def _ensure_pod_group(self) -> None:
+        """The gang's PodGroup, before the pods it places (with ``--gang-scheduling``)."""
+        if self.ctx.options.gang is not None:
+            await ensure_pod_group(self)
 
     async def act(self, update: StatusUpdate) -> None:
         """The child writes a written decision asks for: its metrics counted, ignored
