@@ -16,6 +16,7 @@ or ``cleanUpWorkers`` deletes go in one delete of their collection when they may
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import ClassVar
 
@@ -101,22 +102,31 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
     resource: ClassVar[Resource] = T9K_MPIJOBS
 
     async def run(self) -> Finish:
+        """Ensure the children, decide the status (pure), then hand back the finish:
+        write the status once, then act on the written decision."""
         ctx, owner, job = self.ctx, self.owner, self.job
-        finished = job.status is not None and job.status.phase in TERMINAL_PHASES
         pods = children.job_pods(self)
-        # The pods may have ended the job already (a status write that failed after the
-        # clean-up, a pause asked as it ended): nothing is made or paused anew then.
-        if not finished and not pods_finished(job, pods):
-            await children.ensure_environment(self)
-            if job.paused:
-                live = [name for name, pod in pods.items() if not is_terminating(pod)]
-                await children.delete_pods_together(self, live)
-            else:
-                await self._delete_surplus_pods(pods)
-                pods.update(await self._create_missing_pods(pods))
+        await self._ensure_children(pods)
         written = owner.obj.get("status") or {}
         decision = decide(job, pods, ctx.clock.now(), written, pods_created=bool(pods))
         return self.finishing(decision)
+
+    async def _ensure_children(self, pods: dict[str, Obj]) -> None:
+        """The Service, ConfigMap and Secret, then the pods as the job wants them now
+        (``pods``, the cached ones by name, follows what is created and deleted)."""
+        job = self.job
+        finished = job.status is not None and job.status.phase in TERMINAL_PHASES
+        # The pods may have ended the job already (a status write that failed after the
+        # clean-up, a pause asked as it ended): nothing is made or paused anew then.
+        if finished or pods_finished(job, pods):
+            return
+        await children.ensure_environment(self)
+        if job.paused:
+            live = [name for name, pod in pods.items() if not is_terminating(pod)]
+            await children.delete_pods_together(self, live)
+        else:
+            await self._delete_surplus_pods(pods)
+            pods.update(await self._create_missing_pods(pods))
 
     async def act(self, update: StatusUpdate) -> None:
         """Decide, write, then act: the pods that show the job ended are deleted only
@@ -133,13 +143,20 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
 
     async def _create_missing_pods(self, pods: dict[str, Obj]) -> dict[str, Obj]:
         """Slow-start creation of the pods not in the cache nor in flight, as the
-        Kubeflow workers' (:mod:`~mpi_operator.controller.core.pods`)."""
-        ctx, job = self.ctx, self.job
-        in_flight = ctx.in_flight(self.key, pods)
-        missing = [(t, i, n) for t, i, n in slots(job) if n not in pods and n not in in_flight]
+        Kubeflow workers' (:mod:`~mpi_operator.controller.core.pods`), after the job's
+        PodGroup."""
+        in_flight = self.ctx.in_flight(self.key, pods)
+        missing = [(t, i, n) for t, i, n in slots(self.job) if n not in pods and n not in in_flight]
         if not missing:
             return {}
         await children.ensure_pod_group(self)
+        return await children.create_pods_of(self, self._builds(missing))
+
+    def _builds(
+        self, missing: list[tuple[ReplicaType, int, str]]
+    ) -> list[tuple[str, Callable[[], Obj]]]:
+        """The missing pods, each with the call that builds it when its turn comes."""
+        ctx, job = self.ctx, self.job
         resumed = was_paused(job)
         workload_api = ctx.options.workload_api
 
@@ -151,8 +168,7 @@ class T9kJobSync(JobSync[SyncContext, MPIJob, StatusUpdate]):
                 )
             return new_worker_pod(job, index, resumed=resumed, workload_api=workload_api)
 
-        pending = [(name, partial(build, t, i)) for t, i, name in missing]
-        return await children.create_pods_of(self, pending)
+        return [(name, partial(build, t, i)) for t, i, name in missing]
 
     async def _delete_surplus_pods(self, pods: dict[str, Obj]) -> None:
         """Removes workers beyond ``spec.worker.replicas`` (after a scale-down), and
