@@ -29,7 +29,7 @@ from mpi_operator.api.v2beta1 import (
     ReplicaType,
 )
 from mpi_operator.client.events import NORMAL, WARNING
-from mpi_operator.controller.core.objects import is_terminating, parse_time
+from mpi_operator.controller.core.objects import is_terminating, parse_time, uid_of
 from mpi_operator.controller.core.writes import Event
 from mpi_operator.controller.kubeflow.conditions import (
     BELOW_REPLICAS,
@@ -84,7 +84,7 @@ class Losses:
     workers: list[Obj] = field(default_factory=list)
 
 
-def _not_started(pod: Obj) -> Obj:
+def _counted_as_missing(pod: Obj) -> Obj:
     meta = pod.get("metadata") or {}
     return {"metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}}
 
@@ -104,12 +104,10 @@ def losses(
         if policy is None or match(policy, f).action != FailurePolicyAction.FAIL_JOB
     ]
     uids = {f.uid for f in lost} | deleted
-    counted = [_not_started(w) if _uid(w) in uids or is_terminating(w) else w for w in workers]
+    counted = [
+        _counted_as_missing(w) if uid_of(w) in uids or is_terminating(w) else w for w in workers
+    ]
     return Losses(lost, counted)
-
-
-def _uid(pod: Obj) -> str:
-    return str((pod.get("metadata") or {}).get("uid") or "")
 
 
 def lost_events(job: MPIJob, lost: Sequence[FailedPod]) -> list[Event]:
