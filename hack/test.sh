@@ -13,24 +13,33 @@
 # $MPI_OPERATOR_BUILDS_DIR). The lanes run at a lower priority (nice 10) than the tests.
 # Warm, every build is a check of its cache key and both lanes end within seconds.
 # Each lane's lines are prefixed with its name; the exit status is non-zero when a
-# build, a check or a test failed.
+# build, a check or a test failed, or when a warm run took longer than its budget
+# (devcluster/budget.py: the phases' seconds, the builds' and the CPU's, at the end).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MAKE="${MAKE:-make}"
 BIN=.venv/bin
 
+began=$SECONDS
 "$MAKE" --no-print-directory venv || exit 1
 
 MPI_OPERATOR_BUILDS_DIR="$(mktemp -d)"
 export MPI_OPERATOR_BUILDS_DIR
+phase() { # phase NAME: the seconds since the last phase ended, under NAME
+  echo "$1 $((SECONDS - began))" >>"$MPI_OPERATOR_BUILDS_DIR/phases.txt"
+  began=$SECONDS
+}
+cpu() { head -n 1 /proc/stat >"$MPI_OPERATOR_BUILDS_DIR/cpu-$1"; }
+phase "virtualenv"
 built() { [[ -e "$MPI_OPERATOR_BUILDS_DIR/$1.done" || -e "$MPI_OPERATOR_BUILDS_DIR/$1.failed" ]]; }
 
 lane() { # lane NAME TARGET...: make each target in turn, stop at the first failure
   local name="$1"; shift
   {
     for target in "$@"; do
-      if nice -n 10 "$MAKE" --no-print-directory "$target"; then
-        touch "$MPI_OPERATOR_BUILDS_DIR/$target.done"
+      local start=$SECONDS
+      if nice -n 10 "$MAKE" --no-print-directory "$target"; then # its seconds, for the budget
+        echo "$((SECONDS - start))" >"$MPI_OPERATOR_BUILDS_DIR/$target.done"
       else # this one and the rest of the lane: failed, for the tests that wait for them
         for rest in "$@"; do built "$rest" || touch "$MPI_OPERATOR_BUILDS_DIR/$rest.failed"; done
         exit 1
@@ -48,17 +57,25 @@ trap 'exit 130' INT TERM
 
 status=0
 "$MAKE" --no-print-directory lint typecheck || status=1
+phase "lint and type checks"
 "$BIN/pytest" test/unit || status=1
+phase "unit tests"
 
 # Every cluster starts from the control plane's binaries; the rest is waited for by
 # the tests that need it.
 until built helm && built binaries; do sleep 1; done
+phase "waiting for the binaries"
 if [[ -e "$MPI_OPERATOR_BUILDS_DIR/binaries.failed" || -e "$MPI_OPERATOR_BUILDS_DIR/helm.failed" ]]; then
   echo "make test: the control plane's binaries failed to build (the lines marked [go]); the cluster suites not run" >&2
   exit 1
 fi
+cpu cluster-start
 "$BIN/pytest" --ignore=test/unit || status=1
+cpu cluster-end
+phase "cluster suites"
 
 wait "$go_lane" || { echo "make test: a Go build failed: see the lines marked [go]" >&2; status=1; }
 wait "$apt_lane" || { echo "make test: a package or image build failed: see the lines marked [apt]" >&2; status=1; }
+phase "waiting for the builds"
+"$BIN/python" -m devcluster.budget || status=1
 exit "$status"
