@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import ssl
@@ -47,6 +48,7 @@ class ClusterAccess:
     kubeconfig: Path
     pki: Pki
     shape: str
+    ports: dict[str, int]
     _ssl: ssl.SSLContext | None
 
     @property
@@ -190,6 +192,43 @@ class ClusterAccess:
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         path.chmod(0o600)
         return path
+
+    def _write_kubeconfig(self) -> None:
+        def b64(p: Path) -> str:
+            return base64.b64encode(p.read_bytes()).decode()
+
+        config = self._kubeconfig(
+            "admin",
+            {
+                "client-certificate-data": b64(self.pki.admin_crt),
+                "client-key-data": b64(self.pki.admin_key),
+            },
+        )
+        tmp = self.kubeconfig.with_suffix(".tmp")
+        tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+        tmp.chmod(0o600)
+        tmp.replace(self.kubeconfig)
+
+    def _component_get(self, component: str, path: str) -> tuple[int, bytes]:
+        """GET ``path`` from a control-plane component's own port (its serving
+        certificate is self-signed, and the path one it allows anonymously)."""
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        url = f"https://127.0.0.1:{self.ports[component]}{path}"
+        with urllib.request.urlopen(url, context=ctx, timeout=5) as r:
+            return int(r.status), r.read()
+
+    def _healthz(self, component: str) -> bool:
+        return self._component_get(component, "/healthz")[0] == 200
+
+    def component_metrics(self, component: str) -> str:
+        """The Prometheus text of ``kube-scheduler``'s or
+        ``kube-controller-manager``'s ``/metrics`` (shape ``full``)."""
+        status, body = self._component_get(component, "/metrics")
+        if status != 200:
+            raise ClusterError(f"{component} /metrics answered {status}")
+        return body.decode()
 
     def _kubeconfig(self, user: str, credentials: dict[str, str]) -> dict[str, Any]:
         return components.kubeconfig(self.server, self.pki.ca_crt, user, credentials)

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import functools
 import json
 import shutil
 import ssl
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from . import binaries as binmod
 from . import components, etcd_http, teardown
@@ -342,27 +336,6 @@ class LocalCluster(ClusterAccess):
 
         self._wait("kube-apiserver /readyz", ready)
 
-    def _component_get(self, component: str, path: str) -> tuple[int, bytes]:
-        """GET ``path`` from a control-plane component's own port (its serving
-        certificate is self-signed, and the path one it allows anonymously)."""
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        url = f"https://127.0.0.1:{self.ports[component]}{path}"
-        with urllib.request.urlopen(url, context=ctx, timeout=5) as r:
-            return int(r.status), r.read()
-
-    def _healthz(self, component: str) -> bool:
-        return self._component_get(component, "/healthz")[0] == 200
-
-    def component_metrics(self, component: str) -> str:
-        """The Prometheus text of ``kube-scheduler``'s or
-        ``kube-controller-manager``'s ``/metrics`` (shape ``full``)."""
-        status, body = self._component_get(component, "/metrics")
-        if status != 200:
-            raise ClusterError(f"{component} /metrics answered {status}")
-        return body.decode()
-
     def _nodes_ready(self) -> bool:
         nodes = (self._get("/api/v1/nodes") or {}).get("items", [])
         ready = [
@@ -379,22 +352,6 @@ class LocalCluster(ClusterAccess):
 
     def _layout(self) -> components.Layout:
         return components.Layout(self.workdir, self.pki, self.kubeconfig, dict(self.ports))
-
-    def _write_kubeconfig(self) -> None:
-        def b64(p: Path) -> str:
-            return base64.b64encode(p.read_bytes()).decode()
-
-        config = self._kubeconfig(
-            "admin",
-            {
-                "client-certificate-data": b64(self.pki.admin_crt),
-                "client-key-data": b64(self.pki.admin_key),
-            },
-        )
-        tmp = self.kubeconfig.with_suffix(".tmp")
-        tmp.write_text(yaml.safe_dump(config, sort_keys=False))
-        tmp.chmod(0o600)
-        tmp.replace(self.kubeconfig)
 
     def _apiserver_args(self, binary: Path) -> list[str]:
         extra: list[str] = []

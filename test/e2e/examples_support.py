@@ -16,7 +16,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from devcluster import LocalCluster
-from devcluster.demo import load_mpijob
+from devcluster.demo_job import load_mpijob
 from devcluster.nodeconfig import T9K_INIT_IMAGE
 from devcluster.sample_jobs import with_kwok_behaviour
 from devcluster.testing import OperatorProcess, wait_until

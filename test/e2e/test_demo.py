@@ -222,7 +222,7 @@ def test_make_demo_runs_the_module() -> None:
 
 def test_kwok_behaviour_is_added_to_a_copy() -> None:
     from devcluster import COMPLETE_AFTER, START_DELAY
-    from devcluster.demo import job_state, load_mpijob
+    from devcluster.demo_job import job_state, load_mpijob
     from devcluster.sample_jobs import with_kwok_behaviour
 
     original = load_mpijob(PI)

@@ -24,7 +24,7 @@ import yaml
 from examples_support import DEPLOY, EXAMPLES, ROOT, apply, condition, items, mpijob
 
 from devcluster import LocalCluster, builds
-from devcluster.demo import load_mpijob
+from devcluster.demo_job import load_mpijob
 from devcluster.nodeconfig import REAL_NODE_LABEL, REAL_NODE_NAME, REAL_NODE_TAINT
 from devcluster.sample_jobs import on_real_node
 from devcluster.testing import wait_until

@@ -37,7 +37,7 @@ from test_helm_install import made_image
 from test_in_cluster_operator import _explain
 
 from devcluster import LocalCluster
-from devcluster.demo import load_mpijob
+from devcluster.demo_job import load_mpijob
 from devcluster.nodeconfig import REAL_NODE_NAME, REAL_NODE_TAINT
 from devcluster.sample_jobs import on_real_node
 from devcluster.testing import wait_until

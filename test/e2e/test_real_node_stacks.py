@@ -35,7 +35,7 @@ from real_node_support import (
 )
 
 from devcluster import LocalCluster
-from devcluster.demo import load_mpijob
+from devcluster.demo_job import load_mpijob
 from devcluster.nodeconfig import MPI_IMAGES
 from devcluster.testing import OperatorProcess, wait_until
 

@@ -17,7 +17,7 @@ from examples_support import EXAMPLES, ROOT, namespaced_operator
 
 from devcluster import LocalCluster
 from devcluster.crds import crds_installed
-from devcluster.demo import load_mpijob
+from devcluster.demo_job import load_mpijob
 from devcluster.nodeconfig import MPI_IMAGES, T9K_INIT_IMAGE
 from devcluster.sample_jobs import on_real_node
 from devcluster.testing import OperatorProcess

@@ -30,7 +30,7 @@ from examples_support import DEPLOY, EXAMPLES, ROOT, items
 from real_node_support import PI_RESULT, run_kubeflow
 
 from devcluster import LocalCluster
-from devcluster.demo import load_mpijob
+from devcluster.demo_job import load_mpijob
 from devcluster.nodeconfig import MPI_IMAGES
 from devcluster.testing import OperatorProcess, wait_until
 from mpi_operator.api import t9k
