@@ -38,7 +38,8 @@ class Sizes:
     raw_reps: dict[str, int] = field(default_factory=dict)
     #: The throughput's raw ceiling: that many jobs' children in flight at once (each
     #: job's together); 0: every job's the moment it is acknowledged. One was the
-    #: fastest to all pods Ready here (RESULTS.md, 2026-11-28).
+    #: fastest to all pods Ready here (2026-11-28: ``git show
+    #: 44cb355:bench/results/RESULTS.md``).
     raw_lanes: int = 1
     configs: list[QpsConfig] = field(default_factory=list)
     timeout: float = 900.0
