@@ -1,5 +1,5 @@
 """Runs on the real node side by side: every runnable example of examples/ at once for
-test_examples.py, and the cases of the real-node tests (test_real_node*.py,
+test_examples.py, and the cases of the real-node tests (test_real_node_stacks.py,
 test_sdk_real_node.py), each module's at once.
 
 The runs' programs are tiny: each run waits on pod starts, sshd, DNS and (MPICH's
