@@ -1,27 +1,31 @@
-"""Every runnable example of examples/ at once on the real node, for test_examples.py.
+"""Runs on the real node side by side: every runnable example of examples/ at once for
+test_examples.py, and the cases of the real-node tests (test_real_node_stacks.py,
+test_sdk_real_node.py), each module's at once.
 
-The examples' programs are tiny: each run waits on pod starts, sshd, DNS and (MPICH's
+The runs' programs are tiny: each run waits on pod starts, sshd, DNS and (MPICH's
 public image) its entry point, not on the CPU. So one operator watches a namespace per
-example, and every example is applied in a thread of its own as soon as the node's
-memory holds it (the examples request memory; their CPU requests are dropped by
+run (:func:`cases_running`), and every run goes in a thread of its own as soon as the
+node's memory holds it (the jobs request memory; their CPU requests are dropped by
 ``on_real_node``): all at once where the node holds them all, in waves where it does
 not. Each run keeps what its test checks once it finished (the job, the launcher's pod
 and log, the hostfile: a TTL may delete the job before its test reads them), or the
-error that stopped it, named after the example with the namespace's pods, logs and
+error that stopped it, named after its case with the namespace's pods, logs and
 events. Each test waits for its own run.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from examples_support import ROOT, apply, condition, docs, example_id, items, real_node_operator
 from placement_support import job_hostfile
@@ -129,23 +133,63 @@ class MemoryBudget:
     def _fits(self, amount: int) -> bool:
         return self.stop.is_set() or amount <= self.free or self.free == self.total
 
-    @contextmanager
-    def taken(self, amount: int) -> Iterator[None]:
+    def take(self, amount: int) -> None:
         with self._cond:
             self._cond.wait_for(lambda: self._fits(amount))
             if self.stop.is_set():
                 raise Stopped
             self.free -= amount
-        try:
-            yield
-        finally:
-            with self._cond:
-                self.free += amount
-                self._cond.notify_all()
+
+    def give(self, amount: int) -> None:
+        with self._cond:
+            self.free += amount
+            self._cond.notify_all()
 
     def wake(self) -> None:
         with self._cond:
             self._cond.notify_all()
+
+
+@dataclass(frozen=True)
+class CaseEnv:
+    """Where a case runs: the cluster, its own namespace, the operator watching it."""
+
+    cluster: LocalCluster
+    namespace: str
+    operator: OperatorProcess
+    stop: threading.Event
+
+    def check(self) -> None:
+        """For each poll of the case's waits: ends the case once the module's runs are
+        stopped, fails it once the operator exited."""
+        if self.stop.is_set():
+            raise Stopped
+        assert self.operator.poll() is None, self.operator.output()[-4000:]
+
+
+@dataclass
+class Case(Generic[T]):
+    """One run among others on the real node, in a namespace of its own: ``run`` does it
+    there and returns what its test checks (:meth:`result`); an error that stops it
+    names the case, with its namespace's pods, logs and events."""
+
+    id: str
+    run: Callable[[CaseEnv], T]
+    #: What its pods request at once (:func:`job_memory` of its jobs).
+    memory: int
+    #: Cases of one group run one after another (their pods listen on one host port).
+    serial: str | None = None
+    #: Its pods may outlive it (``cleanPodPolicy: None``, say): their memory stays taken
+    #: (rather than waiting for them to go).
+    pods_stay: bool = False
+    namespace: str = ""
+    #: Seconds waiting for its turn (the node's memory, its group), then running.
+    queued_s: float = 0.0
+    ran_s: float = 0.0
+    future: Future[T] = field(default_factory=Future)
+
+    def result(self, timeout: float) -> T:
+        return self.future.result(timeout=timeout)
 
 
 @dataclass
@@ -156,26 +200,43 @@ class Finished:
     log: str
     launcher: Obj
     hostfile: str
-    #: Seconds waiting for the node's memory, then from applying it to its success.
-    queued_s: float
-    ran_s: float
+    #: Whatever else the run saw on the way that its test checks.
+    seen: Obj = field(default_factory=dict)
+
+
+def keep(cluster: LocalCluster, ns: str, job: Obj, **seen: Any) -> Finished:
+    """The finished ``job`` with its launcher's pod and log and its hostfile, read now: a
+    TTL may delete them before its test reads them."""
+    name = job["metadata"]["name"]
+    return Finished(
+        job=job,
+        log=launcher_log(cluster, ns, name),
+        launcher=launcher_pod(cluster, ns, name),
+        hostfile=job_hostfile(cluster, ns, name),
+        seen=seen,
+    )
 
 
 @dataclass
 class ExampleRun:
     path: Path
     job: Obj
-    namespace: str
     #: The images the example names that the node's containerd lacks (then no run).
     missing: list[str]
-    future: Future[Finished] = field(default_factory=Future)
+    case: Case[Finished] | None = None
 
     @property
     def name(self) -> str:
         return str(self.job["metadata"]["name"])
 
+    @property
+    def namespace(self) -> str:
+        assert self.case is not None
+        return self.case.namespace
+
     def result(self, timeout: float) -> Finished:
-        return self.future.result(timeout=timeout)
+        assert self.case is not None
+        return self.case.result(timeout=timeout)
 
 
 def node_images(cluster: LocalCluster) -> set[str]:
@@ -213,12 +274,11 @@ def _poll(stop: threading.Event, check: Callable[[], T | None], timeout: float, 
             raise Stopped
 
 
-def _finished(cluster: LocalCluster, run: ExampleRun, proc: OperatorProcess) -> Obj | None:
+def _finished(cluster: LocalCluster, ns: str, job: Obj) -> Obj | None:
     """The job once it Succeeded (Kubeflow) or its phase is Succeeded (T9k); an
-    AssertionError once it failed or the operator exited."""
-    assert proc.poll() is None, f"the operator exited: {proc.output()[-4000:]}"
-    ns, name = run.namespace, run.name
-    if is_t9k(run.job):
+    AssertionError once it failed."""
+    name = job["metadata"]["name"]
+    if is_t9k(job):
         _, body = cluster.request(
             "GET", f"/apis/batch.tensorstack.dev/v1beta1/namespaces/{ns}/mpijobs/{name}"
         )
@@ -236,81 +296,118 @@ def _pods_gone(cluster: LocalCluster, ns: str) -> bool | None:
     return True if all(p["status"].get("phase") in ("Succeeded", "Failed") for p in pods) else None
 
 
-def run_example(
-    cluster: LocalCluster,
-    run: ExampleRun,
-    proc: OperatorProcess,
+def run_job(job: Obj, env: CaseEnv) -> Finished:
+    """Applies the job (Kubeflow's or T9k's) on the real node in the case's namespace,
+    waits for its success and keeps what its test checks."""
+    cluster, ns = env.cluster, env.namespace
+
+    def finished() -> Obj | None:
+        env.check()
+        return _finished(cluster, ns, job)
+
+    apply(cluster, ns, on_real_node(job))
+    name = job["metadata"]["name"]
+    done = _poll(env.stop, finished, CONCURRENT_RUN_TIMEOUT, f"{name} Succeeded")
+    return keep(cluster, ns, done)
+
+
+def _run_case(
+    case: Case[T],
+    env: CaseEnv,
     budget: MemoryBudget,
-    stop: threading.Event,
-) -> Finished:
-    """Applies the example in its namespace once the node's memory holds it, waits for
-    its success and keeps what its test checks; any error names the example and says
-    what its namespace held."""
-    ns, name = run.namespace, run.name
+    groups: dict[str, threading.Lock],
+) -> T:
+    """The case once its group's previous cases ended and the node's memory holds it;
+    its memory back once its pods are gone (the workers' deletion is the operator's
+    cleanPodPolicy): the next run then fits where it counted on it."""
+    cluster, ns = env.cluster, env.namespace
     start = time.monotonic()
     try:
-        with budget.taken(job_memory(run.job)):
-            applied = time.monotonic()
-            apply(cluster, ns, on_real_node(run.job))
-            done = _poll(
-                stop,
-                lambda: _finished(cluster, run, proc),
-                CONCURRENT_RUN_TIMEOUT,
-                f"{name} Succeeded",
-            )
-            finished = Finished(
-                job=done,
-                log=launcher_log(cluster, ns, name),
-                launcher=launcher_pod(cluster, ns, name),
-                hostfile=job_hostfile(cluster, ns, name),
-                queued_s=applied - start,
-                ran_s=time.monotonic() - applied,
-            )
-            # Its memory back once its pods are gone (the workers' deletion is the
-            # operator's cleanPodPolicy): the next run then fits where it counted on it.
-            _poll(stop, lambda: _pods_gone(cluster, ns), 60, f"{name}'s pods gone")
-            return finished
+        with groups[case.serial] if case.serial else nullcontext():
+            budget.take(case.memory)
+            kept = False
+            try:
+                applied = time.monotonic()
+                case.queued_s = applied - start
+                result = case.run(env)
+                case.ran_s = time.monotonic() - applied
+                if case.pods_stay:
+                    kept = True
+                else:
+                    _poll(env.stop, lambda: _pods_gone(cluster, ns), 60, f"{case.id}'s pods gone")
+                return result
+            finally:
+                if not kept:
+                    budget.give(case.memory)
     except Stopped:
         raise
     except BaseException as err:
-        raise AssertionError(
-            f"{example_id(run.path)} ({name} in {ns}): {err!r}\n{explain(cluster, ns)}"
-        ) from err
+        raise AssertionError(f"{case.id} (in {ns}): {err!r}\n{explain(cluster, ns)}") from err
+
+
+def _namespace_prefix(case_id: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", case_id.lower()).strip("-")[:40].strip("-")
+
+
+#: Makes the operator of :func:`cases_running`: cluster, namespaces, its log's folder.
+Operator = Callable[[LocalCluster, str, Path], AbstractContextManager[OperatorProcess]]
+
+
+@contextmanager
+def cases_running(
+    cluster: LocalCluster,
+    cases: Sequence[Case[Any]],
+    tmp_path: Path,
+    *,
+    crds: Sequence[Path] = (),
+    operator: Operator = real_node_operator,
+) -> Iterator[None]:
+    """Every case started on the real node, each in a thread and a namespace of its own,
+    one operator (``operator``, after the ``crds`` are installed) watching them all;
+    each test waits for its own case. Afterwards, whatever happened: the runs stopped,
+    the operator ended and its log printed, the CRDs and namespaces deleted."""
+    stop = threading.Event()
+    with ExitStack() as stack:
+        for case in cases:
+            case.namespace = cluster.create_namespace(_namespace_prefix(case.id))
+            stack.callback(cluster.delete_namespace, case.namespace)
+        if crds:
+            stack.enter_context(crds_installed(cluster, tuple(crds)))
+        proc = stack.enter_context(
+            operator(cluster, ",".join(c.namespace for c in cases), tmp_path)
+        )
+        budget = MemoryBudget(free_memory(cluster), stop)
+        groups = {c.serial: threading.Lock() for c in cases if c.serial}
+        pool = ThreadPoolExecutor(max_workers=max(len(cases), 1), thread_name_prefix="case")
+        stack.callback(pool.shutdown, wait=True)
+        stack.callback(budget.wake)
+        stack.callback(stop.set)
+        started = time.monotonic()
+        for case in cases:
+            env = CaseEnv(cluster, case.namespace, proc, stop)
+            case.future = pool.submit(_run_case, case, env, budget, groups)
+        yield
+        print(
+            f"on the real node: {len(cases)} runs in {time.monotonic() - started:.0f}s, "
+            f"{budget.total / 2**30:.1f} GiB of the node's memory free for them"
+        )
 
 
 @contextmanager
 def all_examples_running(
     cluster: LocalCluster, paths: list[Path], tmp_path: Path
 ) -> Iterator[dict[str, ExampleRun]]:
-    """Every example of ``paths`` started on the real node (a namespace each, one
-    operator watching them all), by example id. Afterwards, whatever happened: the runs
-    stopped, the operator killed and its log printed, the namespaces deleted."""
+    """Every example of ``paths`` started on the real node (:func:`cases_running`), by
+    example id; those whose images the node lacks are not run."""
     present = node_images(cluster)
-    stop = threading.Event()
     runs: dict[str, ExampleRun] = {}
-    with ExitStack() as stack:
-        for path in sorted(paths, key=lambda p: example_id(p) not in SLOWEST_FIRST):
-            (job,) = docs(path)
-            ns = cluster.create_namespace(f"example-{job['metadata']['name']}"[:40])
-            stack.callback(cluster.delete_namespace, ns)
-            missing = sorted(i for i in images(job) if containerd_name(i) not in present)
-            runs[example_id(path)] = ExampleRun(path, job, ns, missing)
-        if any(is_t9k(r.job) for r in runs.values()):
-            stack.enter_context(crds_installed(cluster, (T9K_CRD,)))
-        proc = stack.enter_context(
-            real_node_operator(cluster, ",".join(r.namespace for r in runs.values()), tmp_path)
-        )
-        budget = MemoryBudget(free_memory(cluster), stop)
-        pool = ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix="example")
-        stack.callback(pool.shutdown, wait=True)
-        stack.callback(budget.wake)
-        stack.callback(stop.set)
-        started = time.monotonic()
-        for run in runs.values():
-            if not run.missing:
-                run.future = pool.submit(run_example, cluster, run, proc, budget, stop)
+    for path in sorted(paths, key=lambda p: example_id(p) not in SLOWEST_FIRST):
+        (job,) = docs(path)
+        missing = sorted(i for i in images(job) if containerd_name(i) not in present)
+        run = runs[example_id(path)] = ExampleRun(path, job, missing)
+        if not missing:
+            run.case = Case(example_id(path), partial(run_job, job), job_memory(job))
+    crds = [T9K_CRD] if any(is_t9k(r.job) for r in runs.values()) else []
+    cases = [r.case for r in runs.values() if r.case is not None]
+    with cases_running(cluster, cases, tmp_path, crds=crds):
         yield runs
-        print(
-            f"examples on the real node: {len(runs)} in {time.monotonic() - started:.0f}s, "
-            f"{budget.total / 2**30:.1f} GiB of the node's memory free for them"
-        )

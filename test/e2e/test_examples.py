@@ -335,7 +335,8 @@ def test_example_runs_as_written_on_the_real_node(
     run: ExampleRun = request.getfixturevalue("real_examples")[example_id(path)]
     assert not run.missing, f"the real node has no image {run.missing} (make node-images)"
     done = run.result(timeout=RUN_WAIT)
-    print(f"{example_id(path)}: {done.queued_s:.0f}s queued, Succeeded {done.ran_s:.0f}s later")
+    case = run.case
+    print(f"{example_id(path)}: {case.queued_s:.0f}s queued, Succeeded {case.ran_s:.0f}s later")
     job, name = run.job, run.name
     if is_t9k(job):
         hosts = [f"{name}-worker-{i}" for i in range(job["spec"]["worker"]["replicas"])]

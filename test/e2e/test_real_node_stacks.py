@@ -3,22 +3,36 @@ project images ``mpi-operator-python/mpi-pi:<stack>``: Open MPI 5, Open MPI 4.1,
 and Intel MPI 2021): each stack's pi example over two workers as ``mpiuser`` and as root,
 then in the same job the data-parallel example (examples/v2beta1/mpi4py-sgd) wherever
 sgd.yaml's own run (test_examples.py, on its mpi4py-sgd image) does not cover it, and one
-worker on the host's network. The ranks' placement is asserted in every job."""
+worker on the host's network. The ranks' placement is asserted in every job.
+
+The cases run side by side (real_examples_support.cases_running), each in a namespace
+of its own under one operator, as many as the node's memory holds; the host-network
+ones one after another, since their workers all listen on the host's port 2222."""
 
 from __future__ import annotations
 
 import socket
-import time
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
 
 import pytest
 from examples_support import EXAMPLES
 from placement_support import (
     assert_placement,
     hostfile_slots,
-    job_hostfile,
     kubeflow_hosts,
     rank_hosts,
     rank_pods,
+)
+from real_examples_support import (
+    CONCURRENT_RUN_TIMEOUT,
+    Case,
+    CaseEnv,
+    Finished,
+    cases_running,
+    job_memory,
+    run_job,
 )
 from real_node_support import (
     NEXT_PROGRAM,
@@ -28,7 +42,6 @@ from real_node_support import (
     as_root,
     assert_sgd_trained,
     launcher_argv,
-    run_kubeflow,
     set_launcher_argv,
     then_sgd,
     with_image,
@@ -37,7 +50,7 @@ from real_node_support import (
 from devcluster import LocalCluster
 from devcluster.demo_job import load_mpijob
 from devcluster.nodeconfig import MPI_IMAGES
-from devcluster.testing import OperatorProcess, wait_until
+from devcluster.testing import wait_until
 
 STACKS = list(STACK_EXAMPLES)
 
@@ -53,39 +66,48 @@ def _probe_every_second(job: Obj) -> Obj:
     return job
 
 
-@pytest.mark.parametrize("root", [False, True], ids=["mpiuser", "root"])
-@pytest.mark.parametrize("stack", STACKS)
-def test_pi_example_computes_pi_across_two_workers(
-    real_cluster: LocalCluster,
-    real_ns: str,
-    operator: OperatorProcess,
-    stack: str,
-    root: bool,
-) -> None:
-    """pi.yaml (Open MPI 5 by default; Open MPI 4.1 with the openmpi4 image),
-    pi-mpich.yaml and pi-intel.yaml, as mpiuser and as root: one rank on each worker, as
-    the hostfile says. The launcher then trains sgd.py over the same two workers (but as
-    mpiuser on Open MPI 5, which sgd.yaml's own test runs)."""
+def _pi_job(stack: str, root: bool) -> Obj:
     example = load_mpijob(EXAMPLES / "pi" / STACK_EXAMPLES[stack])
     job = _probe_every_second(with_image(example, MPI_IMAGES[stack]))
     if root:
         job = as_root(job)
-    name = job["metadata"]["name"] = f"pi-{stack}{'-root' if root else ''}"
+    job["metadata"]["name"] = f"pi-{stack}{'-root' if root else ''}"
     if stack == "mpich":
         # MPICH's mpirun (hydra) waits forever when a worker's name does not resolve
         # yet, where Open MPI's fails and the launcher Job retries. (The Intel image's
         # entry point waits for the names itself, as the reference's does.)
         job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
-    sgd = root or stack != "openmpi"
-    if sgd:
+    if _trains_sgd(stack, root):
         then_sgd(job)
-    _, log = run_kubeflow(real_cluster, real_ns, job, operator)
+    return job
+
+
+def _trains_sgd(stack: str, root: bool) -> bool:
+    return root or stack != "openmpi"
+
+
+@pytest.mark.parametrize("root", [False, True], ids=["mpiuser", "root"])
+@pytest.mark.parametrize("stack", STACKS)
+def test_pi_example_computes_pi_across_two_workers(
+    real_cluster: LocalCluster, runs: dict[str, Case[Finished]], stack: str, root: bool
+) -> None:
+    """pi.yaml (Open MPI 5 by default; Open MPI 4.1 with the openmpi4 image),
+    pi-mpich.yaml and pi-intel.yaml, as mpiuser and as root: one rank on each worker, as
+    the hostfile says. The launcher then trains sgd.py over the same two workers (but as
+    mpiuser on Open MPI 5, which sgd.yaml's own test runs)."""
+    job = _pi_job(stack, root)
+    name = job["metadata"]["name"]
+    case = runs[name]
+    run = case.result(CASE_WAIT)
+    log, ns, hostfile = run.log, case.namespace, run.hostfile
     pi_log, _, sgd_log = log.partition(NEXT_PROGRAM)
     assert PI_RESULT.search(pi_log), log
     hosts, slots = kubeflow_hosts(job)
-    assert_placement(real_cluster, real_ns, name, pi_log, hosts=hosts, slots=slots)
-    if sgd:
-        assert_placement(real_cluster, real_ns, name, sgd_log, hosts=hosts, slots=slots)
+    assert_placement(real_cluster, ns, name, pi_log, hosts=hosts, slots=slots, hostfile=hostfile)
+    if _trains_sgd(stack, root):
+        assert_placement(
+            real_cluster, ns, name, sgd_log, hosts=hosts, slots=slots, hostfile=hostfile
+        )
         assert_sgd_trained(sgd_log, ranks=2)
 
 
@@ -135,9 +157,67 @@ def _port_free(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
+def _host_network_job(stack: str) -> Obj:
+    example = load_mpijob(EXAMPLES / "pi" / STACK_EXAMPLES[stack])
+    job = _on_host_network(with_image(example, MPI_IMAGES[stack]), stack)
+    job = _probe_every_second(job)
+    job["metadata"]["name"] = f"pi-hostnet-{stack}"
+    if stack == "mpich":
+        job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    return job
+
+
+def _run_on_host_network(job: Obj, env: CaseEnv) -> Finished:
+    # The previous host-network case's worker (they run one after another), deleted once
+    # its job succeeded, may still hold the port.
+    def port_free() -> bool:
+        env.check()
+        return _port_free(MPIUSER_SSHD_PORT)
+
+    wait_until(port_free, 60, "the host's port 2222 to be free")
+    return run_job(job, env)
+
+
+#: The host-network cases' group: their workers' sshd listen on the host's port 2222,
+#: so they run one after another (beside the other cases).
+HOST_PORT = f"host port {MPIUSER_SSHD_PORT}"
+
+
+def _cases() -> dict[str, Case[Any]]:
+    # The host-network cases first: one after another, they take the longest in all.
+    host_network = [_host_network_job(stack) for stack in STACKS]
+    pi = [_pi_job(stack, root) for stack in STACKS for root in (False, True)]
+    cases: list[Case[Any]] = [
+        *(
+            Case(j["metadata"]["name"], partial(_run_on_host_network, j), job_memory(j), HOST_PORT)
+            for j in host_network
+        ),
+        *(Case(j["metadata"]["name"], partial(run_job, j), job_memory(j)) for j in pi),
+    ]
+    return {case.id: case for case in cases}
+
+
+#: One test's wait for its case: its own deadlines (to succeed, then 60 s for its pods
+#: to go, and for a host-network case 60 s for the port), behind at most every other.
+CASE_WAIT = (CONCURRENT_RUN_TIMEOUT + 120) * 3 * len(STACKS)
+
+
+@pytest.fixture(scope="module")
+def runs(
+    real_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Case[Any]]]:
+    """Every case of this module running on the real node, a namespace each, one operator
+    watching them all, as many at once as the node's memory holds (the host-network
+    ones one after another), started by the first test that asks; each test waits for
+    its own case and checks what it kept."""
+    cases = _cases()
+    with cases_running(real_cluster, list(cases.values()), tmp_path_factory.mktemp("stacks")):
+        yield cases
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_host_network_with_one_worker_runs_the_ranks_in_the_worker(
-    real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess, stack: str
+    real_cluster: LocalCluster, runs: dict[str, Case[Finished]], stack: str
 ) -> None:
     """hostNetwork on the launcher and the worker (the reference's e2e case), as mpiuser:
     the worker's sshd listens on the host's port 2222. On one node every pod has the
@@ -145,20 +225,14 @@ def test_host_network_with_one_worker_runs_the_ranks_in_the_worker(
     each rank's process ran in, read from its container's downward-API file, shows that
     mpirun reached the worker over ssh rather than starting the ranks beside itself
     (which Open MPI does here unless told to compare names only: COMPARE_NAMES_ONLY)."""
-    # A previous case's worker, deleted once its job succeeded, may still hold the port.
-    wait_until(lambda: _port_free(MPIUSER_SSHD_PORT), 60, "the host's port 2222 to be free")
-    example = load_mpijob(EXAMPLES / "pi" / STACK_EXAMPLES[stack])
-    job = _on_host_network(with_image(example, MPI_IMAGES[stack]), stack)
-    job = _probe_every_second(job)
-    name = job["metadata"]["name"] = f"pi-hostnet-{stack}"
-    if stack == "mpich":
-        job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
-    started = time.monotonic()
-    _, log = run_kubeflow(real_cluster, real_ns, job, operator)
-    print(f"{name}: succeeded in {time.monotonic() - started:.1f} s")
+    name = f"pi-hostnet-{stack}"
+    case = runs[name]
+    run = case.result(CASE_WAIT)
+    print(f"{name}: succeeded in {case.ran_s:.1f} s")
+    log = run.log
     assert PI_RESULT.search(log), log
     worker = f"{name}-worker-0"
-    assert hostfile_slots(job_hostfile(real_cluster, real_ns, name)) == [(worker, 2)]
+    assert hostfile_slots(run.hostfile) == [(worker, 2)]
     assert rank_pods(log) == {0: worker, 1: worker}, log
     host = socket.gethostname().split(".")[0]
     assert rank_hosts(log) == {0: host, 1: host}, log
