@@ -12,6 +12,9 @@ finalizer, which kube-controller-manager's podgroup-protection-controller remove
 pod that is neither Succeeded nor Failed names the group: the last tests prove that a
 PodGroup deleted with its job, or by cleanPodPolicy, is gone once its pods are, and that
 a job of the same name gets a PodGroup of its own.
+
+The T9k CRD is installed for the whole module, before its first test: see
+:func:`t9k_crd`.
 """
 
 from __future__ import annotations
@@ -39,6 +42,48 @@ Obj = dict[str, Any]
 ATTEMPT = "training.kubeflow.org/restart-attempt"
 T9K_CRD = Path(__file__).resolve().parents[3] / "crd" / "t9k" / "batch.tensorstack.dev_mpijobs.yaml"
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def t9k_crd(full_cluster: Any) -> Iterator[None]:
+    """The T9k CRD, from the module's first test to its end (the Kubeflow tests here
+    use no kubectl, for which ``mpijob`` would then be ambiguous).
+
+    Installed this early for kube-controller-manager's garbage collector, which looks
+    for new resources every 30 s (a period it hard-codes). Until it watches T9k
+    MPIJobs it knows a T9k job only as the unobserved owner of its pods, whose
+    existence it checks again with an exponential backoff: a T9k job deleted within
+    that window had its pods and PodGroup collected up to 40 s late (44 s for the
+    test). The tests before it give the collector that time; the test that deletes a
+    T9k job still waits for the watch first (:func:`_gc_watches_t9k_jobs`)."""
+    with crds_installed(full_cluster, (T9K_CRD,)):
+        yield
+
+
+def _t9k_job_watches(full_cluster: Any) -> int:
+    """The open watches of T9k MPIJobs (kube-apiserver's gauge)."""
+    status, text = full_cluster.request("GET", "/metrics")
+    assert status == 200, text
+    found = 0
+    for line in str(text).splitlines():
+        if (
+            line.startswith("apiserver_longrunning_requests{")
+            and 'group="batch.tensorstack.dev"' in line
+            and 'resource="mpijobs"' in line
+            and 'verb="WATCH"' in line
+        ):
+            found += int(float(line.rsplit(" ", 1)[1]))
+    return found
+
+
+async def _gc_watches_t9k_jobs(full_cluster: Any) -> None:
+    """Before a T9k controller runs, the only watch of T9k MPIJobs is the garbage
+    collector's: it then sees a T9k job's deletion when it happens."""
+
+    async def watched() -> bool:
+        return await asyncio.to_thread(_t9k_job_watches, full_cluster) > 0
+
+    await eventually(watched, within=90, interval=0.5, what="the garbage collector's watch")
 
 
 @pytest.fixture
@@ -187,19 +232,18 @@ async def test_a_t9k_jobs_gang_is_bound_only_when_all_of_it_fits(
 ) -> None:
     ns = full_namespace
     _add_node(full_cluster, nodes, ns, cpu="3")
-    with crds_installed(full_cluster, (T9K_CRD,)):
-        async with controllers(full_cluster, ns, T9kMPIJobController) as start:
-            await start(gang=GangScheduling.workload_api())
-            await cluster.kube.create(T9K_MPIJOBS, ns, _t9k_job(ns))
-            await _none_bound_while(cluster, 5)
-            (group,) = await cluster.list(POD_GROUPS_WORKLOAD_API)
-            assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
-            assert group["metadata"]["ownerReferences"][0]["kind"] == "MPIJob"
-            assert group["metadata"]["ownerReferences"][0]["apiVersion"].startswith("batch.")
-            for pod in await _pods(cluster):
-                assert pod["spec"]["schedulingGroup"] == {"podGroupName": "job"}
-            _add_node(full_cluster, nodes, ns, cpu="1")
-            await _all_bound(cluster)
+    async with controllers(full_cluster, ns, T9kMPIJobController) as start:
+        await start(gang=GangScheduling.workload_api())
+        await cluster.kube.create(T9K_MPIJOBS, ns, _t9k_job(ns))
+        await _none_bound_while(cluster, 5)
+        (group,) = await cluster.list(POD_GROUPS_WORKLOAD_API)
+        assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
+        assert group["metadata"]["ownerReferences"][0]["kind"] == "MPIJob"
+        assert group["metadata"]["ownerReferences"][0]["apiVersion"].startswith("batch.")
+        for pod in await _pods(cluster):
+            assert pod["spec"]["schedulingGroup"] == {"podGroupName": "job"}
+        _add_node(full_cluster, nodes, ns, cpu="1")
+        await _all_bound(cluster)
 
 
 # ------------------------ PodGroups that go ------------------------
@@ -293,11 +337,11 @@ async def test_a_deleted_t9k_jobs_pod_group_goes_once_its_pods_are_gone(
 ) -> None:
     ns = full_namespace
     _add_node(full_cluster, nodes, ns, cpu="4")
-    with crds_installed(full_cluster, (T9K_CRD,)):
-        async with controllers(full_cluster, ns, T9kMPIJobController) as start:
-            await start(gang=GangScheduling.workload_api())
-            await cluster.kube.create(T9K_MPIJOBS, ns, _t9k_job(ns))
-            await _all_bound(cluster)
-            await cluster.kube.delete(T9K_MPIJOBS, ns, "job")
-            await _gone(cluster.kube, PODS, ns, "job-worker-0", within=60)
-            await _gone(cluster.kube, POD_GROUPS_WORKLOAD_API, ns, "job", within=30)
+    await _gc_watches_t9k_jobs(full_cluster)
+    async with controllers(full_cluster, ns, T9kMPIJobController) as start:
+        await start(gang=GangScheduling.workload_api())
+        await cluster.kube.create(T9K_MPIJOBS, ns, _t9k_job(ns))
+        await _all_bound(cluster)
+        await cluster.kube.delete(T9K_MPIJOBS, ns, "job")
+        await _gone(cluster.kube, PODS, ns, "job-worker-0", within=60)
+        await _gone(cluster.kube, POD_GROUPS_WORKLOAD_API, ns, "job", within=30)
