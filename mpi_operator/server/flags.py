@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
@@ -210,6 +209,8 @@ def suggestion(arg: str, known: Iterable[str]) -> str | None:
     same = [o for o in options if folded(o) == folded(name) and o != name]
     if same:
         return same[0]
+    import difflib  # only on a usage error: not loaded (about 0.15 MiB) at every start
+
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.8)
     return close[0] if close else None
 
