@@ -212,12 +212,12 @@ async def _create_round(
     port: int, creates: int = CREATES, concurrency: int = CONCURRENCY, pace: float = 0.0
 ) -> float:
     from mpi_operator.client.credentials import Credentials, StaticSource, Token
-    from mpi_operator.client.lean_imports import ApiClient, Configuration
+    from mpi_operator.client.lean_imports import Configuration
 
     configuration = Configuration(host=f"http://127.0.0.1:{port}")
     # A bearer token through Credentials, as the operator's client has (kubeconfig token).
     credentials = Credentials(StaticSource("Bearer bench"), Token("Bearer bench"))
-    client = KubeClient(ApiClient(configuration), qps=-1, credentials=credentials)
+    client = KubeClient(configuration, qps=-1, credentials=credentials)
     async with client:
         await client.create(PODS, NAMESPACE, _worker_pod(0))  # the connection pool warms up
         bodies = [_worker_pod(i) for i in range(creates)]
@@ -242,9 +242,9 @@ def _paced(port: int, every: int, sizes: Sizes) -> float:
 
 
 async def _watch_stream(port: int, window: float, expected: int) -> float:
-    from mpi_operator.client.lean_imports import ApiClient, Configuration
+    from mpi_operator.client.lean_imports import Configuration
 
-    client = KubeClient(ApiClient(Configuration(host=f"http://127.0.0.1:{port}")), qps=-1)
+    client = KubeClient(Configuration(host=f"http://127.0.0.1:{port}"), qps=-1)
     async with client:
         start = time.process_time()
         events = [e async for e in client.watch(PODS, NAMESPACE, batch_window=window)]

@@ -56,7 +56,7 @@ from mpi_operator.client.errors import ApiError
 from mpi_operator.client.fair_slots import FairSlots
 from mpi_operator.client.fence import LeadershipFence, fenced_timeout
 from mpi_operator.client.kubeconfig import ClientConfig, load_client_config
-from mpi_operator.client.lean_imports import ApiClient, Configuration
+from mpi_operator.client.lean_imports import Configuration
 from mpi_operator.client.ratelimit import DISPATCH_TICK
 from mpi_operator.client.tls import tls_context
 
@@ -97,7 +97,7 @@ class ApiTransport:
 
     def __init__(
         self,
-        api_client: ApiClient,
+        configuration: Configuration,
         *,
         qps: float = DEFAULT_QPS,
         burst: int = DEFAULT_BURST,
@@ -108,12 +108,13 @@ class ApiTransport:
         tls: ssl.SSLContext | None = None,
     ) -> None:
         small_tls_read_buffers()
-        self.api_client = api_client
         #: The bearer token's keeper (None: the configuration's api_key, as it is).
         self.credentials = credentials
         #: Refuses writes once leadership is not fresh (None: no fence).
         self.fence = fence
-        self.configuration: Configuration = api_client.configuration
+        # Deviation: no kubernetes_asyncio ApiClient: its REST client would load the
+        # system's CA store into a TLS context and open a session that nothing uses.
+        self.configuration = configuration
         self.clock = clock or RealClock()
         qps, burst = _effective_rate(qps, burst)
         # Deviation from client-go's flowcontrol limiter: turns per request flow, not first
@@ -138,9 +139,8 @@ class ApiTransport:
         user_agent: str = "mpi-operator",
     ) -> Self:
         """A transport on a loaded configuration; its credentials may be shared."""
-        client = ApiClient(configuration=config.configuration)
         return cls(
-            client,
+            config.configuration,
             qps=qps,
             burst=burst,
             clock=clock,
@@ -170,7 +170,6 @@ class ApiTransport:
         self._closed = True
         if self._session is not None:
             await self._session.close()
-        await self.api_client.close()
 
     def _http(self) -> aiohttp.ClientSession:
         """Our session, made on first use, on a connector with the configuration's TLS
@@ -201,11 +200,12 @@ class ApiTransport:
         await self.close()
 
     # -- raw requests --------------------------------------------------------
-    async def _authorize(
-        self, headers: dict[str, str], queries: list[tuple[str, str]]
-    ) -> str | None:
+    async def _authorize(self, headers: dict[str, str]) -> str | None:
         if self.credentials is None:
-            await self.api_client.update_params_for_auth(headers, queries, ["BearerToken"])
+            # The configuration's own api_key, as kubernetes_asyncio's ApiClient sends it.
+            bearer = (await self.configuration.auth_settings()).get("BearerToken")
+            if bearer:
+                headers[bearer["key"]] = bearer["value"]
             return headers.get("authorization")
         header = await self.credentials.authorization()
         if header:
@@ -258,7 +258,7 @@ class ApiTransport:
             "User-Agent": self.user_agent,
         }
         queries: list[tuple[str, str]] = list(query or [])
-        sent_with = await self._authorize(headers, queries)
+        sent_with = await self._authorize(headers)
         url = str(self.configuration.host or "").rstrip("/") + path
         data: bytes | None
         if body is None or isinstance(body, bytes):

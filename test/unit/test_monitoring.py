@@ -42,7 +42,7 @@ _SUFFIXES = {
 async def _operator_metric_names() -> set[str]:
     """Every series name the operator process exports, from its own registry."""
     registry = CollectorRegistry()
-    client = KubeClient(cast(Any, SimpleNamespace(configuration=SimpleNamespace(host="https://x"))))
+    client = KubeClient(cast(Any, SimpleNamespace(host="https://x")))
     kubeflow = MPIJobController(client, ControllerOptions(), registry=registry)
     T9kMPIJobController(client, ControllerOptions(), recorder=kubeflow.recorder, registry=registry)
     LeaderElector(client, LeaderElectionConfig("mpi-operator", "mpi-operator"), registry=registry)

@@ -9,7 +9,7 @@ from typing import Protocol, TypeVar
 
 from aiohttp import web
 
-from mpi_operator.client.lean_imports import ApiClient, Configuration
+from mpi_operator.client.lean_imports import Configuration
 
 
 @asynccontextmanager
@@ -35,10 +35,10 @@ C = TypeVar("C", bound=_Closable)
 
 
 @asynccontextmanager
-async def client_to(app: web.Application, make: Callable[[ApiClient], C]) -> AsyncIterator[C]:
+async def client_to(app: web.Application, make: Callable[[Configuration], C]) -> AsyncIterator[C]:
     """``make``'s client of ``app`` served on loopback; closed after."""
     async with serving(app) as url:
-        client = make(ApiClient(Configuration(host=url)))
+        client = make(Configuration(host=url))
         try:
             yield client
         finally:

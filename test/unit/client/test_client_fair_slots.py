@@ -13,7 +13,7 @@ from aiohttp import web
 from local_http import serving
 
 from mpi_operator.client.fair_slots import FairSlots
-from mpi_operator.client.lean_imports import ApiClient, Configuration
+from mpi_operator.client.lean_imports import Configuration
 from mpi_operator.client.ratelimit import request_flow
 from mpi_operator.client.transport import REQUEST_CONNECTIONS, ApiTransport
 
@@ -91,7 +91,7 @@ async def slow_server() -> AsyncIterator[str]:
 
 
 async def test_a_new_flow_is_not_held_behind_a_busy_flows_requests(slow_server: str) -> None:
-    transport = ApiTransport(ApiClient(Configuration(host=slow_server)), qps=-1)
+    transport = ApiTransport(Configuration(host=slow_server), qps=-1)
     busy = REQUEST_CONNECTIONS * 10  # ten rounds of the server's 0.1 s
 
     async def create(flow: str) -> float:

@@ -66,7 +66,7 @@ def test_watch_lines_that_are_not_json_objects_come_back_raw() -> None:
 
 
 def client(qps: float, burst: int) -> KubeClient:
-    stub = cast(Any, SimpleNamespace(configuration=SimpleNamespace(host="https://x")))
+    stub = cast(Any, SimpleNamespace(host="https://x"))
     return KubeClient(stub, qps=qps, burst=burst)
 
 

@@ -12,7 +12,7 @@ from local_http import serving
 
 from mpi_operator.client.errors import ApiError
 from mpi_operator.client.kubeapi import PODS, KubeClient
-from mpi_operator.client.lean_imports import ApiClient, Configuration
+from mpi_operator.client.lean_imports import Configuration
 
 #: About 8 MiB: what a delete of 2,000 pods answers with.
 BIG = b'{"kind":"PodList","items":[' + b",".join([b'{"x":"' + b"y" * 4000 + b'"}'] * 2000) + b"]}"
@@ -38,7 +38,7 @@ async def served() -> AsyncIterator[tuple[Server, KubeClient]]:
     app = web.Application()
     app.router.add_delete("/api/v1/namespaces/{ns}/pods", server.delete_pods)
     async with serving(app) as url:
-        client = KubeClient(ApiClient(Configuration(host=url)), qps=-1)
+        client = KubeClient(Configuration(host=url), qps=-1)
         try:
             yield server, client
         finally:

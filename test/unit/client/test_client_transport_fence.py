@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from mpi_operator.client.fence import LeadershipFence
-from mpi_operator.client.lean_imports import ApiClient, Configuration
+from mpi_operator.client.lean_imports import Configuration
 from mpi_operator.client.transport import ApiTransport
 
 
@@ -40,7 +40,7 @@ async def test_a_write_cannot_outlive_the_fence_while_connecting(silent_tls: str
     fence.renewed(fence.clock.monotonic())
     config = Configuration(host=silent_tls)
     config.verify_ssl = False
-    transport = ApiTransport(ApiClient(config), qps=-1, fence=fence)
+    transport = ApiTransport(config, qps=-1, fence=fence)
     started = time.monotonic()
     try:
         with pytest.raises((aiohttp.ServerTimeoutError, TimeoutError)):

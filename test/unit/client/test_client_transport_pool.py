@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 from local_http import serving
 
-from mpi_operator.client.lean_imports import ApiClient, Configuration
+from mpi_operator.client.lean_imports import Configuration
 from mpi_operator.client.transport import REQUEST_CONNECTIONS, ApiTransport
 
 
@@ -66,7 +66,7 @@ async def served() -> AsyncIterator[tuple[Server, ApiTransport]]:
     app.router.add_get("/fast", server.fast)
     app.router.add_get("/watch", server.watch)
     async with serving(app) as url:
-        transport = ApiTransport(ApiClient(Configuration(host=url)), qps=-1)
+        transport = ApiTransport(Configuration(host=url), qps=-1)
         try:
             yield server, transport
         finally:

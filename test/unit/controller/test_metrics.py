@@ -34,7 +34,7 @@ def _job(namespace: str, name: str) -> dict[str, Any]:
 
 
 def _controller(registry: CollectorRegistry) -> MPIJobController:
-    stub = cast(Any, SimpleNamespace(configuration=SimpleNamespace(host="https://x")))
+    stub = cast(Any, SimpleNamespace(host="https://x"))
     return MPIJobController(KubeClient(stub), ControllerOptions(), registry=registry)
 
 
