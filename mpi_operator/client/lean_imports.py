@@ -3,8 +3,7 @@
 ``import kubernetes_asyncio`` (or any of its submodules) first runs the package's
 ``__init__``, which imports ``client/__init__``: every API group and about 800 model
 classes. That is about 3 s and 30 MiB of a 90 MiB process, for a program that only
-needs ``Configuration``, ``ApiClient`` (for its bearer-token settings) and
-the kubeconfig, in-cluster and exec credential loaders.
+needs ``Configuration`` and the kubeconfig, in-cluster and exec credential loaders.
 
 Before anything else imports them, :func:`_defer` registers ``kubernetes_asyncio``,
 ``kubernetes_asyncio.client`` and ``kubernetes_asyncio.client.models`` in
@@ -76,16 +75,32 @@ for _name in _DEFERRED:
     _defer(_name)
 
 # Only submodules from here on: none of these runs a deferred package's __init__.
-from kubernetes_asyncio.client.api_client import ApiClient  # noqa: E402
 from kubernetes_asyncio.client.configuration import Configuration  # noqa: E402
 
-# The config loaders do ``from kubernetes_asyncio.client import ApiClient, Configuration``:
-# the two names the package's __init__ would export, set here so that it need not run.
-for _cls in (ApiClient, Configuration):
-    _client = sys.modules["kubernetes_asyncio.client"]
-    if _cls.__name__ not in _client.__dict__:
-        _client.__dict__[_cls.__name__] = _cls
+
+class _ApiClientOnUse:
+    """Makes the real ``ApiClient`` when called. Its module imports the REST client and
+    ``multiprocessing.pool`` (about 1 MiB and 27 modules) that the operator never uses;
+    the kubeconfig loader names the class only in ``new_client_from_config``."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        from kubernetes_asyncio.client.api_client import ApiClient
+
+        return ApiClient(*args, **kwargs)
+
+
+# The config loaders do ``from kubernetes_asyncio.client import ApiClient, Configuration``.
+# ``Configuration`` is set for good; the stand-in only while the loader is imported, so
+# that anyone asking the package for ``ApiClient`` later gets the real class.
+_client = sys.modules["kubernetes_asyncio.client"]
+_client.__dict__.setdefault("Configuration", Configuration)
+_stand_in = "ApiClient" not in _client.__dict__
+if _stand_in:
+    _client.__dict__["ApiClient"] = _ApiClientOnUse
 from kubernetes_asyncio.config import kube_config as _kube_config  # noqa: E402
+
+if _stand_in:
+    del _client.__dict__["ApiClient"]
 from kubernetes_asyncio.config.dateutil import parse_rfc3339  # noqa: E402
 from kubernetes_asyncio.config.exec_provider import ExecProvider  # noqa: E402
 from kubernetes_asyncio.config.incluster_config import (  # noqa: E402
@@ -106,7 +121,6 @@ def loader_temp_files() -> dict[str, str]:
 __all__ = [
     "SERVICE_CERT_FILENAME",
     "SERVICE_TOKEN_FILENAME",
-    "ApiClient",
     "Configuration",
     "ExecProvider",
     "InClusterConfigLoader",
