@@ -2,7 +2,8 @@
 
 :class:`JobState` holds, per MPIJob key: the pods created and deleted but not yet seen
 by the cache (expectations), the objects our last writes returned (own writes), the
-spacing of progress-only writes, and the record of failing syncs. The controller calls
+spacing of progress-only writes, the record of failing syncs and the field errors of
+the object last checked. The controller calls
 :meth:`JobState.forget` once the MPIJob is gone, and nothing else forgets a key.
 """
 
@@ -15,6 +16,7 @@ from mpi_operator.controller.core.expectations import CreationExpectations, Dele
 from mpi_operator.controller.core.failures import Reporter, SyncFailures
 from mpi_operator.controller.core.own_writes import OwnWrites
 from mpi_operator.controller.core.spacing import ProgressWrites
+from mpi_operator.controller.core.spec_checks import SpecChecks
 
 
 class JobState:
@@ -26,6 +28,7 @@ class JobState:
         self.own_writes = OwnWrites()
         self.progress = ProgressWrites(clock)
         self.failures = SyncFailures(report, clock)
+        self.checks = SpecChecks()
         self._also_forget: list[Callable[[str], None]] = []
 
     def also_forget(self, forget: Callable[[str], None]) -> None:
@@ -39,5 +42,6 @@ class JobState:
         self.own_writes.clear(key)
         self.progress.clear(key)
         self.failures.clear(key)
+        self.checks.clear(key)
         for forget in self._also_forget:
             forget(key)

@@ -103,7 +103,10 @@ class MPIJobSyncer(Syncer[SyncContext]):
         if metadata_of(shared).get("deletionTimestamp"):
             return None
         # Ours: the size limits (worker cap, ConfigMap size), before anything is written.
-        errors = validate_defaulted(job) + limit_errors(job, self.ctx.options.cluster_domain)
+        domain = self.ctx.options.cluster_domain
+        errors = self.ctx.state.checks.errors(
+            key, shared, lambda: validate_defaulted(job) + limit_errors(job, domain)
+        )
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return None

@@ -88,7 +88,7 @@ class T9kMPIJobSyncer(Syncer[SyncContext]):
         except InvalidObjectError as err:
             report_invalid(self.ctx.recorder, job_reference(shared), key, str(err))
             return None
-        errors = validate_defaulted(job)
+        errors = self.ctx.state.checks.errors(key, shared, lambda: validate_defaulted(job))
         if errors:
             report_invalid(self.ctx.recorder, job_reference(shared), key, aggregate(errors))
             return None
