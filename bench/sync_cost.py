@@ -41,50 +41,33 @@ def _seam() -> tuple[Any, Any]:
 async def _lifecycles(jobs: int, workers: int) -> tuple[float, int]:
     """CPU seconds spent in syncs over ``jobs`` job lifecycles, and the syncs made."""
     fixtures, builder = _seam()
+    world_type = fixtures.SyncWorld
+    untimed = world_type.sync
     spent = 0.0
     syncs = 0
 
-    async def sync(world: Any) -> None:
+    async def timed(world: Any) -> None:  # the seam's one sync, timed
         nonlocal spent, syncs
         start = time.process_time()
-        finish = await world.controller.syncer.sync(world.key)
-        if finish is not None:
-            await finish()
+        await untimed(world)
         spent += time.process_time() - start
         syncs += 1
 
-    for _ in range(jobs):
-        world = fixtures.kubeflow_world(builder("pi").workers(workers).obj())
-        world.sync = lambda w=world: sync(w)  # timed; converge() calls it
-        await world.converge()
-        for i in range(workers):
-            status = fixtures.pod_status("Running", ready=True)
-            world.change("Pod", f"pi-worker-{i}", {"status": status})
-        await world.converge()
-        launcher = world.cached("Job", "pi-launcher")
-        world.change(
-            "Job", "pi-launcher", {"status": {"startTime": "2026-01-01T00:00:00Z", "active": 1}}
-        )
-        pod = fixtures.PodBuilder.of_job(launcher).running().obj()
-        world.add(pod)
-        await world.converge()
-        world.change(
-            "Job",
-            "pi-launcher",
-            {
-                "status": {
-                    "conditions": [{"type": "Complete", "status": "True"}],
-                    "succeeded": 1,
-                    "completionTime": "2026-01-01T00:05:00Z",
-                }
-            },
-        )
-        world.change("Pod", pod["metadata"]["name"], {"status": {"phase": "Succeeded"}})
-        await world.converge()
-        job = world.cached("MPIJob", "pi")
-        done = [c["type"] for c in job["status"]["conditions"] if c["status"] == "True"]
-        if "Succeeded" not in done:
-            raise AssertionError(f"the job did not succeed: {done}")
+    world_type.sync = timed
+    try:
+        for _ in range(jobs):
+            world = await fixtures.running_kubeflow_job(builder("pi"), replicas=workers)
+            launcher_pod = next(n for n in world.names("Pod") if n.startswith("pi-launcher"))
+            done = {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}
+            world.change("Job", "pi-launcher", {"status": done})
+            world.change("Pod", launcher_pod, {"status": {"phase": "Succeeded"}})
+            await world.converge()
+            job = world.cached("MPIJob", "pi")
+            true = [c["type"] for c in job["status"]["conditions"] if c["status"] == "True"]
+            if "Succeeded" not in true:
+                raise AssertionError(f"the job did not succeed: {true}")
+    finally:
+        world_type.sync = untimed
     return spent, syncs
 
 
