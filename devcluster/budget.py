@@ -2,8 +2,9 @@
 check that fails a warm run whose phases add up past the budget.
 
 ``hack/test.sh`` records each phase's seconds and the machine's CPU counters
-(``/proc/stat``) at the phases' edges in ``$MPI_OPERATOR_BUILDS_DIR``, and each build of
-its lanes leaves its seconds in its ``<target>.done`` marker. At the end it runs
+(``/proc/stat``) at the phases' edges in ``$MPI_OPERATOR_BUILDS_DIR``, the seconds of
+the checks that run beside the phases (ruff, mypy and the unit tests: shown, not added),
+and each build of its lanes leaves its seconds in its ``<target>.done`` marker. At the end it runs
 ``python -m devcluster.budget``, which prints the table and judges:
 
 * **warm or cold:** a run is cold when one of its builds took longer than
@@ -35,6 +36,7 @@ TARGET_S = 35 * 60.0
 COLD_BUILD_S = 60.0
 
 PHASES_FILE = "phases.txt"
+BESIDE_FILE = "beside.txt"
 CPU_PREFIX = "cpu-"
 
 
@@ -78,12 +80,19 @@ def judge(
     cores: int,
     budget: float = BUDGET_S,
     target: float = TARGET_S,
+    beside: list[tuple[str, float]] | None = None,
 ) -> Verdict:
-    """The summary's lines, and whether the run keeps its budget (a cold one always does)."""
+    """The summary's lines, and whether the run keeps its budget (a cold one always does).
+    ``beside``: steps that ran beside the phases, shown and not added."""
     total = sum(seconds for _, seconds in phases)
     lines = [f"{'phase':<28}{'s':>8}"]
     lines += [f"{name:<28}{seconds:>8.0f}" for name, seconds in phases]
     lines.append(f"{'in all':<28}{total:>8.0f}")
+    if beside:
+        lines.append(
+            "beside the phases (not added): "
+            + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in beside)
+        )
     long_builds = sorted(name for name, seconds in builds.items() if seconds > COLD_BUILD_S)
     if builds:
         lines.append(
@@ -109,8 +118,8 @@ def judge(
     return Verdict(lines, True)
 
 
-def _phases(directory: Path) -> list[tuple[str, float]]:
-    path = directory / PHASES_FILE
+def _phases(directory: Path, file: str = PHASES_FILE) -> list[tuple[str, float]]:
+    path = directory / file
     if not path.exists():
         return []
     out: list[tuple[str, float]] = []
@@ -141,7 +150,13 @@ def main() -> int:
     directory = Path(os.environ[BUILDS_DIR_ENV])
     start, end = _cpu(directory, "cluster-start"), _cpu(directory, "cluster-end")
     cluster_cpu = busy_share(start, end) if start and end else None
-    verdict = judge(_phases(directory), _builds(directory), cluster_cpu, os.cpu_count() or 1)
+    verdict = judge(
+        _phases(directory),
+        _builds(directory),
+        cluster_cpu,
+        os.cpu_count() or 1,
+        beside=_phases(directory, BESIDE_FILE),
+    )
     print("=" * 30 + " make test: the time budget " + "=" * 30)
     for line in verdict.lines:
         print(line)

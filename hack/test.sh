@@ -5,8 +5,10 @@
 #               node-binaries, kueue
 #   lane "apt"  Debian's packages and the debootstrap images, mostly I/O: mpi,
 #               node-packages, node-images, operator-image (one lane: apt takes a lock)
-#   in front    ruff, mypy --strict and the unit tests (the docs build is one of them)
-# then the cluster suites (chaos, e2e, integration) in one pytest run, as soon as the
+#   checks      ruff, mypy --strict and the unit tests (the docs build is one of them),
+#               no cluster: beside the lanes and the cluster suites, their output kept
+#               in a file and shown once they end
+# and the cluster suites (chaos, e2e, integration) in one pytest run, as soon as the
 # control plane's binaries are built: the lanes go on beside it, and a test that needs a
 # later build (the real node's, Kueue, Open MPI, the operator's image) waits for it
 # (devcluster/builds.py: each build leaves <target>.done or <target>.failed in
@@ -52,20 +54,42 @@ lane go helm binaries node-binaries kueue &
 go_lane=$!
 lane apt mpi node-packages node-images operator-image &
 apt_lane=$!
-trap 'kill "$go_lane" "$apt_lane" 2>/dev/null; wait; rm -rf "$MPI_OPERATOR_BUILDS_DIR"' EXIT
+trap 'kill "$go_lane" "$apt_lane" ${checks_pid:-} 2>/dev/null; wait; rm -rf "$MPI_OPERATOR_BUILDS_DIR"' EXIT
 trap 'exit 130' INT TERM
 
 status=0
-"$MAKE" --no-print-directory lint typecheck || status=1
-phase "lint and type checks"
-"$BIN/pytest" test/unit || status=1
-phase "unit tests"
+# The checks need no cluster: they run beside everything else (their seconds are shown
+# apart, not added to the phases). Their output goes to a file, shown when they end.
+checks_log="$MPI_OPERATOR_BUILDS_DIR/checks.log"
+checks() {
+  local start=$SECONDS failed=0
+  "$MAKE" --no-print-directory lint typecheck || failed=1
+  echo "lint and type checks $((SECONDS - start))" >>"$MPI_OPERATOR_BUILDS_DIR/beside.txt"
+  start=$SECONDS
+  "$BIN/pytest" test/unit || failed=1
+  echo "unit tests $((SECONDS - start))" >>"$MPI_OPERATOR_BUILDS_DIR/beside.txt"
+  return "$failed"
+}
+checks >"$checks_log" 2>&1 &
+checks_pid=$!
+checks_shown=""
+show_checks() { # waits for the checks, then shows their output once
+  [[ -n "$checks_shown" ]] && return
+  checks_shown=1
+  wait "$checks_pid" || status=1
+  echo "==== make test: ruff, mypy --strict and the unit tests (run beside the rest) ===="
+  cat "$checks_log"
+}
 
 # Every cluster starts from the control plane's binaries; the rest is waited for by
-# the tests that need it.
-until built helm && built binaries; do sleep 1; done
+# the tests that need it. Cold, the checks end while the builds go on: shown then.
+until built helm && built binaries; do
+  if [[ -z "$checks_shown" ]] && ! kill -0 "$checks_pid" 2>/dev/null; then show_checks; fi
+  sleep 1
+done
 phase "waiting for the binaries"
 if [[ -e "$MPI_OPERATOR_BUILDS_DIR/binaries.failed" || -e "$MPI_OPERATOR_BUILDS_DIR/helm.failed" ]]; then
+  show_checks
   echo "make test: the control plane's binaries failed to build (the lines marked [go]); the cluster suites not run" >&2
   exit 1
 fi
@@ -73,6 +97,8 @@ cpu cluster-start
 "$BIN/pytest" --ignore=test/unit || status=1
 cpu cluster-end
 phase "cluster suites"
+show_checks
+phase "waiting for the checks"
 
 wait "$go_lane" || { echo "make test: a Go build failed: see the lines marked [go]" >&2; status=1; }
 wait "$apt_lane" || { echo "make test: a package or image build failed: see the lines marked [apt]" >&2; status=1; }

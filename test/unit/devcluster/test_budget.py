@@ -51,6 +51,16 @@ def test_the_phases_are_listed_with_their_sum() -> None:
     ]
 
 
+def test_steps_run_beside_the_phases_are_shown_and_not_added() -> None:
+    beside = [("lint and type checks", 12.0), ("unit tests", 140.0)]
+    verdict = judge(PHASES, WARM_BUILDS, None, 2, budget=3200.0, beside=beside)
+    assert verdict.ok
+    assert verdict.lines[5] == (
+        "beside the phases (not added): lint and type checks 12 s, unit tests 140 s"
+    )
+    assert verdict.lines[-1] == "warm run within the budget (3160 of 3200 s)"
+
+
 def test_cpu_counters_count_iowait_as_idle() -> None:
     # user nice system idle iowait irq softirq steal, in ticks of 1/100 s
     sample = CpuSample.parse("cpu  100 0 50 800 50 0 0 0 0 0", 100.0)
@@ -67,6 +77,7 @@ def test_the_cluster_suites_cpu_share_gives_the_packed_floor() -> None:
 
 def test_the_module_reads_what_test_sh_leaves(tmp_path: Path) -> None:
     (tmp_path / "phases.txt").write_text("virtualenv 3\nunit tests 140\ncluster suites 9000\n")
+    (tmp_path / "beside.txt").write_text("lint and type checks 12\n")
     (tmp_path / "helm.done").write_text("1\n")
     (tmp_path / "kueue.failed").write_text("")
     (tmp_path / "cpu-cluster-start").write_text("cpu  100 0 0 900 0 0 0 0 0 0\n")
@@ -78,5 +89,6 @@ def test_the_module_reads_what_test_sh_leaves(tmp_path: Path) -> None:
     assert run.returncode == 1, run.stdout
     assert f"{'in all':<28}{9143:>8}" in run.stdout
     assert "builds: helm 1 s" in run.stdout
+    assert "beside the phases (not added): lint and type checks 12 s" in run.stdout
     assert re.search(r"cluster suites: the \d+ cores 50% busy \(5 core-s\)", run.stdout)
     assert "over budget: this warm run took 9143 s" in run.stdout
