@@ -1,4 +1,5 @@
-"""SpecChecks: a key's field errors are checked once per object, anew for another."""
+"""SpecChecks: a key's field errors are checked once per version of its spec (its uid and
+generation), or once per object where it has none; anew for another."""
 
 from __future__ import annotations
 
@@ -36,3 +37,42 @@ def test_a_caller_changing_the_returned_list_does_not_change_what_is_kept() -> N
     kept = checks.errors("ns/a", obj, lambda: [])
     kept.append(required("spec", "x"))
     assert checks.errors("ns/a", obj, lambda: [required("spec", "never")]) == []
+
+
+def _job(uid: str, generation: int, **status: object) -> dict[str, object]:
+    return {"metadata": {"uid": uid, "generation": generation}, "spec": {}, "status": status}
+
+
+def test_a_new_object_of_the_same_uid_and_generation_is_not_checked_again() -> None:
+    checks = SpecChecks()
+    calls: list[int] = []
+
+    def check() -> list[FieldError]:
+        calls.append(1)
+        return []
+
+    checks.errors("ns/a", _job("u1", 1), check)
+    # Our own status write, or a label added: a new object, the same spec's version.
+    checks.errors("ns/a", _job("u1", 1, phase="Running"), check)
+    assert len(calls) == 1
+    # The spec changed (the API server raised the generation): checked anew.
+    checks.errors("ns/a", _job("u1", 2), check)
+    assert len(calls) == 2
+    # Deleted and made again under the same name: another uid, checked anew.
+    checks.errors("ns/a", _job("u2", 2), check)
+    assert len(calls) == 3
+
+
+def test_a_generation_that_is_no_integer_falls_back_to_the_object() -> None:
+    checks = SpecChecks()
+    calls: list[int] = []
+
+    def check() -> list[FieldError]:
+        calls.append(1)
+        return []
+
+    for generation in ("1", True, None):
+        meta = {"uid": "u1", "generation": generation}
+        checks.errors("ns/a", {"metadata": meta}, check)
+        checks.errors("ns/a", {"metadata": dict(meta)}, check)
+    assert len(calls) == 6

@@ -128,10 +128,14 @@ class SyncWorld:
         return informer
 
     def add(self, *objs: Obj) -> SyncWorld:
-        """Puts objects into the caches (replacing any of the same name)."""
+        """Puts objects into the caches (replacing any of the same name); an MPIJob
+        without a generation gets the API server's first, 1."""
         for obj in objs:
+            obj = copy.deepcopy(obj)
+            if obj["kind"] == "MPIJob":
+                obj.setdefault("metadata", {}).setdefault("generation", 1)
             informer = self._informer_of(_INFORMER_BY_KIND[obj["kind"]], obj)
-            self._indexer(informer).add(copy.deepcopy(obj))
+            self._indexer(informer).add(obj)
         return self
 
     def job_deleted(self) -> None:
@@ -155,7 +159,11 @@ class SyncWorld:
         """Merge-patches a cached object (the kubelet, the Job controller, a user)."""
         current = self.cached(kind, name)
         assert current is not None, f"{kind} {name} is not cached"
-        self.add(merge_patch(current, patch))
+        changed = merge_patch(current, patch)
+        if kind == "MPIJob" and "spec" in patch:  # as the API server counts a spec's versions
+            meta = changed.setdefault("metadata", {})
+            meta["generation"] = int(meta.get("generation") or 1) + 1
+        self.add(changed)
 
     def settle(self) -> None:
         """The caches catch up with every successful write since the last settle: what
