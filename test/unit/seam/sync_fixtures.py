@@ -161,8 +161,7 @@ class SyncWorld:
         assert current is not None, f"{kind} {name} is not cached"
         changed = merge_patch(current, patch)
         if kind == "MPIJob" and "spec" in patch:  # as the API server counts a spec's versions
-            meta = changed.setdefault("metadata", {})
-            meta["generation"] = int(meta.get("generation") or 1) + 1
+            changed["metadata"]["generation"] += 1  # add() gave every MPIJob one
         self.add(changed)
 
     def settle(self) -> None:
