@@ -8,7 +8,9 @@
 #   checks      ruff, mypy --strict and the unit tests (the docs build is one of them),
 #               no cluster: beside the lanes and the cluster suites, their output kept
 #               in a file and shown once they end
-# and the cluster suites (chaos, e2e, integration) in one pytest run, as soon as the
+# and the cluster suites (chaos, e2e, integration) in one pytest run of two worker
+# processes (pytest-xdist; each starts the clusters its tests ask for, and whatever
+# exists once per host, like the real node, goes to one of them), as soon as the
 # control plane's binaries are built: the lanes go on beside it, and a test that needs a
 # later build (the real node's, Kueue, Open MPI, the operator's image) waits for it
 # (devcluster/builds.py: each build leaves <target>.done or <target>.failed in
@@ -21,6 +23,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MAKE="${MAKE:-make}"
 BIN=.venv/bin
+WORKERS="${MPI_TEST_WORKERS:-2}" # the cluster suites' pytest-xdist workers (0: no worker)
 
 began=$SECONDS
 "$MAKE" --no-print-directory venv || exit 1
@@ -94,7 +97,8 @@ if [[ -e "$MPI_OPERATOR_BUILDS_DIR/binaries.failed" || -e "$MPI_OPERATOR_BUILDS_
   exit 1
 fi
 cpu cluster-start
-"$BIN/pytest" --ignore=test/unit || status=1
+# In worker processes (test/conftest.py says how it groups the tests between them).
+"$BIN/pytest" --ignore=test/unit -n "$WORKERS" --dist loadgroup || status=1
 cpu cluster-end
 phase "cluster suites"
 show_checks

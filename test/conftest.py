@@ -22,6 +22,7 @@ never build them.
 from __future__ import annotations
 
 import re
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 
@@ -39,7 +40,8 @@ _FULL_FIXTURES = {"full_cluster", "full_namespace", "kueue_env"}
 _REAL_FIXTURES = {"real_cluster"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & _API_FIXTURES:
@@ -48,6 +50,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.full_cluster)
         if names & _REAL_FIXTURES:
             item.add_marker(pytest.mark.real_cluster)
+    if config.getoption("dist", "no") == "loadgroup":
+        _group_for_workers(items)
+
+
+# -- side by side in worker processes (pytest-xdist, --dist loadgroup) ---------------
+#
+# make test runs the cluster suites in two pytest-xdist workers. Each worker starts the
+# clusters its tests ask for, so no cluster is shared between processes and every test
+# keeps the isolation it has in one process. A work unit goes to one worker whole:
+# * a module (its module-scoped fixtures set up once), or its package when a fixture is
+#   package-scoped (the Kueue suite's one Kueue);
+# * "host-wide": everything using what exists once per host: the real node (containerd,
+#   the kubelet's ports, the CNI bridge; real_cluster, or a module marked host_wide,
+#   like the demo's own real node) and the reference operator's fixed :8080. One worker
+#   runs them one after another, as the only unit it is given first (the longest).
+
+HOST_WIDE = "host-wide"
+
+
+def _group(item: pytest.Item) -> str:
+    if item.get_closest_marker("real_cluster") or item.get_closest_marker("host_wide"):
+        return HOST_WIDE
+    path = item.nodeid.split("::")[0]
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    if any(d.scope == "package" for chain in defs for d in chain):
+        return path.rsplit("/", 1)[0]
+    return path
+
+
+def _group_for_workers(items: list[pytest.Item]) -> None:
+    groups = {item.nodeid: _group(item) for item in items}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    # The host-wide unit first: the scheduler hands out units in this order.
+    items.sort(key=lambda item: groups[item.nodeid] != HOST_WIDE)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -158,6 +196,31 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         phases["tests"] += 1
 
 
+_BEGAN = time.monotonic()
+_WORKERS: dict[str, float] = {}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # In an xdist worker: its cluster and operator starts and its seconds, for the
+    # controller's summary.
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["cluster_starts"] = [list(start) for start in STARTS]
+        out["operator_starts"] = list(OPERATOR_STARTS)
+        out["seconds"] = time.monotonic() - _BEGAN
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    # In the xdist controller: a worker's figures, sent by its pytest_sessionfinish.
+    out = getattr(node, "workeroutput", None) or {}
+    STARTS.extend((shape, seconds) for shape, seconds in out.get("cluster_starts", ()))
+    OPERATOR_STARTS.extend(out.get("operator_starts", ()))
+    if "seconds" in out:
+        name = (getattr(node, "workerinput", None) or {}).get("workerid", len(_WORKERS))
+        _WORKERS[str(name)] = out["seconds"]
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _PHASES:
         return
@@ -175,6 +238,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for shape, times in sorted(by_shape.items()):
         write(f"cluster starts, {shape}: {len(times)}, {sum(times):.0f} s in all")
     write(f"operator processes started: {len(OPERATOR_STARTS)}")
+    if _WORKERS:  # the phases above are summed over the workers, which overlap
+        each = ", ".join(f"{w} {s:.0f} s" for w, s in sorted(_WORKERS.items()))
+        write(f"worker processes: {len(_WORKERS)} ({each}), side by side")
     write("the fifteen costliest test files (setup, call and teardown), seconds:")
     for path, seconds in sorted(_MODULES.items(), key=lambda kv: -kv[1])[:15]:
         write(f"{seconds:>8.0f}  {path}")

@@ -26,7 +26,8 @@ from devcluster.nodeconfig import NodeLayout
 ROOT = Path(__file__).resolve().parents[2]
 PI = ROOT / "examples" / "v2beta1" / "pi" / "pi.yaml"
 
-pytestmark = pytest.mark.full_cluster
+# Its own real node (the demo's default), beside the session's: one host's worth.
+pytestmark = [pytest.mark.full_cluster, pytest.mark.host_wide]
 
 
 @pytest.fixture(autouse=True)

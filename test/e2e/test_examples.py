@@ -319,6 +319,7 @@ def real_examples(
         yield runs
 
 
+@pytest.mark.host_wide  # the real node, asked for only by the examples that run
 @pytest.mark.parametrize("path", ALL_EXAMPLES, ids=example_id)
 def test_example_runs_as_written_on_the_real_node(
     request: pytest.FixtureRequest, path: Path

@@ -22,7 +22,8 @@ from devcluster import binaries as binmod
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.full_cluster, pytest.mark.timeout(1200)]
+# host_wide: the reference operator serves :8080, whatever its flags say.
+pytestmark = [pytest.mark.full_cluster, pytest.mark.host_wide, pytest.mark.timeout(1200)]
 
 
 def _have_binaries() -> Binaries:
