@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
+import worker_units
 
 from devcluster import API, FULL, REAL, BinariesMissingError, LocalCluster
 from devcluster.access import ClusterError
@@ -40,8 +41,7 @@ _FULL_FIXTURES = {"full_cluster", "full_namespace", "kueue_env"}
 _REAL_FIXTURES = {"real_cluster"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & _API_FIXTURES:
@@ -50,42 +50,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.full_cluster)
         if names & _REAL_FIXTURES:
             item.add_marker(pytest.mark.real_cluster)
-    if config.getoption("dist", "no") == "loadgroup":
-        _group_for_workers(items)
 
 
-# -- side by side in worker processes (pytest-xdist, --dist loadgroup) ---------------
-#
-# make test runs the cluster suites in two pytest-xdist workers. Each worker starts the
-# clusters its tests ask for, so no cluster is shared between processes and every test
-# keeps the isolation it has in one process. A work unit goes to one worker whole:
-# * a module (its module-scoped fixtures set up once), or its package when a fixture is
-#   package-scoped (the Kueue suite's one Kueue);
-# * "host-wide": everything using what exists once per host: the real node (containerd,
-#   the kubelet's ports, the CNI bridge; real_cluster, or a module marked host_wide,
-#   like the demo's own real node) and the reference operator's fixed :8080. One worker
-#   runs them one after another, as the only unit it is given first (the longest).
-
-HOST_WIDE = "host-wide"
-
-
-def _group(item: pytest.Item) -> str:
-    if item.get_closest_marker("real_cluster") or item.get_closest_marker("host_wide"):
-        return HOST_WIDE
-    path = item.nodeid.split("::")[0]
-    info = getattr(item, "_fixtureinfo", None)
-    defs = info.name2fixturedefs.values() if info is not None else ()
-    if any(d.scope == "package" for chain in defs for d in chain):
-        return path.rsplit("/", 1)[0]
-    return path
-
-
-def _group_for_workers(items: list[pytest.Item]) -> None:
-    groups = {item.nodeid: _group(item) for item in items}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
-    # The host-wide unit first: the scheduler hands out units in this order.
-    items.sort(key=lambda item: groups[item.nodeid] != HOST_WIDE)
+def pytest_configure(config: pytest.Config) -> None:
+    # The cluster suites side by side in worker processes: worker_units.py says how.
+    config.pluginmanager.register(worker_units, "worker_units")
 
 
 @pytest.hookimpl(tryfirst=True)
