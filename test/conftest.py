@@ -14,8 +14,10 @@ Both clusters are :class:`devcluster.LocalCluster` objects:
 ``.kubeconfig`` (Path), ``.server`` (https URL), ``.kubectl(*args, check=True,
 input=None)``, ``.stop_apiserver()``, ``.start_apiserver()``, ``.restart_apiserver()``,
 ``.compact_etcd()``, ``.request(method, path, body)``. Each starts lazily, the first time
-a test asks for it, and they share nothing. Tests using them are marked ``cluster`` /
-``full_cluster`` automatically. The binaries come from ``make binaries``; the fixtures
+a test asks for it, and they share nothing; under pytest-xdist (``make test``), once per
+worker process that runs such a test (``worker_units.py``: the real node's tests all go
+to one). Tests using them are marked ``cluster`` / ``full_cluster`` / ``real_cluster``
+automatically. The binaries come from ``make binaries``; the fixtures
 never build them.
 """
 
