@@ -208,14 +208,18 @@ def test_chaos_the_largest_template_on_500_workers_costs_the_operator_little(
     )
     assert pod_made - created <= 5.0
     assert health.failures == 0
-    # The answering time includes this process's own HTTP client on two shared cores;
-    # before the fix a 252-pod batch held the loop for seconds (the Lease lapsed).
-    assert health.quantile(0.99) < 0.25, sorted(health.seconds)[-10:]
+    # The answering time includes this process's own HTTP client on two shared cores.
+    # Before the fix a 252-pod batch held the loop for whole seconds (6.4 s in the lag
+    # histogram below; the Lease lapsed). Now the p99 is 0.03-0.05 s on a quiet machine
+    # and 0.13-0.39 s with two CPU burners taking both cores (14 runs), its maximum under
+    # 0.71 s: 1 s and 2 s lie between the two with room on either side.
+    assert health.quantile(0.99) < 1.0, sorted(health.seconds)[-10:]
     assert max(health.seconds) < 2.0, sorted(health.seconds)[-10:]
-    # The operator's own event-loop lag (its histogram, a sample every 250 ms): nearly all
-    # under 100 ms and none past 1 s. Before the fix one batch held the loop for 6.4 s.
-    # With about 80 samples on two shared cores one slow sample is 1.3 %, so not p99.
-    assert lag_within >= 0.95, (lag_within, lag_samples)
+    # The operator's own event-loop lag (its histogram, a sample every 250 ms): none past
+    # 1 s (before the fix one batch held the loop for 6.4 s), and most under 100 ms:
+    # 0.939-0.975 of them with two CPU burners. With about 80 samples on two shared cores
+    # one slow sample is 1.3 %, so not p99.
+    assert lag_within >= 0.9, (lag_within, lag_samples)
     assert lag_within_1s == 1.0, (lag_within_1s, lag_samples)
     assert peak_rss_mib < RSS_LIMIT_MIB
     # What the fan-out itself cost (before the fix: 172 MiB, deep copies held by a batch).
