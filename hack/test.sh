@@ -97,7 +97,7 @@ if [[ -e "$MPI_OPERATOR_BUILDS_DIR/binaries.failed" || -e "$MPI_OPERATOR_BUILDS_
   exit 1
 fi
 cpu cluster-start
-# In worker processes (test/conftest.py says how it groups the tests between them).
+# In worker processes (test/worker_units.py says how it groups the tests between them).
 "$BIN/pytest" --ignore=test/unit -n "$WORKERS" --dist loadgroup || status=1
 cpu cluster-end
 phase "cluster suites"

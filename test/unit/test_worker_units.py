@@ -21,7 +21,7 @@ from pathlib import Path
 
 def record(name):
     with Path(os.environ["RECORD"]).open("a") as out:
-        out.write(f"{os.environ['PYTEST_XDIST_WORKER']} {name}\\n")
+        out.write(f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')} {name}\\n")
 """
 
 
@@ -91,24 +91,15 @@ def _project(tmp: Path) -> None:
         path.write_text(textwrap.dedent(text))
 
 
-def test_modules_packages_and_the_host_wide_tests_each_go_whole_to_one_worker(
-    tmp_path: Path,
-) -> None:
+def _run(tmp_path: Path, workers: int) -> list[list[str]]:
+    """The project's tests as make test runs them (``-n`` from MPI_TEST_WORKERS): each
+    test's worker and unit, in the order they ran."""
     project = tmp_path / "project"
     _project(project)
     record = tmp_path / "record.txt"
+    command = [sys.executable, "-m", "pytest", "-n", str(workers), "--dist", "loadgroup"]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-n",
-            "2",
-            "--dist",
-            "loadgroup",
-            "-p",
-            "no:cacheprovider",
-        ],
+        [*command, "-p", "no:cacheprovider"],
         cwd=project,
         env={"PATH": "/usr/bin:/bin", "RECORD": str(record), "PYTHONPATH": str(project)},
         capture_output=True,
@@ -116,7 +107,13 @@ def test_modules_packages_and_the_host_wide_tests_each_go_whole_to_one_worker(
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    lines = [line.split() for line in record.read_text().splitlines()]
+    return [line.split() for line in record.read_text().splitlines()]
+
+
+def test_modules_packages_and_the_host_wide_tests_each_go_whole_to_one_worker(
+    tmp_path: Path,
+) -> None:
+    lines = _run(tmp_path, 2)
     assert len(lines) == 12
     workers: dict[str, set[str]] = defaultdict(set)
     for worker, unit in lines:
@@ -128,3 +125,10 @@ def test_modules_packages_and_the_host_wide_tests_each_go_whole_to_one_worker(
     assert mine[:3] == ["host"] * 3, lines
     # Two workers ran something: the units were spread, not all given to one.
     assert len({worker for worker, _ in lines}) == 2, lines
+
+
+def test_no_workers_runs_every_test_in_the_one_process(tmp_path: Path) -> None:
+    # MPI_TEST_WORKERS=0 make test: pytest -n 0 --dist loadgroup.
+    lines = _run(tmp_path, 0)
+    assert len(lines) == 12
+    assert {worker for worker, _ in lines} == {"main"}, lines
