@@ -100,6 +100,16 @@ class NodeLayout:
         return f"10.85.{self.subnet_octet}.1"
 
     @property
+    def bridge_mac(self) -> str:
+        """The bridge's own MAC, set when it is made (locally administered, from its name).
+        A bridge left to pick one takes its lowest port's and changes it when that pod's
+        veth goes: pods that cached the gateway's old MAC then lose DNS until their ARP
+        entry expires (a launcher's ssh failed "Temporary failure in name resolution"
+        while the previous test's pods were torn down)."""
+        digest = hashlib.sha256(self.bridge.encode()).digest()
+        return ":".join(f"{b:02x}" for b in (0x02, *digest[:5]))
+
+    @property
     def containerd_dir(self) -> Path:
         return self.dir / "containerd"
 

@@ -180,6 +180,7 @@ class RealNode:
             _ip("link", "del", stale)
         if not Path(f"/sys/class/net/{node.bridge}").exists():
             _ip("link", "add", "name", node.bridge, "type", "bridge")
+        _ip("link", "set", "dev", node.bridge, "address", node.bridge_mac)
         _ip("addr", "replace", f"{node.gateway}/24", "dev", node.bridge)
         _ip("link", "set", node.bridge, "up")
 

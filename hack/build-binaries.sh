@@ -3,6 +3,9 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (hack/tools/k8s)
 #   etcd                                                              (hack/tools/etcd)
 #   kwok, kwokctl                                                     (hack/tools/kwok)
+#     with hack/tools/kwok/*.patch applied to a copy of the module (delete-by-uid.patch:
+#     KWOK deletes a pod by uid, as a kubelet does, so a late delete of a pod that is gone
+#     no longer removes its replacement of the same name)
 # and copies the PodGroup CRDs of volcano and scheduler-plugins from the Go module
 # cache. Everything lands in ${XDG_CACHE_HOME:-$HOME/.cache}/mpi-operator/bin/<key>/,
 # outside the checkout; <key> changes whenever a pinned version changes.
@@ -37,7 +40,7 @@ key_hash="$(
   {
     echo "$BUILD_REV $VOLCANO_VERSION $SCHEDPLUGINS_VERSION"
     cat "$TOOLS"/k8s/go.mod "$TOOLS"/k8s/go.sum "$TOOLS"/etcd/go.mod "$TOOLS"/etcd/go.sum \
-      "$TOOLS"/etcd/etcd/main.go "$TOOLS"/kwok/go.mod "$TOOLS"/kwok/go.sum
+      "$TOOLS"/etcd/etcd/main.go "$TOOLS"/kwok/go.mod "$TOOLS"/kwok/go.sum "$TOOLS"/kwok/*.patch
   } | sha256sum | cut -c1-10
 )"
 KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_${key_hash}"
@@ -121,9 +124,23 @@ fi
 
 if [[ $need_kwok -eq 1 ]]; then
   echo "build-binaries: building kwok, kwokctl from sigs.k8s.io/kwok@$KWOK_VERSION (log: $LOG)" >&2
-  (cd "$TOOLS/kwok" && run_go "sigs.k8s.io/kwok@$KWOK_VERSION" go build \
+  command -v patch >/dev/null 2>&1 || die "patch not found in PATH: install it (apt-get install patch) to build kwok"
+  (cd "$TOOLS/kwok" && run_go "sigs.k8s.io/kwok@$KWOK_VERSION" go mod download sigs.k8s.io/kwok)
+  # A patched copy of the module, put in its place by a replace line in a copy of go.mod
+  # (-modfile): go.mod and go.sum in hack/tools/kwok stay as they are.
+  src="$tmp/kwok-src"
+  cp -r "$(cd "$TOOLS/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)" "$src"
+  chmod -R u+w "$src"
+  for p in "$TOOLS"/kwok/*.patch; do
+    patch -s -p1 -d "$src" <"$p" >>"$LOG" 2>&1 || die "$p does not apply to sigs.k8s.io/kwok@$KWOK_VERSION (log: $LOG)"
+  done
+  cp "$TOOLS/kwok/go.mod" "$tmp/kwok.mod"
+  cp "$TOOLS/kwok/go.sum" "$tmp/kwok.sum"
+  (cd "$TOOLS/kwok" && go mod edit -modfile="$tmp/kwok.mod" -replace "sigs.k8s.io/kwok=$src")
+  (cd "$TOOLS/kwok" && run_go "sigs.k8s.io/kwok@$KWOK_VERSION" go build -modfile="$tmp/kwok.mod" \
     -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" \
     -o "$tmp/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)
+  rm -rf "$src" "$tmp/kwok.mod" "$tmp/kwok.sum"
 fi
 
 if [[ $need_crds -eq 1 ]]; then

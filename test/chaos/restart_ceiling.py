@@ -132,8 +132,9 @@ def measure_ceiling(
             recreated = 0
 
             def ready() -> float | None:
-                # KWOK (v0.8.0) may delete the old pod a second time, by name, and so
-                # the new one: it is made again, as a level-triggered sync would.
+                # Gone again: made again, as a level-triggered sync would. (Unpatched,
+                # KWOK v0.8.0 deleted the old pod a second time by name, and so the new
+                # one; hack/tools/kwok/delete-by-uid.patch makes it delete by uid.)
                 nonlocal recreated
                 status, body = cluster.request("GET", f"{pods}/{pod}")
                 if status == 404:

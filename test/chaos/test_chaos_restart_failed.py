@@ -25,8 +25,8 @@ Measured at the operator's default 100 QPS (2026-11-28, two runs):
   running 0.04 s after.
 * The ceiling (six runs): the new launcher Job 0.07 to 0.13 s after t=0 in four, 0.86 s
   in one (the garbage collector's foreground deletion of the old Job took 0.84 s) and
-  1.97 s in one (KWOK deleted the new pod twice, see below); the worker's delete,
-  create and Ready take 0.04 to 0.09 s.
+  1.97 s in one (KWOK, unpatched then, deleted the new pod twice, see below); the
+  worker's delete, create and Ready take 0.04 to 0.09 s.
 
 What the operator adds to the ceiling is the wait from the failure to its decision:
 pod changes are batched (up to 1 s, as the Job controller batches them), so that
@@ -35,12 +35,14 @@ together; that batch is kept. A tenth of RestartJob's time was reached in both r
 (1/16, 1/15) but is not asserted: the batch's share (0 to 1 s, as other events are
 queued) and the foreground deletion's (up to 0.9 s) make the worst case about 2 s, a
 fifth of it. A third is asserted, and 0.9 s for the operator's reaction at each step
-that waits on a child (1 s, the batch, before): both hold with margin on a machine
-that runs only this suite, as CI does. KWOK (v0.8.0) deletes a pod by name, not uid: when
-it lags (a loaded machine), its late deletes of the failed worker kill the replacement
-made under the same name, which the operator (and the bare script) make again; in a run
-beside another session's unit suite that cost 6 s (RestartFailed 6.6 s, RestartJob
-15.8 s and 2,402 writes) and this test failed. A kubelet deletes with the pod's uid.
+that waits on a child (1 s, the batch, before).
+
+KWOK v0.8.0 deletes a pod by name, not uid. When it lags (a loaded machine), its late
+deletes of the failed worker killed the replacement made under the same name, which
+the operator (and the bare script) then made again. That cost 4 to 6 s and failed
+this test beside another suite (RestartFailed 4.4 s against RestartJob's 11.7 s in CI,
+with two test workers). A kubelet deletes with the pod's uid as a precondition, and so
+does our KWOK now (hack/tools/kwok/delete-by-uid.patch): a late delete is refused.
 """
 
 from __future__ import annotations

@@ -84,6 +84,16 @@ def _killable_pi(name: str, action: str) -> Obj:
     return job
 
 
+def test_the_bridge_keeps_the_mac_it_was_given(real_cluster: LocalCluster) -> None:
+    """Set when the node starts (``set`` to the kernel), so a pod's veth that goes does not
+    change the gateway's MAC under the pods that cached it (their DNS would go quiet)."""
+    assert real_cluster.node is not None
+    layout = real_cluster.node.layout
+    link = Path("/sys/class/net") / layout.bridge
+    assert (link / "address").read_text().strip() == layout.bridge_mac
+    assert (link / "addr_assign_type").read_text().strip() == "3"  # NET_ADDR_SET
+
+
 def test_a_worker_killed_for_real_restarts_the_job_which_then_computes_pi(
     real_cluster: LocalCluster, real_ns: str, operator: OperatorProcess
 ) -> None:

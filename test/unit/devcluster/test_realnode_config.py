@@ -35,6 +35,19 @@ def test_two_clusters_get_different_bridges_and_subnets() -> None:
     assert NODE.gateway.endswith(".1") and NODE.subnet.startswith(NODE.gateway[:-1])
 
 
+def test_the_bridge_has_a_fixed_locally_administered_unicast_mac() -> None:
+    """Set, not taken from a port: it must not change when a pod's veth goes."""
+    other = cfg.NodeLayout.for_cluster(Path("/tmp/other-cluster"), (1, 2, 3))
+    first = int(NODE.bridge_mac.split(":")[0], 16)
+    assert re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", NODE.bridge_mac)
+    assert first & 0b10 and not first & 0b01  # locally administered, unicast
+    assert (
+        NODE.bridge_mac
+        == cfg.NodeLayout.for_cluster(Path("/tmp/some-cluster"), (4, 5, 6)).bridge_mac
+    )
+    assert NODE.bridge_mac != other.bridge_mac
+
+
 def test_containerd_runs_without_cap_sys_resource_and_keeps_to_its_directory() -> None:
     toml = cfg.containerd_config(NODE)
     assert "restrict_oom_score_adj = true" in toml
