@@ -56,6 +56,14 @@ Obj = dict[str, Any]
 #: Each rank says it started, then waits before computing: long enough for the test to
 #: kill a worker while the job's MPI processes run there.
 RANK_WRAPPER = "echo rank started on $(cat /etc/hostname); sleep 8; exec /home/mpiuser/pi"
+#: The launcher prints mpirun's output line by line and succeeds only if pi was printed.
+#: Open MPI 5's prterun has exited 0 after "PRTE has lost communication with a remote
+#: daemon" (a worker killed, on a loaded machine): the job then Succeeded with no
+#: restart, as it must when the launcher succeeds, and the kill was not tested.
+LAUNCHER_GUARD = (
+    'mpirun "$@" 2>&1 | { ok=1; while IFS= read -r line; do printf "%s\\n" "$line"; '
+    'case "$line" in *"pi is approximately"*) ok=0;; esac; done; exit $ok; }'
+)
 
 
 def _killable_pi(name: str, action: str) -> Obj:
@@ -75,6 +83,7 @@ def _killable_pi(name: str, action: str) -> Obj:
         ],
     }
     launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["command"] = ["sh", "-c", LAUNCHER_GUARD, "mpirun"]
     launcher["args"] = ["-n", "2", "sh", "-c", RANK_WRAPPER]
     # The project's Open MPI 5 image, on which these kills were proven; the examples'
     # public image runs as written in test_examples.py.
