@@ -5,11 +5,12 @@ and creates them all again; RestartFailed replaces only the failed worker and th
 launcher. The test measures, for each, the operator's API writes (from kube-apiserver's
 audit log, Lease renewals left out), the time from the failure to the new attempt's
 launcher Job, and each step of the restart (watch events, timeline.py). It asserts that
-RestartFailed takes at most a few dozen writes and under a quarter of RestartJob's time,
-that the operator takes the steps that wait on a child (the failed worker gone, the old
-launcher Job gone and every worker Ready) within half a second of the watch showing
-them (not after the 1 s child-event batch), and that the other workers' pods (their
-uids) are kept.
+RestartFailed takes at most a few dozen writes and under half of RestartJob's time,
+that the operator's own steps are quick (its decision within 2 s of the failure, the
+1 s batch included; its deletes within 0.9 s of the decision; the steps that wait on a
+child, the failed worker gone, the old launcher Job gone and every worker Ready, within
+0.9 s of the watch showing them, not after the 1 s child-event batch), and that the
+other workers' pods (their uids) are kept.
 A second test measures the ceiling: the same API actions done by a bare script with no
 operator and no reaction time (restart_ceiling.py).
 
@@ -36,6 +37,15 @@ together; that batch is kept. A tenth of RestartJob's time was reached in both r
 queued) and the foreground deletion's (up to 0.9 s) make the worst case about 2 s, a
 fifth of it. A third is asserted, and 0.9 s for the operator's reaction at each step
 that waits on a child (1 s, the batch, before).
+
+Under two CPU burners (ten runs, December 2026) the ratio was 0.10 to 0.16 in nine
+and 0.38 in one, where KWOK itself was 3 s late (the old launcher pod gone and the
+new worker Ready 3.2 s after the operator's deletes and create; the operator's
+reactions stayed under 0.14 s). KWOK's lag adds to RestartFailed's seconds and hardly
+to RestartJob's, whose ten seconds are its 1,000 creates at 100 QPS. So the ratio's
+bound is a half, with room for KWOK's lag; what the operator itself takes is bounded
+step by step: its decision took 1.05 to 1.21 s (the batch), its deletes 0.03 to
+0.14 s after it, its reactions 0.05 to 0.23 s.
 
 KWOK v0.8.0 deletes a pod by name, not uid. When it lags (a loaded machine), its late
 deletes of the failed worker killed the replacement made under the same name, which
@@ -208,10 +218,15 @@ def test_chaos_restart_failed_replaces_one_worker_of_a_thousand_for_a_few_writes
     assert whole["kept"] == 0, whole
     assert failed["kept"] == WORKERS - 1, failed
     assert failed["writes"] <= 40, failed
-    assert failed["seconds"] < whole["seconds"] / 3, (whole, failed)
-    # The operator's own reaction at each step that waits on a child: 1 s (the batch)
-    # before, a few hundredths now.
+    assert failed["seconds"] < whole["seconds"] / 2, (whole, failed)
     steps = failed["steps"]
+    # The operator's decision: the 1 s batch, then one status write.
+    assert steps["restarting_written"] - steps["failed_seen"] < 2.0, steps
+    # Its deletes, once the decision is written.
+    deletes = max(steps["worker_delete_sent"], steps["launcher_delete_sent"])
+    assert deletes - steps["restarting_written"] < 0.9, steps
+    # Its reaction at each step that waits on a child: 1 s (the batch) before, a few
+    # hundredths now.
     assert steps["worker_created"] - steps["old_worker_gone"] < 0.9, steps
     waited = max(steps["old_launcher_job_gone"], steps["worker_ready"])
     assert steps["launcher_created"] - waited < 0.9, steps
